@@ -1,0 +1,30 @@
+"""``gitops.grove.io/v1alpha1`` RenderConfiguration: grove-gitops' own small settings.
+
+These are the deployment facts Grove's operator takes from its environment rather than from
+the OperatorConfiguration (the init-container image), plus what only a renderer needs: the
+Kubernetes version the output targets and which GitOps tool applies it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from grove_gitops.api.base import ObjectMeta, StrictModel
+
+#: Grove's init container (chart value ``grove-initc``) at the Grove release we follow.
+DEFAULT_INIT_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc:v0.1.0"
+
+KubernetesVersion = Literal["1.35", "1.36", "1.37"]
+GitOpsFlavour = Literal["argocd", "flux", "both"]
+
+
+class RenderConfig(StrictModel):
+    apiVersion: Literal["gitops.grove.io/v1alpha1"] = "gitops.grove.io/v1alpha1"
+    kind: Literal["RenderConfiguration"] = "RenderConfiguration"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    kubernetesVersion: KubernetesVersion = "1.35"
+    defaultNamespace: str = "default"
+    initContainerImage: str = DEFAULT_INIT_IMAGE
+    gitops: GitOpsFlavour = "both"

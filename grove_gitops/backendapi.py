@@ -1,0 +1,113 @@
+"""The scheduler-backend interface and its registry.
+
+Grove's operator asks a backend four things (``operator/internal/scheduler/types.go``):
+validate a PodCliqueSet, prepare a Pod, sync a PodGang into scheduler objects, and
+(optionally) sync a ClusterTopologyBinding into the scheduler's topology object. The
+renderer asks the same four questions, as pure functions: no cluster, no clock. The
+expansion never branches on a scheduler name; a new scheduler is one new module under the
+top-level ``backends`` package, registered through the ``grove_gitops.backends`` entry-point
+group so third parties can add their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from grove_gitops.errors import GroveGitopsError
+
+if TYPE_CHECKING:
+    from grove_gitops.api.podcliqueset import PodCliqueSet
+    from grove_gitops.api.renderconfig import RenderConfig
+    from grove_gitops.api.topology import ClusterTopologyBinding
+
+ENTRY_POINT_GROUP = "grove_gitops.backends"
+
+K8sObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What a backend may read besides the object it is asked about.
+
+    ``profile_config`` is the ``config`` of the OperatorConfiguration scheduler profile that
+    enabled this backend (``{}`` when absent); ``bindings`` holds every ClusterTopologyBinding
+    of the source tree by name; ``tas_enabled`` mirrors
+    ``topologyAwareScheduling.enabled``.
+    """
+
+    render: RenderConfig
+    profile_config: Mapping[str, Any] = field(default_factory=dict)
+    bindings: Mapping[str, ClusterTopologyBinding] = field(default_factory=dict)
+    tas_enabled: bool = False
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    """Where a pod sits in its gang: what ``prepare_pod`` needs to bind it to the scheduler."""
+
+    pcs_name: str
+    namespace: str
+    podgang: str  # PodGang name (= the gang object name for most schedulers)
+    podgroup: str  # PodGang podgroup name (= PodClique FQN)
+    base_podgang: str | None  # set for pods of a scaled PodGang
+
+
+@dataclass(frozen=True)
+class BackendFinding:
+    """A backend validation result: an error (rejects the PCS) or a warning (printed)."""
+
+    field: str
+    message: str
+    warning: bool = False
+
+
+class SchedulerBackend:
+    """Base class of every scheduler translator; the defaults describe a backend that adds
+    nothing (Grove's ``default-scheduler`` without gang scheduling).
+
+    Subclasses set :attr:`name` (the OperatorConfiguration profile name, which is also the
+    ``schedulerName`` a PodCliqueSet selects it with) and override what they need.
+    """
+
+    name: ClassVar[str] = ""
+    #: ``pod.spec.schedulerName`` written on every pod (Grove: the backend name).
+    pod_scheduler_name: ClassVar[str] = ""
+    #: Whether a ClusterTopologyBinding may bind this scheduler to an external topology.
+    topology_aware: ClassVar[bool] = False
+
+    def __init__(self, context: BackendContext) -> None:
+        self.context = context
+
+    def validate(self, pcs: PodCliqueSet) -> list[BackendFinding]:
+        """Backend-specific admission checks (Grove's ``ValidatePodCliqueSet``)."""
+        return []
+
+    def prepare_pod(self, pod: K8sObject, placement: PodPlacement) -> None:
+        """Mutate a rendered pod in place (Grove's ``PreparePod``): at least ``schedulerName``."""
+        pod["spec"]["schedulerName"] = self.pod_scheduler_name or self.name
+
+    def gang_objects(self, podgang: K8sObject, pcs: PodCliqueSet) -> list[K8sObject]:
+        """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``)."""
+        return []
+
+    def topology_objects(self, binding: ClusterTopologyBinding) -> list[K8sObject]:
+        """Cluster-scoped scheduler topology objects for one ClusterTopologyBinding."""
+        return []
+
+
+class BackendNotFoundError(GroveGitopsError):
+    """A profile names a backend that no installed module provides."""
+
+
+def available_backends() -> dict[str, type[SchedulerBackend]]:
+    """Every backend class registered under the entry-point group, keyed by name."""
+    found: dict[str, type[SchedulerBackend]] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        cls = ep.load()
+        if not (isinstance(cls, type) and issubclass(cls, SchedulerBackend)):
+            raise BackendNotFoundError(f"entry point {ep.name!r} does not name a SchedulerBackend subclass")
+        found[cls.name or ep.name] = cls
+    return found

@@ -1,0 +1,48 @@
+"""Stable digests: Grove's pod-template hash and the pod-name suffix.
+
+Grove hashes a Go object dump (FNV-64a) and encodes the decimal result with
+``rand.SafeEncodeString``; a Go dump cannot be reproduced byte for byte in Python, so the
+same construction is applied to canonical JSON (the value is opaque either way).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_MASK = (1 << 64) - 1
+
+
+def canonical_json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def fnv64a(data: bytes) -> int:
+    h = _FNV_OFFSET
+    for byte in data:
+        h ^= byte
+        h = (h * _FNV_PRIME) & _MASK
+    return h
+
+
+def safe_encode(text: str) -> str:
+    """``k8s.io/apimachinery/pkg/util/rand.SafeEncodeString``: maps by character code."""
+    return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in text)
+
+
+def pod_template_hash(template: Any) -> str:
+    return safe_encode(str(fnv64a(canonical_json(template))))
+
+
+def short_hash(obj: Any, length: int = 8) -> str:
+    """A ``length``-character suffix from the SafeEncode alphabet (no vowels, no words)."""
+    value = int.from_bytes(hashlib.sha256(canonical_json(obj)).digest()[:8], "big")
+    out = []
+    for _ in range(length):
+        value, rem = divmod(value, len(_SAFE_ALPHABET))
+        out.append(_SAFE_ALPHABET[rem])
+    return "".join(out)

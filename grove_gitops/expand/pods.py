@@ -1,0 +1,163 @@
+"""Pods of one PodClique, built in Grove's mutation order (``pod/pod.go buildResource``).
+
+Differences from Grove, all forced by GitOps (``spec/gitops.md`` §2.5): a deterministic
+``metadata.name`` (``<podclique>-<index>-<hash8>``) replaces ``generateName`` — the hash
+covers the whole rendered pod, so any spec change yields a new pod instead of an update the
+API server would refuse — and there are no ``ownerReferences`` (no UIDs exist at render
+time; pruning is the GitOps tool's job).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.backendapi import PodPlacement
+from grove_gitops.expand import labels as L
+from grove_gitops.expand import names
+from grove_gitops.expand.context import ExpandContext
+from grove_gitops.expand.hashing import short_hash
+from grove_gitops.expand.plan import CliqueInstance
+from grove_gitops.expand.resourceclaims import ClaimRef
+
+INIT_CONTAINER = "grove-initc"
+SA_TOKEN_VOLUME = "sa-token-secret-vol"
+POD_INFO_VOLUME = "pod-info-vol"
+
+
+def _field_env(name: str, label: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
+
+
+def podclique_labels(pcs: PodCliqueSet, inst: CliqueInstance, template_hash: str) -> dict[str, str]:
+    """The PodClique's labels (§4.2): template labels, then Grove's, which always win."""
+    out = dict(inst.template.labels or {})
+    out.update(L.default_labels(pcs.name))
+    out[L.NAME] = inst.fqn
+    out[L.COMPONENT] = L.COMPONENT_PCS_PODCLIQUE if inst.group is None else L.COMPONENT_PCSG_PODCLIQUE
+    if inst.group_fqn is not None:
+        out[L.PCSG] = inst.group_fqn
+        out[L.PCSG_REPLICA_INDEX] = str(inst.group_replica)
+    out[L.PODGANG] = inst.podgang
+    out[L.PCS_REPLICA_INDEX] = str(inst.pcs_replica)
+    out[L.POD_TEMPLATE_HASH] = template_hash
+    if inst.base_podgang is not None:
+        out[L.BASE_PODGANG] = inst.base_podgang
+    return out
+
+
+def _prepend_env(containers: list[dict[str, Any]], env: list[dict[str, Any]]) -> None:
+    injected = {e["name"] for e in env}
+    for container in containers:
+        user = [e for e in container.get("env") or [] if not (isinstance(e, dict) and e.get("name") in injected)]
+        container["env"] = copy.deepcopy(env) + user
+
+
+def build_pods(
+    pcs: PodCliqueSet,
+    inst: CliqueInstance,
+    ctx: ExpandContext,
+    template_hash: str,
+    pcsg_num_pods: int,
+    claims_for_pod: list[list[ClaimRef]],
+) -> list[dict[str, Any]]:
+    """Every pod of ``inst``; ``claims_for_pod[k]`` are the ResourceClaims pod ``k`` mounts."""
+    ns = pcs.namespace
+    pclq_labels = podclique_labels(pcs, inst, template_hash)
+    annotations = {k: v for k, v in (inst.template.annotations or {}).items() if k != L.TOPOLOGY_NAME}
+    # The PodClique spec: the template's pod spec with the PCSG variables prepended (§4.2).
+    base_spec = copy.deepcopy(inst.template.spec.podSpec)
+    if inst.group_fqn is not None:
+        pcsg_env = [
+            _field_env("GROVE_PCSG_NAME", L.PCSG),
+            {"name": "GROVE_PCSG_TEMPLATE_NUM_PODS", "value": str(pcsg_num_pods)},
+            _field_env("GROVE_PCSG_INDEX", L.PCSG_REPLICA_INDEX),
+        ]
+        for key in ("containers", "initContainers"):
+            if base_spec.get(key):
+                _prepend_env(base_spec[key], pcsg_env)
+    grove_env = [
+        {"name": "GROVE_PCS_NAME", "value": pcs.name},
+        {"name": "GROVE_PCS_INDEX", "value": str(inst.pcs_replica)},
+        {"name": "GROVE_PCLQ_NAME", "value": inst.fqn},
+        {"name": "GROVE_HEADLESS_SERVICE", "value": names.headless_service_address(pcs.name, inst.pcs_replica, ns)},
+        _field_env("GROVE_PCLQ_POD_INDEX", L.POD_INDEX),
+    ]
+    placement = PodPlacement(pcs.name, ns, inst.podgang, inst.fqn, inst.base_podgang)
+    pods = []
+    for k in range(inst.template.spec.replicas):
+        pod_labels = L.default_labels(pcs.name)
+        pod_labels.update(pclq_labels)
+        pod_labels[L.PODCLIQUE] = inst.fqn
+        pod_labels[L.PCS_REPLICA_INDEX] = str(inst.pcs_replica)
+        pod_labels[L.PODGANG] = inst.podgang
+        pod_labels[L.POD_INDEX] = str(k)
+        spec = copy.deepcopy(base_spec)
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"namespace": ns, "labels": pod_labels, "annotations": dict(annotations)},
+            "spec": spec,
+        }
+        spec["schedulingGates"] = [{"name": L.SCHEDULING_GATE}]
+        ctx.backend.prepare_pod(pod, placement)
+        for key in ("containers", "initContainers"):
+            if spec.get(key):
+                _prepend_env(spec[key], grove_env)
+        spec["hostname"] = names.pod_hostname(inst.fqn, k)
+        spec["subdomain"] = names.headless_service_name(pcs.name, inst.pcs_replica)
+        _inject_claims(spec, claims_for_pod[k] if k < len(claims_for_pod) else [])
+        if inst.starts_after:
+            _add_init_container(spec, pcs.name, inst, ctx.render.initContainerImage)
+        if not pod["metadata"]["annotations"]:
+            del pod["metadata"]["annotations"]
+        pod["metadata"] = {"name": f"{inst.fqn}-{k}-{short_hash(pod)}", **pod["metadata"]}
+        pods.append(pod)
+    return pods
+
+
+def _inject_claims(spec: dict[str, Any], claims: list[ClaimRef]) -> None:
+    """§7.5: pod-level ``resourceClaims`` plus ``resources.claims`` in every user container."""
+    if not claims:
+        return
+    existing = spec.setdefault("resourceClaims", [])
+    for claim in claims:
+        existing.append({"name": claim.name, "resourceClaimName": claim.name})
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            resources = container.setdefault("resources", {})
+            resources.setdefault("claims", []).extend({"name": c.name} for c in claims)
+
+
+def _add_init_container(spec: dict[str, Any], pcs: str, inst: CliqueInstance, image: str) -> None:
+    """§4.7: ``grove-initc`` waits for the PodCliques this one starts after."""
+    spec.setdefault("volumes", []).extend(
+        [
+            {"name": SA_TOKEN_VOLUME, "secret": {"secretName": names.token_secret_name(pcs), "defaultMode": 420}},
+            {
+                "name": POD_INFO_VOLUME,
+                "downwardAPI": {
+                    "items": [
+                        {"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}},
+                        {"path": "podgangname", "fieldRef": {"fieldPath": f"metadata.labels['{L.PODGANG}']"}},
+                    ]
+                },
+            },
+        ]
+    )
+    spec.setdefault("initContainers", []).append(
+        {
+            "name": INIT_CONTAINER,
+            "image": image,
+            "args": [f"--podcliques={d.fqn}:{d.min_available}" for d in inst.starts_after],
+            "volumeMounts": [
+                {"name": POD_INFO_VOLUME, "readOnly": True, "mountPath": "/var/grove/pod-info"},
+                {
+                    "name": SA_TOKEN_VOLUME,
+                    "readOnly": True,
+                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                },
+            ],
+        }
+    )

@@ -1,0 +1,94 @@
+"""Expand one PodCliqueSet into every object Grove's operator would create (in GitOps form).
+
+Follows the render algorithm of ``spec/grove-desired-state.md`` (appendix) with the GitOps
+differences documented in ``pods.py`` and ``podgangs.py``. PodClique and
+PodCliqueScalingGroup objects are operator internals and are not emitted; neither are
+HorizontalPodAutoscalers, whose targets are those objects — replicas come from Git and a
+warning names the autoscaling field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from grove_gitops.api.podcliqueset import PodCliqueSet, PodCliqueTemplateSpec
+from grove_gitops.expand import labels as L
+from grove_gitops.expand.children import headless_service, rbac_objects
+from grove_gitops.expand.context import ExpandContext
+from grove_gitops.expand.hashing import pod_template_hash
+from grove_gitops.expand.plan import Planner
+from grove_gitops.expand.podgangs import build_podgangs
+from grove_gitops.expand.pods import build_pods
+from grove_gitops.expand.resourceclaims import ClaimPlanner
+from grove_gitops.expand.topology import Translator
+
+AUTOSCALING_WARNING = (
+    "autoscaling needs Grove's operator (the HPA scales PodClique / PodCliqueScalingGroup objects that are "
+    "not rendered); replicas are rendered from Git and no HorizontalPodAutoscaler is created"
+)
+
+
+@dataclass
+class Expansion:
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    #: (field path, message) pairs; the caller adds the file name.
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _template_hash(pcs: PodCliqueSet, template: PodCliqueTemplateSpec) -> str:
+    spec = dict(template.spec.podSpec)
+    if pcs.spec.template.priorityClassName:
+        spec["priorityClassName"] = pcs.spec.template.priorityClassName
+    else:
+        spec.pop("priorityClassName", None)
+    return pod_template_hash({"labels": template.labels, "annotations": template.annotations, "spec": spec})
+
+
+def autoscaling_warnings(pcs: PodCliqueSet) -> list[tuple[str, str]]:
+    out = []
+    for i, clique in enumerate(pcs.cliques):
+        if clique.spec.autoScalingConfig is not None:
+            out.append((f"spec.template.cliques[{i}].spec.autoScalingConfig", AUTOSCALING_WARNING))
+    for i, group in enumerate(pcs.scaling_groups):
+        if group.scaleConfig is not None:
+            out.append((f"spec.template.podCliqueScalingGroups[{i}].scaleConfig", AUTOSCALING_WARNING))
+    return out
+
+
+def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext) -> Expansion:
+    result = Expansion(warnings=autoscaling_warnings(pcs))
+    result.objects.extend(rbac_objects(pcs))
+    planner = Planner(pcs)
+    claims = ClaimPlanner(pcs, ctx.claim_templates)
+    translator = Translator(pcs, ctx)
+    hashes = {c.name: _template_hash(pcs, c) for c in pcs.cliques}
+    by_name = {c.name: c for c in pcs.cliques}
+    group_pods = {
+        g.name: sum(by_name[c].spec.replicas for c in g.cliqueNames if c in by_name) for g in pcs.scaling_groups
+    }
+    scheduler = ctx.backend.name
+    for replica in range(pcs.spec.replicas):
+        result.objects.append(headless_service(pcs, replica))
+        instances = planner.instances(replica)
+        pod_names: dict[str, list[str]] = {}
+        for inst in instances:
+            num = group_pods.get(inst.group.name, 0) if inst.group is not None else 0
+            pods = build_pods(pcs, inst, ctx, hashes[inst.template.name], num, claims.claims_for(inst))
+            pod_names[inst.fqn] = [p["metadata"]["name"] for p in pods]
+            result.objects.extend(pods)
+        for gang in build_podgangs(pcs, replica, instances, pod_names, scheduler, translator):
+            gang_obj = gang.to_object()
+            backend_objects = ctx.backend.gang_objects(gang_obj, pcs)
+            refs = [
+                {"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"]}
+                for o in backend_objects
+            ]
+            gang_obj["metadata"].setdefault("annotations", {})[L.GANG_OBJECTS] = json.dumps(
+                refs, sort_keys=True, separators=(",", ":")
+            )
+            result.objects.append(gang_obj)
+            result.objects.extend(backend_objects)
+    result.objects.extend(claims.objects.values())
+    return result

@@ -1,0 +1,144 @@
+"""Read a source tree into typed inputs, collecting every problem of every file.
+
+Recognised documents: PodCliqueSets and ClusterTopologyBindings (``grove.io/v1alpha1``), at
+most one OperatorConfiguration and at most one RenderConfiguration. Any other Kubernetes
+object passes through to the output unchanged (a Namespace, a Volcano Queue, a ConfigMap
+the pods mount). Kustomize files are build instructions, not objects, and are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from grove_gitops.api.operatorconfig import OperatorConfiguration
+from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.api.renderconfig import RenderConfig
+from grove_gitops.api.topology import ClusterTopologyBinding
+from grove_gitops.errors import InputProblem
+from grove_gitops.load.yamlio import Document, load_documents
+from grove_gitops.validation.fielderrors import from_pydantic
+
+PCS_KIND = ("grove.io/v1alpha1", "PodCliqueSet")
+CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")
+OPCFG_KIND = ("operator.config.grove.io/v1alpha1", "OperatorConfiguration")
+RENDERCFG_KIND = ("gitops.grove.io/v1alpha1", "RenderConfiguration")
+MAX_FILES = 20_000
+
+
+M = TypeVar("M")
+B = TypeVar("B", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Sourced(Generic[M]):
+    """A parsed input together with the file it came from (for messages)."""
+
+    file: str
+    obj: M
+
+
+@dataclass
+class SourceSet:
+    podcliquesets: list[Sourced[PodCliqueSet]] = field(default_factory=list)
+    bindings: list[Sourced[ClusterTopologyBinding]] = field(default_factory=list)
+    operator_config: Sourced[OperatorConfiguration] | None = None
+    render_config: Sourced[RenderConfig] | None = None
+    passthrough: list[Sourced[dict[str, Any]]] = field(default_factory=list)
+    problems: list[InputProblem] = field(default_factory=list)
+
+
+def source_files(root: Path) -> list[Path]:
+    """Every ``*.yaml`` / ``*.yml`` below ``root``, sorted, skipping hidden directories."""
+    if root.is_file():
+        return [root]
+    files = [
+        p
+        for p in root.rglob("*")
+        if p.suffix in (".yaml", ".yml")
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
+    return sorted(files)
+
+
+def load_source(root: Path) -> SourceSet:
+    out = SourceSet()
+    if not root.exists():
+        out.problems.append(InputProblem(str(root), "", "source path does not exist"))
+        return out
+    files = source_files(root)
+    if len(files) > MAX_FILES:
+        out.problems.append(InputProblem(str(root), "", f"more than {MAX_FILES} YAML files"))
+        return out
+    base = root if root.is_dir() else root.parent
+    for path in files:
+        display = str(path.relative_to(base)) if path != base else path.name
+        docs, problems = load_documents(path, display)
+        out.problems.extend(problems)
+        for doc in docs:
+            _classify(doc, out)
+    return out
+
+
+def _parse(model: type[B], doc: Document, out: SourceSet) -> B | None:
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        out.problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc))
+        return None
+
+
+def _classify(doc: Document, out: SourceSet) -> None:
+    data = doc.data
+    if not isinstance(data, dict):
+        out.problems.append(InputProblem(doc.file, "", f"document {doc.index + 1} is not a mapping"))
+        return
+    api, kind = data.get("apiVersion"), data.get("kind")
+    if not isinstance(api, str) or not api:
+        out.problems.append(InputProblem(doc.file, "apiVersion", "Required value"))
+        return
+    if not isinstance(kind, str) or not kind:
+        out.problems.append(InputProblem(doc.file, "kind", "Required value"))
+        return
+    if api.startswith("kustomize.config.k8s.io/"):
+        return
+    if (api, kind) == PCS_KIND:
+        pcs = _parse(PodCliqueSet, doc, out)
+        if pcs is not None:
+            out.podcliquesets.append(Sourced(doc.file, pcs))
+    elif (api, kind) == CTB_KIND:
+        ctb = _parse(ClusterTopologyBinding, doc, out)
+        if ctb is not None:
+            out.bindings.append(Sourced(doc.file, ctb))
+    elif (api, kind) == OPCFG_KIND:
+        if out.operator_config is not None:
+            out.problems.append(
+                InputProblem(
+                    doc.file, "", f"a second OperatorConfiguration (the first is in {out.operator_config.file})"
+                )
+            )
+            return
+        cfg = _parse(OperatorConfiguration, doc, out)
+        if cfg is not None:
+            out.operator_config = Sourced(doc.file, cfg)
+    elif (api, kind) == RENDERCFG_KIND:
+        if out.render_config is not None:
+            out.problems.append(
+                InputProblem(doc.file, "", f"a second RenderConfiguration (the first is in {out.render_config.file})")
+            )
+            return
+        rc = _parse(RenderConfig, doc, out)
+        if rc is not None:
+            out.render_config = Sourced(doc.file, rc)
+    elif kind in ("PodCliqueSet", "ClusterTopologyBinding", "OperatorConfiguration", "RenderConfiguration"):
+        out.problems.append(InputProblem(doc.file, "apiVersion", f"unsupported apiVersion {api!r} for kind {kind}"))
+    else:
+        meta = data.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+            out.problems.append(InputProblem(doc.file, "metadata.name", "Required value"))
+            return
+        out.passthrough.append(Sourced(doc.file, data))

@@ -1,0 +1,136 @@
+"""Safe, strict YAML reading with PyYAML's C LibYAML loader.
+
+Source repositories are written by people and by scripts, so the loader refuses what
+PyYAML would silently accept: duplicate mapping keys (the last one would win without a
+word), alias expansion bombs ("billion laughs"), recursive aliases, files above a size
+limit, and non-UTF-8 text. Problems come back as :class:`InputProblem` values so a caller
+can report every broken file at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grove_gitops.errors import InputProblem
+
+#: Largest source file accepted. A PodCliqueSet is a few KiB; etcd refuses objects above
+#: ~1.5 MiB, so nothing legitimate comes near this.
+MAX_FILE_BYTES = 2 * 1024 * 1024
+#: Largest number of YAML nodes one document may expand to once aliases are followed.
+MAX_EXPANDED_NODES = 200_000
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document of a source file; ``index`` counts from 0 within the file."""
+
+    file: str
+    index: int
+    data: Any
+
+
+class _Loader(yaml.CSafeLoader):
+    """CSafeLoader that keeps timestamp-looking scalars as strings.
+
+    Kubernetes converts YAML to JSON, where ``2024-01-01`` is a string; PyYAML would build a
+    ``datetime.date`` that neither JSON nor the API server understands.
+    """
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _YamlCheckError(Exception):
+    def __init__(self, message: str, node: yaml.Node | None = None) -> None:
+        where = f"line {node.start_mark.line + 1}: " if node is not None else ""
+        super().__init__(where + message)
+
+
+def _check_node(root: yaml.Node) -> None:
+    """Reject duplicate keys, recursive aliases and documents that expand too far.
+
+    Sizes are memoised per node object, so the check is linear in the *unexpanded* size
+    even for a document built to explode.
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _YamlCheckError("recursive alias is not allowed", node)
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value != "<<":
+                    if k.value in seen:
+                        raise _YamlCheckError(f'duplicate key "{k.value}"', k)
+                    seen.add(k.value)
+                total += size(k) + size(v)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                total += size(item)
+        if total > MAX_EXPANDED_NODES:
+            raise _YamlCheckError(f"document expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", node)
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def load_documents(path: Path, display: str) -> tuple[list[Document], list[InputProblem]]:
+    """Parse every document of ``path``; ``display`` is the name used in messages."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return [], [InputProblem(display, "", f"file is larger than the {MAX_FILE_BYTES} byte limit")]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [], [InputProblem(display, "", f"cannot read file: {exc.strerror or exc}")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [], [InputProblem(display, "", f"file is not valid UTF-8 (byte {exc.start})")]
+    return parse_documents(text, display)
+
+
+def parse_documents(text: str, display: str) -> tuple[list[Document], list[InputProblem]]:
+    """Parse a multi-document YAML string (see :func:`load_documents`)."""
+    docs: list[Document] = []
+    loader = _Loader(text)
+    index = 0
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node guarantees a node
+                break
+            _check_node(node)
+            data = loader.construct_document(node)
+            if data is not None:
+                docs.append(Document(display, index, data))
+            index += 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = exc.problem or exc.context or "malformed YAML"
+        return [], [InputProblem(display, "", f"malformed YAML: {where}{problem}")]
+    except yaml.YAMLError as exc:
+        return [], [InputProblem(display, "", f"malformed YAML: {exc}")]
+    except _YamlCheckError as exc:
+        return [], [InputProblem(display, "", f"invalid YAML: {exc}")]
+    except RecursionError:
+        return [], [InputProblem(display, "", "invalid YAML: nesting is too deep")]
+    finally:
+        loader.dispose()
+    return docs, []

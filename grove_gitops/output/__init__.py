@@ -1,0 +1,1 @@
+"""Stage 5: the output tree — layout, GitOps annotations, bytes, and the atomic swap."""

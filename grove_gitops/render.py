@@ -1,0 +1,208 @@
+"""The pipeline in one place: load → validate → expand → backend → (write, in ``output``).
+
+:func:`render_source` is a pure function of the source tree: no cluster, no clock, no
+randomness. It either returns every object plus warnings, or raises
+:class:`InvalidInputError` carrying every problem of every file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grove_gitops.api.operatorconfig import OperatorConfiguration
+from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.api.renderconfig import RenderConfig
+from grove_gitops.api.topology import ClusterTopologyBinding
+from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_backends
+from grove_gitops.errors import InputProblem, InvalidInputError
+from grove_gitops.expand.context import ExpandContext
+from grove_gitops.expand.resourceclaims import validate_templates
+from grove_gitops.expand.workload import expand_pcs
+from grove_gitops.load.source import Sourced, SourceSet, load_source
+from grove_gitops.validation.config import validate_binding, validate_operator_config
+from grove_gitops.validation.defaulting import apply_defaults
+from grove_gitops.validation.fielderrors import FieldError, invalid
+from grove_gitops.validation.mnnvl import validate_mnnvl
+from grove_gitops.validation.podcliqueset import validate_spec
+from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
+from grove_gitops.validation.topology import validate_cel, validate_topology
+
+CLUSTER_SHARD = "_cluster"
+
+
+@dataclass(frozen=True)
+class RenderedObject:
+    """An output object and the shard (directory) it belongs to: ``ns/pcs``, ``ns/_resources``
+    or ``_cluster``."""
+
+    shard: str
+    obj: dict[str, Any]
+
+
+@dataclass
+class RenderResult:
+    config: RenderConfig
+    objects: list[RenderedObject] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: (namespace, name) of every rendered PodCliqueSet, and the file it came from.
+    podcliquesets: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+@dataclass
+class _Inputs:
+    source: SourceSet
+    render: RenderConfig
+    opcfg: OperatorConfiguration
+    bindings: dict[str, ClusterTopologyBinding]
+    backends: dict[str, SchedulerBackend]
+    problems: list[InputProblem]
+    warnings: list[str]
+
+
+def _problems(file: str, errors: list[FieldError]) -> list[InputProblem]:
+    return [InputProblem(file, e.path, e.message()) for e in errors]
+
+
+_CLAIM_TEMPLATE_GROUP = "resource.k8s.io/"
+
+
+def _claim_templates(source: SourceSet, default_ns: str) -> dict[tuple[str, str], dict[str, Any]]:
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for item in source.passthrough:
+        obj = item.obj
+        if obj.get("kind") == "ResourceClaimTemplate" and str(obj.get("apiVersion", "")).startswith(
+            _CLAIM_TEMPLATE_GROUP
+        ):
+            meta = obj.get("metadata") or {}
+            out[(meta.get("namespace") or default_ns, meta["name"])] = obj
+    return out
+
+
+def _prepare(source: SourceSet) -> _Inputs:
+    problems = list(source.problems)
+    warnings: list[str] = []
+    render = source.render_config.obj if source.render_config else RenderConfig()
+    opcfg_src = source.operator_config
+    opcfg = opcfg_src.obj if opcfg_src else OperatorConfiguration()
+    opcfg.apply_scheduler_defaults()
+    classes = available_backends()
+    problems += _problems(
+        opcfg_src.file if opcfg_src else "OperatorConfiguration", validate_operator_config(opcfg, classes)
+    )
+
+    bindings: dict[str, ClusterTopologyBinding] = {}
+    enabled = {p.name for p in opcfg.scheduler.profiles if p.name in classes}
+    topology_aware = {n for n in enabled if classes[n].topology_aware}
+    for item in source.bindings:
+        problems += _problems(item.file, validate_binding(item.obj, enabled, topology_aware))
+        if item.obj.name in bindings:
+            problems.append(
+                InputProblem(item.file, "metadata.name", f'duplicate ClusterTopologyBinding "{item.obj.name}"')
+            )
+        bindings[item.obj.name] = item.obj
+
+    backends: dict[str, SchedulerBackend] = {}
+    for profile in opcfg.scheduler.profiles:
+        cls = classes.get(profile.name)
+        if cls is None:
+            continue
+        ctx = BackendContext(
+            render=render,
+            profile_config=profile.config or {},
+            bindings=bindings,
+            tas_enabled=opcfg.topologyAwareScheduling.enabled,
+        )
+        backends[profile.name] = cls(ctx)
+    return _Inputs(source, render, opcfg, bindings, backends, problems, warnings)
+
+
+def _validate_pcs(
+    item: Sourced[PodCliqueSet], inputs: _Inputs, claim_templates: Mapping[tuple[str, str], Any]
+) -> list[FieldError]:
+    pcs = item.obj
+    opcfg = inputs.opcfg
+    apply_defaults(pcs, inputs.render.defaultNamespace)
+    tas = opcfg.topologyAwareScheduling.enabled
+    errs = validate_cel(pcs)
+    topo_errs, topo_warnings = validate_topology(pcs, tas, inputs.bindings)
+    errs += topo_errs
+    inputs.warnings += [f"{item.file}: {w}" for w in topo_warnings]
+    errs += validate_spec(pcs)
+    errs += validate_mnnvl(pcs, opcfg.network.autoMNNVLEnabled)
+    default = opcfg.scheduler.defaultProfileName
+    errs += validate_scheduler_names(pcs, default, inputs.backends.keys())
+    errs += validate_templates(pcs, claim_templates)
+    if opcfg.network.autoMNNVLEnabled:
+        errs.append(
+            invalid(
+                "metadata.annotations",
+                "network.autoMNNVLEnabled",
+                "grove-gitops does not render MNNVL ComputeDomains yet; disable autoMNNVLEnabled",
+            )
+        )
+    backend = inputs.backends.get(selected_scheduler(pcs, default)) if pcs.cliques else None
+    if backend is not None and not errs:
+        for finding in backend.validate(pcs):
+            if finding.warning:
+                inputs.warnings.append(f"{item.file}: {finding.field}: {finding.message}")
+            else:
+                errs.append(invalid(finding.field or "spec", "object", finding.message))
+    return errs
+
+
+def render_source(root: Path) -> RenderResult:
+    """Render a whole source tree, or raise :class:`InvalidInputError` with every problem."""
+    source = load_source(root)
+    inputs = _prepare(source)
+    problems = inputs.problems
+    claim_templates = _claim_templates(source, inputs.render.defaultNamespace)
+    seen: dict[tuple[str, str], str] = {}
+    valid: list[Sourced[PodCliqueSet]] = []
+    for item in source.podcliquesets:
+        errs = _validate_pcs(item, inputs, claim_templates)
+        key = (item.obj.namespace, item.obj.name)
+        if key in seen:
+            errs.append(
+                invalid(
+                    "metadata.name", item.obj.name, f"PodCliqueSet {key[0]}/{key[1]} is also defined in {seen[key]}"
+                )
+            )
+        seen.setdefault(key, item.file)
+        problems += _problems(item.file, errs)
+        if not errs:
+            valid.append(item)
+    if problems:
+        raise InvalidInputError(problems)
+
+    result = RenderResult(config=inputs.render, warnings=inputs.warnings)
+    default = inputs.opcfg.scheduler.defaultProfileName
+    tas = inputs.opcfg.topologyAwareScheduling.enabled
+    for item in valid:
+        pcs = item.obj
+        backend = inputs.backends[selected_scheduler(pcs, default)]
+        ctx = ExpandContext(inputs.render, backend, tas, inputs.bindings, claim_templates)
+        expansion = expand_pcs(pcs, ctx)
+        result.warnings += [f"{item.file}: {f}: {m}" for f, m in expansion.warnings]
+        shard = f"{pcs.namespace}/{pcs.name}"
+        result.objects += [RenderedObject(_shard_of(o, shard), o) for o in expansion.objects]
+        result.podcliquesets[(pcs.namespace, pcs.name)] = item.file
+    for binding in inputs.bindings.values():
+        obj = binding.model_dump(mode="json", exclude_none=True)
+        obj.pop("status", None)
+        result.objects.append(RenderedObject(CLUSTER_SHARD, obj))
+        for backend in inputs.backends.values():
+            result.objects += [RenderedObject(CLUSTER_SHARD, o) for o in backend.topology_objects(binding)]
+    for passthrough in source.passthrough:
+        obj = passthrough.obj
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace")
+        result.objects.append(RenderedObject(f"{ns}/_resources" if ns else CLUSTER_SHARD, obj))
+    return result
+
+
+def _shard_of(obj: dict[str, Any], pcs_shard: str) -> str:
+    """Backend objects without a namespace (cluster-scoped) go to ``_cluster``."""
+    return pcs_shard if obj.get("metadata", {}).get("namespace") else CLUSTER_SHARD

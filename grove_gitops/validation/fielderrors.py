@@ -1,0 +1,132 @@
+"""Kubernetes ``field.Error`` rendering, so messages read exactly like Grove's webhook.
+
+``k8s.io/apimachinery/pkg/util/validation/field/errors.go`` prints
+``<path>: <Type>[: <value>][: <detail>]``; the value appears only for Invalid, Duplicate,
+NotFound and NotSupported, strings Go-quoted, numbers and booleans bare, anything else as
+JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+_NO_VALUE = object()
+
+
+def go_value(value: Any) -> str:
+    """Render a value the way ``field.Error`` does (``%q`` for strings, JSON otherwise)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: str
+    type: str
+    detail: str = ""
+    value: Any = _NO_VALUE
+
+    def message(self) -> str:
+        """Everything after the path: ``Invalid value: 0: must be greater than 0``."""
+        parts = [self.type]
+        if self.value is not _NO_VALUE:
+            parts.append(go_value(self.value))
+        if self.detail:
+            parts.append(self.detail)
+        return ": ".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message()}"
+
+
+def invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError(path, "Invalid value", detail, value)
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError(path, "Required value", detail)
+
+
+def duplicate(path: str, value: Any) -> FieldError:
+    return FieldError(path, "Duplicate value", "", value)
+
+
+def not_found(path: str, value: Any) -> FieldError:
+    return FieldError(path, "Not found", "", value)
+
+
+def not_supported(path: str, value: Any, supported: list[str]) -> FieldError:
+    detail = "supported values: " + ", ".join(json.dumps(s) for s in supported) if supported else ""
+    return FieldError(path, "Unsupported value", detail, value)
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError(path, "Forbidden", detail)
+
+
+def join_path(parts: Sequence[int | str]) -> str:
+    """``("spec", "cliques", 1, "name")`` → ``spec.cliques[1].name``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+_TYPE_NAMES = {
+    "int_type": "integer",
+    "int_from_float": "integer",
+    "string_type": "string",
+    "bool_type": "boolean",
+    "dict_type": "object",
+    "model_type": "object",
+    "list_type": "array",
+    "float_type": "number",
+}
+
+
+def from_pydantic(exc: ValidationError, prefix: str = "") -> list[FieldError]:
+    """Translate pydantic's errors into Kubernetes-style field errors.
+
+    Pydantic appends union-member and tag names to ``loc`` (``function-after``, ``str``);
+    only the JSON path the user wrote is kept.
+    """
+    out: list[FieldError] = []
+    for err in exc.errors(include_url=False):
+        loc = [p for p in err["loc"] if isinstance(p, int) or not _is_internal(p)]
+        path = join_path([*([prefix] if prefix else []), *loc])
+        kind = err["type"]
+        value = err.get("input")
+        if kind == "missing":
+            out.append(required(path))
+        elif kind == "extra_forbidden":
+            out.append(FieldError(path, "field not declared in schema"))
+        elif kind == "literal_error":
+            expected = err.get("ctx", {}).get("expected", "")
+            supported = [s.strip().strip("'") for s in str(expected).replace(" or ", ", ").split(",")]
+            out.append(not_supported(path, value, [s for s in supported if s]))
+        elif kind in _TYPE_NAMES:
+            out.append(invalid(path, value, f"must be of type {_TYPE_NAMES[kind]}"))
+        else:
+            out.append(invalid(path, value, err["msg"]))
+    return out
+
+
+def _is_internal(part: str) -> bool:
+    return part in {"str", "int", "bool", "float", "list", "dict"} or part.startswith(
+        ("function-", "tagged-union", "literal[")
+    )

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set everything up, then run the whole suite: lint, types, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check grove_gitops backends tests
+.venv/bin/mypy
+.venv/bin/python -m pytest "$@"
