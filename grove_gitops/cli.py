@@ -74,3 +74,5 @@ def validate(source: Path) -> None:
         sys.exit(1)
     _warn(result)
     click.echo(f"{len(result.podcliquesets)} PodCliqueSet(s) valid")
+if __name__ == "__main__":
+    main()
