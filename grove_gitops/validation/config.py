@@ -10,6 +10,7 @@ from grove_gitops.validation.fielderrors import FieldError, duplicate, invalid, 
 from grove_gitops.validation.k8snames import dns1123_subdomain_problems, qualified_name_problems
 from grove_gitops.validation.topology import DOMAIN_RE
 
+MAX_LEVELS = 16
 LOG_LEVELS = ["debug", "info", "error"]
 LOG_FORMATS = ["json", "text"]
 
@@ -66,6 +67,12 @@ def validate_binding(
         errs.append(invalid("metadata.namespace", ctb.metadata.namespace, "ClusterTopologyBinding is cluster-scoped"))
     if not ctb.spec.levels:
         errs.append(required("spec.levels", "must have at least 1 items"))
+    if len(ctb.spec.levels) > MAX_LEVELS:
+        # Grove's CRD sets no maxItems, but KAI's Topology CRD refuses more than 16 levels and
+        # every other scheduler's topology is shallower still (spec/grove-backends.md §11.15).
+        errs.append(
+            FieldError("spec.levels", "Too many", f"must have at most {MAX_LEVELS} items", len(ctb.spec.levels))
+        )
     domains: set[str] = set()
     keys: set[str] = set()
     for i, level in enumerate(ctb.spec.levels):

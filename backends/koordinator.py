@@ -1,0 +1,11 @@
+"""``koord-scheduler``: scheduler translator (being written; see issue 3)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from grove_gitops.backendapi import SchedulerBackend
+
+
+class KoordinatorBackend(SchedulerBackend):
+    name: ClassVar[str] = "koord-scheduler"
