@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import PROJECT, SAMPLES
 
+from conftest import PROJECT, SAMPLES
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import RenderResult, render_source

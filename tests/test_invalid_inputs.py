@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import PROJECT, write_source
 
+from conftest import PROJECT, write_source
 from grove_gitops.cli import main
 
 BASE: dict[str, Any] = {

@@ -27,6 +27,8 @@ CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")
 OPCFG_KIND = ("operator.config.grove.io/v1alpha1", "OperatorConfiguration")
 RENDERCFG_KIND = ("gitops.grove.io/v1alpha1", "RenderConfiguration")
 MAX_FILES = 20_000
+#: Present at the root of every rendered tree (see ``output.layout.META_FILE``).
+OUTPUT_MARKER_FILE = "render.meta"
 
 
 M = TypeVar("M")
@@ -52,15 +54,22 @@ class SourceSet:
 
 
 def source_files(root: Path) -> list[Path]:
-    """Every ``*.yaml`` / ``*.yml`` below ``root``, sorted, skipping hidden directories."""
+    """Every ``*.yaml`` / ``*.yml`` below ``root``, sorted.
+
+    Hidden directories are skipped, and so is any earlier grove-gitops output (a directory
+    holding ``render.meta``): rendering into a folder of the source tree must not feed the
+    rendered objects back in as pass-through objects.
+    """
     if root.is_file():
         return [root]
+    outputs = [p.parent for p in root.rglob(OUTPUT_MARKER_FILE)]
     files = [
         p
         for p in root.rglob("*")
         if p.suffix in (".yaml", ".yml")
         and p.is_file()
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        and not any(p.is_relative_to(o) for o in outputs)
     ]
     return sorted(files)
 

@@ -56,6 +56,8 @@ def write_tree(tree: Tree, out: Path) -> None:
         if old is not None and (old / "tree").exists() and not out.exists():
             os.rename(old / "tree", out)
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not (old / "tree").exists():
+            shutil.rmtree(old, ignore_errors=True)
         raise OutputError(f"{out}: cannot replace the output: {exc}") from exc
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
