@@ -74,5 +74,64 @@ def validate(source: Path) -> None:
         sys.exit(1)
     _warn(result)
     click.echo(f"{len(result.podcliquesets)} PodCliqueSet(s) valid")
+
+
+@main.command()
+@click.argument("source", type=click.Path(path_type=Path, exists=True))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path))
+@click.option("--debounce", default=300, show_default=True, help="Milliseconds to wait for more changes.")
+def watch(source: Path, out: Path, debounce: int) -> None:
+    """Re-render SOURCE into OUT whenever a YAML file changes (Ctrl-C to stop)."""
+    from grove_gitops.gitops.watch import watch as run_watch
+
+    run_watch(source, out, lambda line: click.echo(line, err=True), debounce_ms=debounce)
+
+
+@main.command()
+@click.option(
+    "--repo", required=True, help="Repository URL or local path (credentials: GROVE_GITOPS_GIT_TOKEN or git's helpers)."
+)
+@click.option("--source-branch", default="main", show_default=True)
+@click.option("--source-path", default="", help="Directory of the source tree inside the repository (default: root).")
+@click.option("--output-branch", default="rendered", show_default=True, help="Same as --source-branch for folder mode.")
+@click.option(
+    "--output-path", default="", help="Directory of the output inside the output branch (required in folder mode)."
+)
+@click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Private clone (default: ~/.cache).")
+@click.option("--once", is_flag=True, help="One iteration; exit 1 if a source commit failed to render.")
+@click.option("--interval", default=30.0, show_default=True, help="Seconds between iterations.")
+@click.option("--metrics-address", default="", help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).")
+@click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
+def controller(
+    repo: str,
+    source_branch: str,
+    source_path: str,
+    output_branch: str,
+    output_path: str,
+    workdir: Path | None,
+    once: bool,
+    interval: float,
+    metrics_address: str,
+    author: str,
+) -> None:
+    """Render every new source commit of REPO and push the output for Argo CD / Flux."""
+    from grove_gitops.gitops.service import run_controller
+
+    sys.exit(
+        run_controller(
+            repo=repo,
+            source_branch=source_branch,
+            source_path=source_path,
+            output_branch=output_branch,
+            output_path=output_path,
+            workdir=workdir,
+            once=once,
+            interval=interval,
+            metrics_address=metrics_address,
+            author=author,
+        )
+    )
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,194 @@
+"""The GitOps controller: render every new source commit and commit the output for Argo CD / Flux.
+
+One iteration (``spec/gitops.md`` §6.2): fetch → find where the output branch left off (the
+``Grove-Render-Dry-Sha`` trailer of its newest rendered commit) → for each new source commit,
+oldest first: export its source path, render, replace the output path, commit only if the
+output changed → push (fast-forward only). A rejected push means someone else moved the
+branch: fetch, reset to the new remote head and redo the iteration (re-render rather than
+rebase: rendered files would conflict textually, and rendering is idempotent), with bounded,
+jittered backoff.
+
+Guarantees: a source commit with invalid input never reaches the output (its errors are
+logged with file and field, and the last good output stays); the controller ignores its own
+commits (folder mode shares the branch); a process killed at any moment leaves at most local
+state, which the next iteration discards, and since the resume point lives in the remote
+branch, no source commit is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grove_gitops.errors import GitPushRejectedError, GroveGitopsError, InvalidInputError
+from grove_gitops.gitops import trailers
+from grove_gitops.gitops.metrics import Registry
+from grove_gitops.gitops.redact import redact
+from grove_gitops.gitops.repo import SourceCommit, Workspace, temporary_dir
+from grove_gitops.output.layout import build_tree
+from grove_gitops.render import render_source
+
+log = logging.getLogger("grove_gitops.controller")
+
+#: Test-only fault injection: ``<point>:<seconds>`` sleeps at that point so a test can kill
+#: the process there (points: ``after-render``, ``before-push``).
+PAUSE_ENV = "GROVE_GITOPS_TEST_PAUSE"
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    repo: str
+    workdir: Path
+    source_branch: str = "main"
+    source_path: str = ""
+    output_branch: str = "rendered"
+    output_path: str = ""
+    author_name: str = "grove-gitops"
+    author_email: str = "grove-gitops@users.noreply.local"
+    max_push_attempts: int = 6
+    backoff_base: float = 0.2
+    backoff_max: float = 5.0
+
+    @property
+    def folder_mode(self) -> bool:
+        return self.output_branch == self.source_branch
+
+
+@dataclass
+class IterationResult:
+    rendered: list[str] = field(default_factory=list)  # source SHAs that produced a commit
+    unchanged: list[str] = field(default_factory=list)  # source SHAs whose output did not change
+    failed: dict[str, list[str]] = field(default_factory=dict)  # source SHA -> error lines
+    pushed: bool = False
+    push_attempts: int = 0
+
+
+def _pause(point: str) -> None:
+    spec = os.environ.get(PAUSE_ENV, "")
+    name, _, seconds = spec.partition(":")
+    if name == point and seconds:
+        time.sleep(float(seconds))
+
+
+class Controller:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        registry: Registry | None = None,
+        before_push: Callable[[], None] | None = None,
+    ) -> None:
+        if config.folder_mode and not config.output_path.strip("/"):
+            raise GroveGitopsError("folder mode (output branch = source branch) needs an --output-path")
+        self.config = config
+        self.registry = registry or Registry()
+        self.before_push = before_push
+        self.workspace = Workspace(config.repo, config.workdir, config.author_name, config.author_email)
+        self.last_error: str | None = None
+        self.last_success = time.monotonic()
+
+    def __enter__(self) -> Controller:
+        self.workspace.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.workspace.close()
+
+    # -- one iteration -----------------------------------------------------------------
+    def run_once(self) -> IterationResult:
+        cfg = self.config
+        result = IterationResult()
+        for attempt in range(1, cfg.max_push_attempts + 1):
+            result = IterationResult(push_attempts=attempt)
+            ws = self.workspace
+            ws.fetch()
+            since = ws.last_rendered(cfg.output_branch)
+            pending = ws.source_commits(cfg.source_branch, since)
+            ws.checkout_output(cfg.output_branch)
+            for commit in pending:
+                self._render_commit(commit, result)
+            if not result.rendered:
+                self._record(result)
+                return result
+            _pause("before-push")
+            if self.before_push is not None:
+                self.before_push()
+            started = time.monotonic()
+            try:
+                ws.push(cfg.output_branch)
+            except GitPushRejectedError as exc:
+                self.registry.inc("grove_gitops_push_conflicts_total", "Pushes rejected because the branch moved")
+                delay = min(cfg.backoff_max, cfg.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+                log.warning(
+                    "push rejected (attempt %d/%d), re-rendering on the new base: %s",
+                    attempt,
+                    cfg.max_push_attempts,
+                    redact(str(exc)),
+                )
+                time.sleep(delay)
+                continue
+            self.registry.observe(
+                "grove_gitops_push_duration", "Time to push rendered commits", time.monotonic() - started
+            )
+            result.pushed = True
+            self._record(result)
+            return result
+        raise GitPushRejectedError(f"gave up after {cfg.max_push_attempts} rejected pushes to {cfg.output_branch!r}")
+
+    def _render_commit(self, commit: SourceCommit, result: IterationResult) -> None:
+        cfg = self.config
+        started = time.monotonic()
+        with temporary_dir("grove-gitops-src-") as src:
+            self.workspace.export(commit.sha, cfg.source_path, src)
+            try:
+                rendered = render_source(src)
+                tree = build_tree(rendered)
+            except InvalidInputError as exc:
+                prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
+                lines = [f"{prefix}{p}" for p in exc.problems]
+                result.failed[commit.sha] = lines
+                self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
+                for line in lines:
+                    log.error("source commit %s: %s", commit.sha[:12], line)
+                return
+        self.registry.observe(
+            "grove_gitops_render_duration", "Time to render one source commit", time.monotonic() - started
+        )
+        _pause("after-render")
+        if self.workspace.replace_path(cfg.output_path, tree.files):
+            self.workspace.commit(trailers.message(commit.sha, commit.subject, cfg.source_path))
+            result.rendered.append(commit.sha)
+            log.info("rendered source commit %s (%d objects)", commit.sha[:12], len(rendered.objects))
+        else:
+            result.unchanged.append(commit.sha)
+            log.info("source commit %s: output unchanged, nothing to commit", commit.sha[:12])
+
+    def _record(self, result: IterationResult) -> None:
+        done = result.rendered + result.unchanged
+        if done:
+            self.registry.set(
+                "grove_gitops_last_rendered_source", "Newest source commit rendered", 1.0, replace=True, sha=done[-1]
+            )
+        self.registry.inc("grove_gitops_rendered_commits_total", "Rendered commits pushed", float(len(result.rendered)))
+        self.last_success = time.monotonic()
+
+    # -- the loop ----------------------------------------------------------------------
+    def run_forever(self, interval: float, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.run_once()
+                self.last_error = None
+            except GroveGitopsError as exc:
+                self.last_error = redact(str(exc))
+                self.registry.inc("grove_gitops_iteration_failures_total", "Controller iterations that failed")
+                log.error("iteration failed: %s", self.last_error)
+            stop.wait(interval)
+
+    def healthy(self, interval: float) -> bool:
+        """Unhealthy when no iteration succeeded for a long time (a wedged process)."""
+        return time.monotonic() - self.last_success < max(300.0, 10 * interval)

@@ -1,0 +1,95 @@
+"""Process wiring for ``grove-gitops controller``: logging, signals, health server, exit codes."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from grove_gitops.errors import GroveGitopsError
+from grove_gitops.gitops.controller import Controller, ControllerConfig
+from grove_gitops.gitops.metrics import HealthServer, Registry
+from grove_gitops.gitops.redact import redact
+
+
+class _RedactingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger("grove_gitops")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    root.propagate = False
+
+
+def _parse_author(author: str) -> tuple[str, str]:
+    name, _, rest = author.partition("<")
+    return name.strip() or "grove-gitops", rest.rstrip(">").strip() or "grove-gitops@users.noreply.local"
+
+
+def default_workdir(repo: str) -> Path:
+    digest = hashlib.sha256(repo.encode()).hexdigest()[:16]
+    return Path.home() / ".cache" / "grove-gitops" / f"clone-{digest}"
+
+
+def run_controller(
+    *,
+    repo: str,
+    source_branch: str,
+    source_path: str,
+    output_branch: str,
+    output_path: str,
+    workdir: Path | None,
+    once: bool,
+    interval: float,
+    metrics_address: str,
+    author: str,
+) -> int:
+    _setup_logging()
+    log = logging.getLogger("grove_gitops.controller")
+    name, email = _parse_author(author)
+    config = ControllerConfig(
+        repo=repo,
+        workdir=workdir or default_workdir(repo),
+        source_branch=source_branch,
+        source_path=source_path,
+        output_branch=output_branch,
+        output_path=output_path,
+        author_name=name,
+        author_email=email,
+    )
+    registry = Registry()
+    try:
+        with Controller(config, registry) as ctl:
+            if once:
+                result = ctl.run_once()
+                log.info(
+                    "done: %d rendered, %d unchanged, %d failed",
+                    len(result.rendered),
+                    len(result.unchanged),
+                    len(result.failed),
+                )
+                return 1 if result.failed else 0
+            stop = threading.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+            server = None
+            if metrics_address:
+                host, _, port = metrics_address.rpartition(":")
+                server = HealthServer(registry, host or "0.0.0.0", int(port), lambda: ctl.healthy(interval)).start()
+            try:
+                ctl.run_forever(interval, stop)
+            finally:
+                if server is not None:
+                    server.stop()
+            return 0
+    except GroveGitopsError as exc:
+        log.error("%s", redact(str(exc)))
+        return 1

@@ -1,0 +1,41 @@
+"""Provenance trailers of rendered commits (``spec/gitops.md`` §6.3-§6.4).
+
+``Grove-Render-Dry-Sha`` names the source commit a rendered commit was made from; it is how
+the controller finds where to resume and how it recognises (and ignores) its own commits.
+Argo CD's ``Argocd-reference-commit-sha`` is added so Argo tooling shows the link too.
+"""
+
+from __future__ import annotations
+
+from grove_gitops import __version__
+
+DRY_SHA = "Grove-Render-Dry-Sha"
+VERSION = "Grove-Render-Version"
+ARGO_REFERENCE = "Argocd-reference-commit-sha"
+
+
+def message(source_sha: str, source_subject: str, source_path: str) -> str:
+    subject = f"Render {source_sha[:12]}: {source_subject}".strip()
+    if len(subject) > 120:
+        subject = subject[:117] + "..."
+    where = source_path or "."
+    body = f"Rendered {where} of source commit {source_sha} with grove-gitops {__version__}."
+    trailers = f"{DRY_SHA}: {source_sha}\n{VERSION}: {__version__}\n{ARGO_REFERENCE}: {source_sha}"
+    return f"{subject}\n\n{body}\n\n{trailers}\n"
+
+
+def parse(commit_message: str) -> dict[str, str]:
+    """Trailers of the last paragraph (``Key: value`` lines)."""
+    paragraphs = [p for p in commit_message.strip().split("\n\n") if p.strip()]
+    if not paragraphs:
+        return {}
+    out: dict[str, str] = {}
+    for line in paragraphs[-1].splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key and " " not in key:
+            out[key] = value.strip()
+    return out
+
+
+def dry_sha(commit_message: str) -> str | None:
+    return parse(commit_message).get(DRY_SHA)

@@ -1,0 +1,299 @@
+"""The Git controller against real repositories and bare remotes on local disk."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import git
+import pytest
+
+from conftest import PROJECT, pcs_yaml
+from grove_gitops.errors import GitError
+from grove_gitops.gitops import trailers
+from grove_gitops.gitops.controller import Controller, ControllerConfig
+from grove_gitops.gitops.metrics import HealthServer, Registry
+from grove_gitops.gitops.redact import redact
+from grove_gitops.output.layout import build_tree
+from grove_gitops.render import render_source
+
+AUTHOR = git.Actor("dev", "dev@example.com")
+
+
+class Remote:
+    """A bare remote plus a developer clone that pushes source commits."""
+
+    def __init__(self, root: Path) -> None:
+        self.bare = root / "remote.git"
+        git.Repo.init(self.bare, bare=True, initial_branch="main")
+        self.dev = git.Repo.clone_from(str(self.bare), root / "dev")
+        self.root = root
+
+    def push_source(self, files: dict[str, str], message: str, path: str = "src") -> str:
+        base = Path(self.dev.working_tree_dir or "") / path
+        for rel, text in files.items():
+            target = base / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        self.dev.git.add("-A")
+        commit = self.dev.index.commit(message, author=AUTHOR, committer=AUTHOR)
+        self.dev.git.push("origin", "HEAD:refs/heads/main")
+        return str(commit.hexsha)
+
+    def branch_log(self, branch: str) -> list[git.Commit]:
+        bare = git.Repo(self.bare)
+        try:
+            return list(bare.iter_commits(branch))
+        except git.GitCommandError:
+            return []
+
+    def files_at(self, branch: str, path: str = "") -> dict[str, bytes]:
+        bare = git.Repo(self.bare)
+        tree = bare.commit(branch).tree
+        if path:
+            tree = tree / path
+        out = {}
+        for item in tree.traverse():
+            if isinstance(item, git.Blob):
+                rel = str(item.path)[len(path) + 1 :] if path else str(item.path)
+                out[rel] = item.data_stream.read()
+        return out
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Remote:
+    return Remote(tmp_path)
+
+
+def config(remote: Remote, **kw: object) -> ControllerConfig:
+    values: dict[str, object] = {
+        "repo": str(remote.bare),
+        "workdir": remote.root / "work" / "clone",
+        "source_path": "src",
+        "backoff_base": 0.01,
+    }
+    values.update(kw)
+    return ControllerConfig(**values)  # type: ignore[arg-type]
+
+
+def expected_files(remote: Remote, sha: str) -> dict[str, bytes]:
+    export = remote.root / f"expected-{sha[:8]}"
+    repo = git.Repo(remote.bare)
+    for item in (repo.commit(sha).tree / "src").traverse():
+        if isinstance(item, git.Blob):
+            target = export / str(item.path)[len("src/") :]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(item.data_stream.read())
+    return build_tree(render_source(export)).files
+
+
+def test_valid_push_gives_exactly_one_rendered_commit(remote: Remote) -> None:
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "add alpha")
+    with Controller(config(remote)) as ctl:
+        first = ctl.run_once()
+        assert first.rendered == [sha] and first.pushed
+        log = remote.branch_log("rendered")
+        assert len(log) == 1
+        found = trailers.parse(str(log[0].message))
+        assert found[trailers.DRY_SHA] == sha
+        assert found[trailers.VERSION]
+        assert found[trailers.ARGO_REFERENCE] == sha
+        assert log[0].summary.startswith(f"Render {sha[:12]}: add alpha")
+        assert remote.files_at("rendered") == expected_files(remote, sha)
+        second = ctl.run_once()
+        assert second.rendered == [] and not second.pushed
+    assert len(remote.branch_log("rendered")) == 1
+    # A new process (fresh work dir) agrees there is nothing to do.
+    with Controller(config(remote, workdir=remote.root / "work2" / "clone")) as again:
+        assert again.run_once().rendered == []
+    assert len(remote.branch_log("rendered")) == 1
+
+
+def test_every_new_source_commit_is_rendered_in_order(remote: Remote) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as ctl:
+        ctl.run_once()
+        shas = [
+            remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2"),
+            remote.push_source({"README.md": "docs only"}, "v3 docs"),
+            remote.push_source({"c.yaml": pcs_yaml("gamma")}, "v4"),
+        ]
+        result = ctl.run_once()
+    assert result.rendered == [shas[0], shas[2]]
+    assert result.unchanged == [shas[1]]
+    dry = [trailers.dry_sha(str(c.message)) for c in remote.branch_log("rendered")]
+    assert dry[:2] == [shas[2], shas[0]]
+    assert remote.files_at("rendered") == expected_files(remote, shas[2])
+
+
+def test_concurrent_push_to_output_branch_is_survived(remote: Remote) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    cfg = config(remote, output_path="clusters/prod")
+    with Controller(cfg) as ctl:
+        ctl.run_once()
+    new_sha = remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2")
+    other = git.Repo.clone_from(str(remote.bare), remote.root / "other", branch="rendered")
+    raced: list[str] = []
+
+    def race() -> None:
+        if raced:
+            return
+        (Path(other.working_tree_dir or "") / "NOTES.md").write_text("hand-written notes\n")
+        other.git.add("-A")
+        raced.append(str(other.index.commit("notes", author=AUTHOR, committer=AUTHOR).hexsha))
+        other.git.push("origin", "HEAD:refs/heads/rendered")
+
+    with Controller(cfg, before_push=race) as ctl:
+        result = ctl.run_once()
+    assert result.pushed and result.push_attempts == 2 and result.rendered == [new_sha]
+    log = remote.branch_log("rendered")
+    assert raced[0] in {c.hexsha for c in log}  # the other writer's commit is kept
+    assert trailers.dry_sha(str(log[0].message)) == new_sha
+    assert log[0].parents[0].hexsha == raced[0]
+    assert remote.files_at("rendered")["NOTES.md"] == b"hand-written notes\n"
+    assert remote.files_at("rendered", "clusters/prod") == expected_files(remote, new_sha)
+
+
+def test_invalid_source_commit_never_reaches_output(remote: Remote) -> None:
+    good = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "good")
+    with Controller(config(remote)) as ctl:
+        ctl.run_once()
+        before = remote.files_at("rendered")
+        bad = remote.push_source({"a.yaml": pcs_yaml("alpha").replace("replicas: 2", "replicas: -2")}, "bad")
+        result = ctl.run_once()
+        assert result.rendered == [] and bad in result.failed
+        assert any(
+            "src/a.yaml: spec.template.cliques[1].spec.replicas: Invalid value: -2: must be greater than 0" in line
+            for line in result.failed[bad]
+        )
+        assert remote.files_at("rendered") == before
+        assert trailers.dry_sha(str(remote.branch_log("rendered")[0].message)) == good
+        fixed = remote.push_source({"a.yaml": pcs_yaml("alpha").replace("replicas: 2", "replicas: 3")}, "fixed")
+        result = ctl.run_once()
+    assert result.rendered == [fixed]
+    assert remote.files_at("rendered") == expected_files(remote, fixed)
+
+
+def test_once_exits_1_on_invalid_source(remote: Remote) -> None:
+    remote.push_source({"a.yaml": "kind: [\n"}, "broken")
+    proc = _controller_process(remote, once=True)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "src/a.yaml: malformed YAML" in err
+    assert "Traceback" not in err
+    assert remote.branch_log("rendered") == []
+
+
+def _controller_process(remote: Remote, once: bool, pause: str = "") -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env.pop("GROVE_GITOPS_TEST_PAUSE", None)
+    if pause:
+        env["GROVE_GITOPS_TEST_PAUSE"] = pause
+    args = [
+        sys.executable, "-m", "grove_gitops.cli", "controller", "--repo", str(remote.bare),
+        "--source-path", "src", "--workdir", str(remote.root / "work" / "clone"),
+    ]
+    if once:
+        args.append("--once")
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=PROJECT)
+
+
+def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 60) -> None:
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if needle in line:
+            return
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError(f"{needle!r} never logged")
+
+
+@pytest.mark.parametrize("point", ["after-render", "before-push"])
+def test_sigkill_mid_iteration_then_restart_converges(remote: Remote, point: str) -> None:
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as ctl:
+        ctl.run_once()
+    second = remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2")
+    third = remote.push_source({"c.yaml": pcs_yaml("gamma")}, "v3")
+    proc = _controller_process(remote, once=True, pause=f"{point}:60")
+    try:
+        if point == "before-push":
+            _wait_for_line(proc, "rendered source commit")
+        else:
+            time.sleep(4.0)  # fetched, rendered v2, now sleeping before it is written
+        assert proc.poll() is None, "controller finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+    log = remote.branch_log("rendered")
+    assert [trailers.dry_sha(str(c.message)) for c in log] == [first]  # nothing partial reached the remote
+    restarted = _controller_process(remote, once=True)
+    _, err = restarted.communicate(timeout=120)
+    assert restarted.returncode == 0, err
+    dry = [trailers.dry_sha(str(c.message)) for c in remote.branch_log("rendered")]
+    assert dry == [third, second, first]  # no source commit skipped
+    assert remote.files_at("rendered") == expected_files(remote, third)
+
+
+def test_folder_mode_ignores_its_own_commits(remote: Remote) -> None:
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    cfg = config(remote, output_branch="main", output_path="rendered")
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [sha]
+        assert ctl.run_once().rendered == []
+    log = remote.branch_log("main")
+    assert len(log) == 2 and trailers.dry_sha(str(log[0].message)) == sha
+    assert remote.files_at("main", "rendered") == expected_files(remote, sha)
+    with pytest.raises(Exception, match="folder mode"):
+        Controller(config(remote, output_branch="main", output_path=""))
+
+
+def test_credentials_never_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    url = "https://bot:s3cr3t-token@127.0.0.1:1/org/repo.git"
+    cfg = ControllerConfig(repo=url, workdir=tmp_path / "clone")
+    ctl = Controller(cfg)
+    with pytest.raises(GitError) as info:
+        ctl.__enter__()
+    assert "s3cr3t-token" not in str(info.value)
+    assert "https://***@127.0.0.1:1/org/repo.git" in str(info.value)
+    assert redact("fatal: unable to access 'https://x:abc123@h/r'") == "fatal: unable to access 'https://***@h/r'"
+
+
+def test_health_and_metrics_endpoints(remote: Remote) -> None:
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    registry = Registry()
+    with Controller(config(remote), registry) as ctl:
+        ctl.run_once()
+        server = HealthServer(registry, "127.0.0.1", 0, lambda: ctl.healthy(30)).start()
+        try:
+            base = f"http://127.0.0.1:{server.port}"
+            assert urllib.request.urlopen(f"{base}/healthz", timeout=5).read() == b"ok\n"
+            metrics = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
+        finally:
+            server.stop()
+    assert f'grove_gitops_last_rendered_source{{sha="{sha}"}} 1' in metrics
+    assert "grove_gitops_render_duration_seconds_count 1" in metrics
+    assert "grove_gitops_push_duration_seconds_count 1" in metrics
+    assert "# TYPE grove_gitops_rendered_commits_total counter" in metrics
+
+
+def test_damaged_workdir_is_recloned(remote: Remote) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    cfg = config(remote)
+    with Controller(cfg) as ctl:
+        ctl.run_once()
+    (cfg.workdir / ".git" / "index.lock").write_text("")
+    shutil.rmtree(cfg.workdir / ".git" / "objects")
+    sha = remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2")
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [sha]
