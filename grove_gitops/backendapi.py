@@ -11,7 +11,7 @@ group so third parties can add their own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -35,13 +35,17 @@ class BackendContext:
     ``profile_config`` is the ``config`` of the OperatorConfiguration scheduler profile that
     enabled this backend (``{}`` when absent); ``bindings`` holds every ClusterTopologyBinding
     of the source tree by name; ``tas_enabled`` mirrors
-    ``topologyAwareScheduling.enabled``.
+    ``topologyAwareScheduling.enabled``; ``source_objects`` are the other Kubernetes
+    objects of the source tree, which a render can check references against (it cannot ask
+    the cluster).
     """
 
     render: RenderConfig
     profile_config: Mapping[str, Any] = field(default_factory=dict)
     bindings: Mapping[str, ClusterTopologyBinding] = field(default_factory=dict)
     tas_enabled: bool = False
+    #: The source tree's pass-through objects (e.g. a Volcano Queue the PCS refers to).
+    source_objects: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,10 @@ class SchedulerBackend:
 
     def gang_objects(self, podgang: K8sObject, pcs: PodCliqueSet) -> list[K8sObject]:
         """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``)."""
+        return []
+
+    def validate_binding(self, binding: ClusterTopologyBinding) -> list[BackendFinding]:
+        """Checks of a ClusterTopologyBinding that this scheduler's topology object imposes."""
         return []
 
     def topology_objects(self, binding: ClusterTopologyBinding) -> list[K8sObject]:

@@ -114,8 +114,16 @@ def _prepare(source: SourceSet) -> _Inputs:
             profile_config=profile.config or {},
             bindings=bindings,
             tas_enabled=opcfg.topologyAwareScheduling.enabled,
+            source_objects=tuple(item.obj for item in source.passthrough),
         )
         backends[profile.name] = cls(ctx)
+    for item in source.bindings:
+        for backend in backends.values():
+            for finding in backend.validate_binding(item.obj):
+                if finding.warning:
+                    warnings.append(f"{item.file}: {finding.field}: {finding.message}")
+                else:
+                    problems.append(InputProblem(item.file, finding.field, finding.message))
     return _Inputs(source, render, opcfg, bindings, backends, problems, warnings)
 
 
