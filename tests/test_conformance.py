@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import PROJECT, SAMPLES
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import RenderResult, render_source
 from grove_gitops.testing.schemas import CRDRegistry, validate_any
+from tests.support import PROJECT, SAMPLES
 
 SAMPLE_FILES = sorted(p.relative_to(SAMPLES).as_posix() for p in SAMPLES.rglob("*.yaml"))
 KUBE_VERSIONS = ["1.35", "1.36", "1.37"]

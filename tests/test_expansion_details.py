@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import objects_by_kind, render_files
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.testing.schemas import CRDRegistry, validate_any
+from tests.support import objects_by_kind, render_files
 
 SHARING = """
 apiVersion: grove.io/v1alpha1

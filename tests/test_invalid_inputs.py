@@ -13,8 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from conftest import PROJECT, write_source
 from grove_gitops.cli import main
+from tests.support import PROJECT, write_source
 
 BASE: dict[str, Any] = {
     "apiVersion": "grove.io/v1alpha1",

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import PROJECT, pcs_yaml, write_source
 from grove_gitops.errors import OutputError
 from grove_gitops.output import writer
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source
+from tests.support import PROJECT, pcs_yaml, write_source
 
 
 def _tree(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]

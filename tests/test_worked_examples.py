@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import objects_by_kind, render_files, sample_text
+from tests.support import objects_by_kind, render_files, sample_text
 
 PCLQ_INDEX = "metadata.labels['grove.io/podclique-pod-index']"
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from backends.kai import NODE_LABEL_PATTERN, topology_problems
-from conftest import objects_by_kind, render_files
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
 from grove_gitops.testing.schemas import CRDRegistry, builtin_errors
+from tests.support import objects_by_kind, render_files
 
 KUBE_VERSIONS = ["1.35", "1.36", "1.37"]
 

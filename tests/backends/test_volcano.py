@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from conftest import objects_by_kind, render_files
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
 from grove_gitops.testing.schemas import CRDRegistry, builtin_errors
+from tests.support import objects_by_kind, render_files
 
 KUBE_VERSIONS = ["1.35", "1.36", "1.37"]
 

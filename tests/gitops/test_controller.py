@@ -14,7 +14,6 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import PROJECT, pcs_yaml
 from grove_gitops.errors import GitError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.controller import Controller, ControllerConfig
@@ -22,6 +21,7 @@ from grove_gitops.gitops.metrics import HealthServer, Registry
 from grove_gitops.gitops.redact import redact
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
+from tests.support import PROJECT, pcs_yaml
 
 AUTHOR = git.Actor("dev", "dev@example.com")
 

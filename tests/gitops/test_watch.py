@@ -6,8 +6,8 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import pcs_yaml, write_source
 from grove_gitops.gitops.watch import watch
+from tests.support import pcs_yaml, write_source
 
 
 def _wait(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]

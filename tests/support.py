@@ -1,0 +1,69 @@
+"""Test helpers: where ../shared is, and small source trees to render."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grove_gitops.render import RenderResult, render_source
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared"
+SAMPLES = SHARED / "samples" / "grove"
+CRDS = SHARED / "crds"
+
+
+def write_source(root: Path, files: dict[str, str]) -> Path:
+    """Write ``{relative path: YAML text}`` below ``root`` and return ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def render_files(tmp_path: Path, files: dict[str, str]) -> RenderResult:
+    return render_source(write_source(tmp_path / "src", files))
+
+
+def objects_by_kind(result: RenderResult, kind: str) -> dict[str, dict[str, Any]]:
+    return {o.obj["metadata"]["name"]: o.obj for o in result.objects if o.obj.get("kind") == kind}
+
+
+def sample_text(rel: str) -> str:
+    return (SAMPLES / rel).read_text()
+
+
+def pcs_yaml(name: str = "demo", **spec_overrides: Any) -> str:
+    """A small valid PodCliqueSet as YAML text; ``spec_overrides`` replace template keys."""
+    template: dict[str, Any] = {
+        "cliques": [
+            {
+                "name": "router",
+                "spec": {
+                    "roleName": "router",
+                    "replicas": 1,
+                    "podSpec": {"containers": [{"name": "r", "image": "nginx:1.27"}]},
+                },
+            },
+            {
+                "name": "worker",
+                "spec": {
+                    "roleName": "worker",
+                    "replicas": 2,
+                    "podSpec": {"containers": [{"name": "w", "image": "nginx:1.27"}]},
+                },
+            },
+        ],
+    }
+    template.update(spec_overrides)
+    doc = {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"replicas": 1, "template": template},
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
