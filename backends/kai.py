@@ -46,6 +46,7 @@ why a 0 would be dangerous rather than invalid.)
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
@@ -192,7 +193,6 @@ class KaiBackend(SchedulerBackend):
     pod_scheduler_name: ClassVar[str] = NAME
     topology_aware: ClassVar[bool] = True
 
-
     # ------------------------------------------------------------------ admission
 
     def validate(self, pcs: PodCliqueSet) -> list[BackendFinding]:
@@ -311,6 +311,20 @@ class KaiBackend(SchedulerBackend):
         if binding.external_reference(NAME):
             return []
         return [BackendFinding(e.path, e.message()) for e in topology_problems(binding)]
+
+    def external_topology(self, binding: ClusterTopologyBinding) -> tuple[str, str, str] | None:
+        ref = binding.external_reference(NAME)
+        return (TOPOLOGY_API_VERSION, "Topology", ref) if ref else None
+
+    def topology_drift(self, binding: ClusterTopologyBinding, live: Mapping[str, Any] | None) -> str | None:
+        """Grove's ``CheckTopologyDrift`` (``kai/topology.go``), with Grove's messages."""
+        ref = binding.external_reference(NAME) or binding.name
+        if live is None:
+            return f'KAI Topology "{ref}" not found'
+        levels = (live.get("spec") or {}).get("levels") or []
+        if levels != [{"nodeLabel": level.key} for level in binding.spec.levels]:
+            return "KAI Topology levels differ from ClusterTopologyBinding levels"
+        return None
 
     def topology_objects(self, binding: ClusterTopologyBinding) -> list[K8sObject]:
         """Grove's ``buildKAITopology``: the auto-managed Topology named after the binding.

@@ -105,6 +105,16 @@ class SchedulerBackend:
         """Cluster-scoped scheduler topology objects for one ClusterTopologyBinding."""
         return []
 
+    def external_topology(self, binding: ClusterTopologyBinding) -> tuple[str, str, str] | None:
+        """``(apiVersion, kind, name)`` of the externally managed topology object this binding
+        points the scheduler at (``schedulerTopologyBindings``), for the gate-lifter's drift check."""
+        return None
+
+    def topology_drift(self, binding: ClusterTopologyBinding, live: Mapping[str, Any] | None) -> str | None:
+        """Grove's ``CheckTopologyDrift``: a message when ``live`` (None = absent) does not match
+        the binding, None when it is in sync."""
+        return None
+
 
 class BackendNotFoundError(GroveGitopsError):
     """A profile names a backend that no installed module provides."""

@@ -133,5 +133,43 @@ def controller(
     )
 
 
+@main.command("gate-lifter")
+@click.option("--namespace", default=None, help="Only this namespace (default: all namespaces).")
+@click.option("--lease-namespace", default="grove-gitops", show_default=True)
+@click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True)
+@click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid).")
+@click.option("--metrics-address", default="0.0.0.0:8080", show_default=True, help="Serves /healthz, /readyz, /metrics.")
+@click.option("--kubeconfig", default=None, help="Default: in-cluster config, then ~/.kube/config.")
+@click.option("--concurrency", default=16, show_default=True, help="Parallel pod patches per gang.")
+@click.option("--drift-interval", default=60.0, show_default=True, help="Seconds between topology drift checks.")
+def gate_lifter(
+    namespace: str | None,
+    lease_namespace: str,
+    lease_name: str,
+    identity: str | None,
+    metrics_address: str,
+    kubeconfig: str | None,
+    concurrency: int,
+    drift_interval: float,
+) -> None:
+    """Remove the scheduling gate from every pod of a gang once the gang is complete."""
+    from grove_gitops.gatelifter.service import ServiceOptions, default_identity, run_gate_lifter
+
+    sys.exit(
+        run_gate_lifter(
+            ServiceOptions(
+                namespace=namespace,
+                lease_namespace=lease_namespace,
+                lease_name=lease_name,
+                identity=identity or default_identity(),
+                metrics_address=metrics_address,
+                kubeconfig=kubeconfig,
+                concurrency=concurrency,
+                drift_interval=drift_interval,
+            )
+        )
+    )
+
+
 if __name__ == "__main__":
     main()

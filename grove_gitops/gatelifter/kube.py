@@ -1,0 +1,217 @@
+"""Thin raw-JSON access to the API server through the official client.
+
+The official client's typed models drop fields they do not know (``spec.workloadRef`` on a
+1.37 client) and refuse extra fields on input, so everything here reads and writes raw JSON
+(``_preload_content=False``) and patches pods with JSON patches, never read-modify-PUT
+(``spec/test-apiserver.md``, client gotchas).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any, cast
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from grove_gitops.gatelifter.gangs import ObjectRef
+
+PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL = "scheduler.grove.io", "v1alpha1", "podgangs"
+Raw = dict[str, Any]
+
+
+def _json(response: Any) -> Raw:
+    return cast(Raw, json.loads(response.data))
+
+
+class Kube:
+    def __init__(self, api_client: client.ApiClient, field_manager: str = "grove-gitops-gate-lifter") -> None:
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.events = client.EventsV1Api(api_client)
+        self.field_manager = field_manager
+        self._plurals: dict[tuple[str, str], str] = {}
+        self._plural_lock = threading.Lock()
+
+    def raw(self, method: str, path: str, body: Raw | None = None) -> Raw:
+        """A request the generated API classes do not offer, as raw JSON; errors raise ApiException."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        m, url, hdrs, data, _ = self.api_client.param_serialize(
+            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        response = self.api_client.call_api(m, url, header_params=hdrs, body=data)
+        response.read()
+        payload = response.data or b"{}"
+        if response.status >= 400:
+            raise ApiException(
+                status=response.status, reason=str(response.reason), body=payload.decode(errors="replace")
+            )
+        return cast(Raw, json.loads(payload))
+
+    # -- lists and watches -------------------------------------------------------------
+    def list_pods(self, namespace: str | None, selector: str) -> Raw:
+        if namespace:
+            return _json(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))
+        return _json(self.core.list_pod_for_all_namespaces(label_selector=selector, _preload_content=False))
+
+    def list_podgangs(self, namespace: str | None, selector: str) -> Raw:
+        if namespace:
+            return _json(
+                self.custom.list_namespaced_custom_object(
+                    PODGANG_GROUP,
+                    PODGANG_VERSION,
+                    namespace,
+                    PODGANG_PLURAL,
+                    label_selector=selector,
+                    _preload_content=False,
+                )
+            )
+        return _json(
+            self.custom.list_cluster_custom_object(
+                PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL, label_selector=selector, _preload_content=False
+            )
+        )
+
+    def watch_pods(self, namespace: str | None, selector: str, resource_version: str, timeout: int) -> Iterator[Raw]:
+        func = self.core.list_namespaced_pod if namespace else self.core.list_pod_for_all_namespaces
+        args = (namespace,) if namespace else ()
+        return self._stream(func, args, selector, resource_version, timeout)
+
+    def watch_podgangs(
+        self, namespace: str | None, selector: str, resource_version: str, timeout: int
+    ) -> Iterator[Raw]:
+        func: Any
+        if namespace:
+            func = self.custom.list_namespaced_custom_object
+            args: tuple[str, ...] = (PODGANG_GROUP, PODGANG_VERSION, namespace, PODGANG_PLURAL)
+        else:
+            func = self.custom.list_cluster_custom_object
+            args = (PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL)
+        return self._stream(func, args, selector, resource_version, timeout)
+
+    def _stream(
+        self, func: Any, args: tuple[str, ...], selector: str, resource_version: str, timeout: int
+    ) -> Iterator[Raw]:
+        """Raw watch events; a 410 (or any ERROR event) is raised as :class:`ApiException`."""
+        w = watch.Watch()
+        try:
+            for event in w.stream(
+                func,
+                *args,
+                label_selector=selector,
+                resource_version=resource_version,
+                timeout_seconds=timeout,
+                allow_watch_bookmarks=False,
+            ):
+                raw = event.get("raw_object")
+                if event.get("type") == "ERROR":
+                    code = int(raw.get("code", 500)) if isinstance(raw, dict) else 500
+                    raise ApiException(status=code, reason=str(raw))
+                yield {"type": event["type"], "object": raw}
+        finally:
+            w.stop()
+
+    # -- objects -----------------------------------------------------------------------
+    def read_pod(self, namespace: str, name: str) -> Raw:
+        return _json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+
+    def patch_pod_json(self, namespace: str, name: str, ops: list[Raw]) -> Raw:
+        return _json(
+            self.core.patch_namespaced_pod(
+                name, namespace, ops, field_manager=self.field_manager, _preload_content=False
+            )
+        )
+
+    def patch_podgang_status(self, namespace: str, name: str, status: Raw) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            PODGANG_GROUP,
+            PODGANG_VERSION,
+            namespace,
+            PODGANG_PLURAL,
+            name,
+            {"status": status},
+            _content_type="application/merge-patch+json",
+        )
+
+    def plural(self, api_version: str, kind: str) -> str | None:
+        """Resource name of ``kind`` from discovery (cached); None if the API is not served."""
+        key = (api_version, kind)
+        with self._plural_lock:
+            if key in self._plurals:
+                return self._plurals[key]
+        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        try:
+            data = self.raw("GET", path)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        plural = None
+        for res in data.get("resources", []):
+            if res.get("kind") == kind and "/" not in res.get("name", ""):
+                plural = str(res["name"])
+                break
+        with self._plural_lock:
+            if plural is not None:
+                self._plurals[key] = plural
+        return plural
+
+    def object_exists(self, ref: ObjectRef) -> bool:
+        plural = self.plural(ref.api_version, ref.kind)
+        if plural is None:
+            return False
+        try:
+            if "/" in ref.api_version:
+                group, version = ref.api_version.split("/", 1)
+                self.custom.get_namespaced_custom_object(
+                    group, version, ref.namespace, plural, ref.name, _preload_content=False
+                )
+            else:
+                self.raw("GET", f"/api/{ref.api_version}/namespaces/{ref.namespace}/{plural}/{ref.name}")
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    def get_cluster_object(self, api_version: str, kind: str, name: str) -> Raw | None:
+        plural = self.plural(api_version, kind)
+        if plural is None or "/" not in api_version:
+            return None
+        group, version = api_version.split("/", 1)
+        try:
+            return _json(self.custom.get_cluster_custom_object(group, version, plural, name, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def emit_event(self, namespace: str, involved: Raw, reason: str, note: str, event_type: str = "Warning") -> None:
+        meta = involved.get("metadata") or {}
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name', 'grove-gitops')}.", "namespace": namespace},
+            "reportingController": "grove-gitops.io/gate-lifter",
+            "reportingInstance": self.field_manager,
+            "action": "Check",
+            "reason": reason,
+            "note": note[:1024],
+            "type": event_type,
+            "eventTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "regarding": {
+                "apiVersion": involved.get("apiVersion"),
+                "kind": involved.get("kind"),
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+            },
+        }
+        with contextlib.suppress(ApiException, OSError):  # events are best effort
+            self.raw("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)

@@ -1,0 +1,137 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, so two lifter replicas are safe.
+
+Written against the API directly (GET, then create or PUT with the read resourceVersion) so
+that losing a race is an ordinary 409 and losing leadership is noticed by the renew loop:
+when a renewal has not succeeded within ``renew_deadline``, :attr:`is_leader` turns false
+and the ``lost`` event fires at once, before another replica can acquire the Lease (which
+needs the full ``lease_duration`` to pass).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger("grove_gitops.gatelifter.leader")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        api: client.CoordinationV1Api,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        clock: Callable[[], dt.datetime] = _now,
+    ) -> None:
+        if not (lease_duration > renew_deadline > retry_period > 0):
+            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+        self.api = api
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.clock = clock
+        self.acquired = threading.Event()
+        self.lost = threading.Event()
+        self._leader = False
+        self._last_renew = 0.0
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader and time.monotonic() - self._last_renew < self.renew_deadline
+
+    def _lease_body(self, previous: client.V1Lease | None) -> client.V1Lease:
+        now = self.clock()
+        spec = previous.spec if previous is not None and previous.spec is not None else client.V1LeaseSpec()
+        transitions = spec.lease_transitions or 0
+        if spec.holder_identity != self.identity:
+            transitions += 1 if previous is not None else 0
+            spec.acquire_time = now
+        spec.holder_identity = self.identity
+        spec.lease_duration_seconds = max(1, round(self.lease_duration))
+        spec.renew_time = now
+        spec.lease_transitions = transitions
+        meta = (
+            previous.metadata if previous is not None else client.V1ObjectMeta(name=self.name, namespace=self.namespace)
+        )
+        return client.V1Lease(metadata=meta, spec=spec)
+
+    def try_acquire_or_renew(self) -> bool:
+        """One attempt; True when we hold the Lease afterwards."""
+        try:
+            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("reading lease failed: %s", exc.status)
+                return False
+            try:
+                self.api.create_namespaced_lease(self.namespace, self._lease_body(None))
+                return True
+            except ApiException as create_exc:
+                log.info("lost the race to create the lease (%s)", create_exc.status)
+                return False
+        spec = lease.spec
+        holder = spec.holder_identity if spec is not None else None
+        if holder and holder != self.identity and spec is not None:
+            renewed = spec.renew_time or spec.acquire_time
+            duration = spec.lease_duration_seconds or self.lease_duration
+            if renewed is not None and self.clock() < renewed + dt.timedelta(seconds=duration):
+                return False  # held by someone else and not expired
+        try:
+            self.api.replace_namespaced_lease(self.name, self.namespace, self._lease_body(lease))
+            return True
+        except ApiException as exc:
+            log.info("lease update conflict (%s)", exc.status)
+            return False
+
+    def run(self, stop: threading.Event) -> None:
+        """Campaign until leading, then renew; returns when ``stop`` is set or leadership is lost."""
+        while not stop.is_set():
+            if self.try_acquire_or_renew():
+                self._leader = True
+                self._last_renew = time.monotonic()
+                self.acquired.set()
+                log.info("%s became leader of %s/%s", self.identity, self.namespace, self.name)
+                break
+            stop.wait(self.retry_period)
+        while not stop.is_set() and self._leader:
+            stop.wait(self.retry_period)
+            if stop.is_set():
+                break
+            if self.try_acquire_or_renew():
+                self._last_renew = time.monotonic()
+            elif time.monotonic() - self._last_renew >= self.renew_deadline:
+                self._leader = False
+                log.warning("%s lost leadership of %s/%s", self.identity, self.namespace, self.name)
+                self.lost.set()
+        if stop.is_set() and self._leader:
+            self._release()
+
+    def _release(self) -> None:
+        """Hand over quickly on a clean shutdown: expire our own Lease."""
+        try:
+            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            if lease.spec is not None and lease.spec.holder_identity == self.identity:
+                lease.spec.holder_identity = None
+                lease.spec.renew_time = None
+                lease.spec.acquire_time = None
+                self.api.replace_namespaced_lease(self.name, self.namespace, lease)
+        except ApiException:
+            pass
+        self._leader = False

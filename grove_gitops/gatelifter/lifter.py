@@ -1,0 +1,345 @@
+"""The lifter loop: list+watch pods and PodGangs, decide per gang, release whole gangs.
+
+Level-triggered: every event only marks gangs *dirty*; a worker re-evaluates dirty gangs
+from the cache (and gangs still waiting, every ``recheck`` seconds, because a missing
+backend object appears without any event we watch). A release removes the gate from every
+gated pod of the gang with one JSON patch per pod, guarded by a ``test`` op on the gate, with
+bounded concurrency; the PATCH response updates the cache at once, so a pod is never patched
+twice. Then the PodGang gets Grove's ``Initialized`` condition.
+
+API failures: 409 and a failed ``test`` (422) re-read the pod and retry; 404 means the pod
+is gone (GitOps will re-create it gated, and it is released again once the gang is
+complete); 5xx and timeouts back off; a watch that ends with 410 re-lists. Losing
+leadership stops everything at once (the ``active`` callback is checked before each patch).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from grove_gitops.gatelifter import gangs as G
+from grove_gitops.gatelifter.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, Raw
+from grove_gitops.gitops.metrics import Registry
+
+log = logging.getLogger("grove_gitops.gatelifter")
+SELECTOR = "app.kubernetes.io/managed-by=grove-gitops"
+Key = tuple[str, str]  # (namespace, name)
+
+
+def _key(obj: Raw) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+@dataclass
+class LifterConfig:
+    namespace: str | None = None
+    concurrency: int = 16
+    recheck: float = 0.25
+    watch_timeout: int = 60
+    max_retries: int = 5
+    backoff_base: float = 0.05
+    backoff_max: float = 2.0
+
+
+class GateLifter:
+    def __init__(
+        self,
+        kube: Kube,
+        config: LifterConfig,
+        registry: Registry | None = None,
+        active: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.kube = kube
+        self.config = config
+        self.registry = registry or Registry()
+        self.active = active
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self.pods: dict[Key, Raw] = {}
+        self.podgangs: dict[Key, Raw] = {}
+        self._dirty: set[Key] = set()
+        self._waiting: dict[Key, float] = {}  # gang -> time it became complete-pending (for metrics)
+        self._complete_since: dict[Key, float] = {}
+        self._known_objects: set[G.ObjectRef] = set()
+        self._synced = {"pods": threading.Event(), "podgangs": threading.Event()}
+        self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="ungate")
+        self.patches = 0
+
+    # -- cache maintenance -------------------------------------------------------------
+    def ready(self) -> bool:
+        return all(e.is_set() for e in self._synced.values())
+
+    def _gang_of_pod(self, pod: Raw) -> list[Key]:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        ns = str((pod.get("metadata") or {}).get("namespace", ""))
+        out = []
+        if labels.get(G.PODGANG_LABEL):
+            out.append((ns, labels[G.PODGANG_LABEL]))
+        return out
+
+    def _scaled_gangs_of(self, base: Key) -> list[Key]:
+        ns, name = base
+        return list(
+            {
+                (ns, ((p.get("metadata") or {}).get("labels") or {}).get(G.PODGANG_LABEL, ""))
+                for k, p in self.pods.items()
+                if k[0] == ns and ((p.get("metadata") or {}).get("labels") or {}).get(G.BASE_PODGANG_LABEL) == name
+            }
+        )
+
+    def _apply(self, kind: str, event_type: str, obj: Raw) -> None:
+        key = _key(obj)
+        with self._lock:
+            store = self.pods if kind == "pods" else self.podgangs
+            if event_type == "DELETED":
+                store.pop(key, None)
+            else:
+                old = store.get(key)
+                if old is not None and _rv(old) > _rv(obj):
+                    return  # our own PATCH response was newer than this event
+                store[key] = obj
+            if kind == "pods":
+                for gang in self._gang_of_pod(obj):
+                    self._dirty.add(gang)
+                    self._dirty.update(self._scaled_gangs_of(gang))
+            else:
+                self._dirty.add(key)
+            self._wake.notify_all()
+
+    def _replace(self, kind: str, items: list[Raw]) -> None:
+        with self._lock:
+            store = self.pods if kind == "pods" else self.podgangs
+            store.clear()
+            for item in items:
+                store[_key(item)] = item
+            self._dirty.update(self.podgangs)
+            self._wake.notify_all()
+
+    def _list_watch(self, kind: str, stop: threading.Event) -> None:
+        """List, then watch from the list's resourceVersion; re-list on 410 or a broken stream."""
+        cfg = self.config
+        failures = 0
+        while not stop.is_set():
+            try:
+                listing = (
+                    self.kube.list_pods(cfg.namespace, SELECTOR)
+                    if kind == "pods"
+                    else self.kube.list_podgangs(cfg.namespace, SELECTOR)
+                )
+                items = listing.get("items") or []
+                for item in items:
+                    item.setdefault("apiVersion", "v1" if kind == "pods" else f"{PODGANG_GROUP}/{PODGANG_VERSION}")
+                self._replace(kind, items)
+                self._synced[kind].set()
+                rv = str((listing.get("metadata") or {}).get("resourceVersion", ""))
+                failures = 0
+                while not stop.is_set():
+                    stream = (
+                        self.kube.watch_pods(cfg.namespace, SELECTOR, rv, cfg.watch_timeout)
+                        if kind == "pods"
+                        else self.kube.watch_podgangs(cfg.namespace, SELECTOR, rv, cfg.watch_timeout)
+                    )
+                    for event in stream:
+                        obj = event["object"]
+                        rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
+                        self._apply(kind, event["type"], obj)
+                        if stop.is_set():
+                            break
+            except ApiException as exc:
+                failures += 1
+                self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))
+                if exc.status == 410:
+                    log.info("%s watch expired (410); re-listing", kind)
+                    continue
+                log.warning("%s list/watch failed (%s); backing off", kind, exc.status)
+                stop.wait(self._backoff(failures))
+            except (HTTPError, OSError, ValueError) as exc:
+                failures += 1
+                self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="connection")
+                log.warning("%s watch broke (%s); re-listing", kind, type(exc).__name__)
+                stop.wait(self._backoff(failures))
+
+    def _backoff(self, attempt: int) -> float:
+        return float(min(self.config.backoff_max, self.config.backoff_base * 2 ** max(0, attempt - 1)))
+
+    # -- decisions ---------------------------------------------------------------------
+    def _object_exists(self, ref: G.ObjectRef) -> bool:
+        if ref in self._known_objects:
+            return True
+        try:
+            found = self.kube.object_exists(ref)
+        except ApiException as exc:
+            self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))
+            return False
+        except (HTTPError, OSError):
+            return False
+        if found:
+            self._known_objects.add(ref)
+        return found
+
+    def evaluate(self, key: Key) -> G.Decision:
+        with self._lock:
+            podgang = self.podgangs.get(key)
+            ns = key[0]
+            pods_by_name = {name: pod for (pns, name), pod in self.pods.items() if pns == ns}
+            gangs_by_name = {name: gang for (gns, name), gang in self.podgangs.items() if gns == ns}
+            ns_pods = list(pods_by_name.values())
+        return G.decide(podgang, pods_by_name, self._object_exists, gangs_by_name, ns_pods)
+
+    def sync_gang(self, key: Key) -> bool:
+        """Evaluate one gang and release it if complete; True when nothing is left to wait for."""
+        decision = self.evaluate(key)
+        if not decision.complete:
+            if key in self.podgangs:
+                self._waiting.setdefault(key, time.monotonic())
+            return False
+        self._waiting.pop(key, None)
+        complete_at = self._complete_since.setdefault(key, time.monotonic())
+        if not self.active():
+            return False
+        if decision.to_ungate:
+            results = list(self._pool.map(lambda name: self._ungate(key[0], name), decision.to_ungate))
+            lifted = sum(1 for r in results if r)
+            if lifted:
+                self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed", float(lifted))
+                self.registry.observe(
+                    "grove_gitops_lifter_release", "Time from gang complete to release", time.monotonic() - complete_at
+                )
+                log.info("released gang %s/%s (%d pods)", key[0], key[1], lifted)
+            if not all(results):
+                return False
+        self._complete_since.pop(key, None)
+        self._mark_initialized(key)
+        return True
+
+    def _ungate(self, namespace: str, name: str) -> bool:
+        """Remove our gate from one pod; True when the pod no longer carries it."""
+        with self._lock:
+            pod = self.pods.get((namespace, name))
+        for attempt in range(1, self.config.max_retries + 1):
+            if pod is None:
+                return False
+            index = G.gate_index(pod)
+            if index is None:
+                return True
+            if not self.active():
+                return False
+            ops = [
+                {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": G.GATE},
+                {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
+            ]
+            try:
+                self.patches += 1
+                updated = self.kube.patch_pod_json(namespace, name, ops)
+                self._apply("pods", "MODIFIED", updated)
+                return True
+            except ApiException as exc:
+                self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))
+                if exc.status == 404:
+                    with self._lock:
+                        self.pods.pop((namespace, name), None)
+                    return False
+                if exc.status not in (409, 422) and not (exc.status or 0) >= 500:
+                    log.warning("ungating %s/%s failed: %s", namespace, name, exc.status)
+                    return False
+                if (exc.status or 0) >= 500:
+                    time.sleep(self._backoff(attempt))
+            except (HTTPError, OSError):
+                time.sleep(self._backoff(attempt))
+            try:
+                pod = self.kube.read_pod(namespace, name)
+                self._apply("pods", "MODIFIED", pod)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return False
+                time.sleep(self._backoff(attempt))
+            except (HTTPError, OSError):
+                time.sleep(self._backoff(attempt))
+        return False
+
+    def _mark_initialized(self, key: Key) -> None:
+        with self._lock:
+            gang = self.podgangs.get(key)
+        if gang is None:
+            return
+        for cond in (gang.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Initialized" and cond.get("status") == "True":
+                return
+        status = {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "Initialized",
+                    "status": "True",
+                    "reason": "PodGangPodsCreated",
+                    "message": "PodGang is fully initialized",
+                    "lastTransitionTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            ],
+        }
+        try:
+            self.kube.patch_podgang_status(key[0], key[1], status)
+            with self._lock:
+                if key in self.podgangs:
+                    self.podgangs[key] = {**self.podgangs[key], "status": status}
+        except ApiException as exc:
+            self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))
+            with self._lock:
+                self._dirty.add(key)
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        watchers = [
+            threading.Thread(target=self._list_watch, args=(kind, stop), name=f"watch-{kind}", daemon=True)
+            for kind in ("pods", "podgangs")
+        ]
+        for t in watchers:
+            t.start()
+        try:
+            while not stop.is_set():
+                if not self.active():
+                    stop.wait(0.1)
+                    continue
+                with self._lock:
+                    if not self._dirty:
+                        self._wake.wait(self.config.recheck)
+                    batch = set(self._dirty) | set(self._waiting)
+                    self._dirty.clear()
+                for key in sorted(batch):
+                    if stop.is_set() or not self.active():
+                        break
+                    try:
+                        self.sync_gang(key)
+                    except Exception:
+                        log.exception("gang %s/%s failed", *key)
+                        with self._lock:
+                            self._dirty.add(key)
+                self.registry.set(
+                    "grove_gitops_lifter_gangs_waiting", "Gangs not yet complete", float(len(self._waiting))
+                )
+        finally:
+            stop.set()
+            with self._lock:
+                self._wake.notify_all()
+            for t in watchers:
+                t.join(timeout=5)
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _rv(obj: Raw) -> int:
+    value: Any = (obj.get("metadata") or {}).get("resourceVersion", "0")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0

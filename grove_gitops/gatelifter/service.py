@@ -1,0 +1,130 @@
+"""Process wiring for ``grove-gitops gate-lifter``: config, leader election, health, logs.
+
+Every replica serves ``/healthz`` (alive) and ``/readyz`` (caches synced, or standing by as
+a follower) and ``/metrics``; only the Lease holder lifts gates. When leadership is lost the
+lifter stops before its next patch and the process exits non-zero, so Kubernetes restarts it
+as a fresh candidate — the simplest way to be sure no stale work continues.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import kubernetes
+
+from grove_gitops.gatelifter.drift import DriftChecker
+from grove_gitops.gatelifter.kube import Kube
+from grove_gitops.gatelifter.leader import LeaderElector
+from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+from grove_gitops.gitops.metrics import HealthServer, Registry
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: what log pipelines in a cluster expect."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    namespace: str | None
+    lease_namespace: str
+    lease_name: str
+    identity: str
+    metrics_address: str
+    kubeconfig: str | None
+    concurrency: int
+    drift_interval: float
+
+
+def _api_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
+    if kubeconfig:
+        client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        return client
+    try:
+        kubernetes.config.load_incluster_config()
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config()
+    return kubernetes.client.ApiClient()
+
+
+def default_identity() -> str:
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+
+
+def run_gate_lifter(opts: ServiceOptions) -> int:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger("grove_gitops")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    log = logging.getLogger("grove_gitops.gatelifter")
+
+    api = _api_client(opts.kubeconfig)
+    kube = Kube(api)
+    registry = Registry()
+    elector = LeaderElector(
+        kubernetes.client.CoordinationV1Api(api), opts.lease_namespace, opts.lease_name, opts.identity
+    )
+    lifter = GateLifter(
+        kube,
+        LifterConfig(namespace=opts.namespace, concurrency=opts.concurrency),
+        registry,
+        elector.is_leader.__get__ if False else (lambda: elector.is_leader),
+    )
+    drift = DriftChecker(kube, registry)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = None
+    if opts.metrics_address:
+        host, _, port = opts.metrics_address.rpartition(":")
+        server = HealthServer(
+            registry,
+            host or "0.0.0.0",
+            int(port),
+            healthy=lambda: not stop.is_set(),
+            ready=lambda: lifter.ready() or not elector.is_leader,
+        ).start()
+    election = threading.Thread(target=elector.run, args=(stop,), name="leader-election", daemon=True)
+    election.start()
+    lost = False
+    try:
+        while not stop.is_set() and not elector.acquired.wait(0.5):
+            pass
+        if stop.is_set():
+            return 0
+        worker = threading.Thread(target=lifter.run, args=(stop,), name="lifter", daemon=True)
+        worker.start()
+        while not stop.is_set():
+            if elector.lost.wait(min(opts.drift_interval, 1.0)):
+                lost = True
+                log.error("leadership lost; stopping")
+                stop.set()
+                break
+            drift.maybe_check(opts.drift_interval)
+        worker.join(timeout=10)
+    finally:
+        stop.set()
+        election.join(timeout=5)
+        if server is not None:
+            server.stop()
+    return 1 if lost else 0
