@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from grove_gitops import __version__
+from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
@@ -169,6 +170,9 @@ def gate_lifter(
             )
         )
     )
+
+
+main.add_command(diff_command)
 
 
 if __name__ == "__main__":

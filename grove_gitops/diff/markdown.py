@@ -1,0 +1,178 @@
+"""The PR-comment view: Markdown for GitHub, split into sticky-comment-sized parts.
+
+Layout (spec/gitops.md §4.5, adapted): every part opens with the hidden marker
+:data:`MARKER` and a per-part marker naming the comment key and ``part i/N``, so a CI job
+finds its own comments again and updates them in place instead of piling up new ones.
+Part 1 carries the overview (totals, one table row per changed shard). Each shard then gets
+its semantic summary — scheduler switch, PodGangs added/removed, gang settings old → new,
+pods added / removed / replaced — followed by one collapsed ``<details>`` per object with its
+unified diff: gang and topology objects first, pods last. Everything is collapsed because
+the summary above already states what the gang objects say; the diffs are for checking.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+
+from grove_gitops.diff.report import Report
+from grove_gitops.diff.semantic import ShardSummary
+from grove_gitops.diff.split import Block, pack, shrink_lines
+from grove_gitops.diff.unified import ObjectDiff
+from grove_gitops.diff.views import (
+    MAX_FIELD_ROWS,
+    change_words,
+    counts_text,
+    gang_counts,
+    scheduler_text,
+    settings_text,
+    shard_title,
+    summary_bullets,
+)
+
+MARKER = "<!-- grove-gitops-diff -->"
+#: Between parts when all of them go to one stream (stdout, the ``--out`` file).
+PART_SEPARATOR = "<!-- grove-gitops-diff:end-of-part -->"
+DEFAULT_TITLE = "grove-gitops render diff"
+DEFAULT_KEY = "default"
+DEFAULT_MAX_CHARS = 60_000
+#: GitHub's hard limit for a comment body (spec/gitops.md §4.4).
+GITHUB_COMMENT_LIMIT = 65_536
+
+
+def part_marker(key: str, i: int, n: int) -> str:
+    return f"<!-- grove-gitops-diff key={key} part={i}/{n} -->"
+
+
+def code(text: str) -> str:
+    """An inline code span that survives backticks and table pipes inside ``text``."""
+    text = text.replace("|", "\\|").replace("\n", " ")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _html_code(text: str) -> str:
+    return f"<code>{_esc(text)}</code>"
+
+
+def _strong(text: str) -> str:
+    return f"**{text}**"
+
+
+def _overview(report: Report) -> str:
+    totals = report.totals()
+    all_shards = {k.shard for k in report.base.objects} | {k.shard for k in report.head.objects}
+    lines = [
+        f"**Shards changed: {len(report.shards)} of {len(all_shards)}** · objects: {counts_text(totals)}"
+        f" · diff +{report.lines_added} −{report.lines_removed} lines",
+        "",
+        "| shard | scheduler | PodGangs | gang objects | gang settings | Pods | other objects |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in report.shards:
+        lines.append(
+            f"| {code(s.shard)} | {scheduler_text(s, code)} | {counts_text(gang_counts(s))}"
+            f" | {counts_text(s.gang_objects)} | {settings_text(s)} | {counts_text(s.pods)} | {counts_text(s.others)} |"
+        )
+    lines.append("")
+    lines.append("Legend: + added, − removed, ~ modified, ⇄ replaced (a pod recreated under a new name).")
+    new_warnings = [w for w in report.head.warnings if w not in report.base.warnings]
+    if new_warnings:
+        lines += ["", f"<details><summary>⚠️ {len(new_warnings)} new render warning(s) in head</summary>", ""]
+        lines += [f"- {_esc(w)}" for w in new_warnings]
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n\n"
+
+
+def _shard_summary(s: ShardSummary) -> str:
+    lines = [f"### {shard_title(s.shard, code)}", ""]
+    lines += [f"- {b}" for b in summary_bullets(s, code, _strong)]
+    if s.fields:
+        lines += ["", "| object | field | base | head |", "| --- | --- | --- | --- |"]
+        for f in s.fields[:MAX_FIELD_ROWS]:
+            old = code(f.old) if f.old is not None else "—"
+            new = code(f.new) if f.new is not None else "—"
+            lines.append(f"| {code(f.key.kind_label)} {code(f.key.object_label)} | {code(f.path)} | {old} | {new} |")
+        if len(s.fields) > MAX_FIELD_ROWS:
+            lines.append(f"| … | {len(s.fields) - MAX_FIELD_ROWS} more changed settings (see the diffs) | | |")
+    return "\n".join(lines) + "\n\n"
+
+
+def _fence(lines: Iterable[str]) -> str:
+    """A code fence longer than any backtick run in the diff (a ConfigMap may hold Markdown)."""
+    longest = max((len(m) for line in lines for m in re.findall(r"`{3,}", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def object_summary(d: ObjectDiff) -> str:
+    """``± PodGang.scheduler.grove.io ml/demo-0 · modified · +3 −1 · <changed fields>``."""
+    return " · ".join(change_words(d.change, d.added, d.removed, d.paths, _html_code, _esc))
+
+
+def _details(d: ObjectDiff, lines: tuple[str, ...], note: str = "") -> str:
+    fence = _fence(d.lines)
+    body = "\n".join(lines)
+    return f"<details><summary>{object_summary(d)}</summary>\n\n{fence}diff\n{body}\n{fence}\n{note}\n</details>\n\n"
+
+
+def _truncation_note(shown: int, total: int, rerun_hint: str) -> str:
+    hint = f" Run {code(rerun_hint)} for the full diff." if rerun_hint else ""
+    return f"\n⚠️ Diff truncated: {shown} of {total} lines shown.{hint}\n"
+
+
+def _object_block(d: ObjectDiff, shard: str, rerun_hint: str) -> Block:
+    def shrink(budget: int) -> str:
+        """Keep the first diff lines that fit, close the fence, say what was dropped."""
+        total = len(d.lines)
+        lo, hi = 0, total
+        while lo < hi:  # binary search: the most lines whose block still fits
+            mid = (lo + hi + 1) // 2
+            if len(_details(d, d.lines[:mid], _truncation_note(mid, total, rerun_hint))) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        text = _details(d, d.lines[:lo], _truncation_note(lo, total, rerun_hint))
+        return text if len(text) <= budget else shrink_lines(text, budget)
+
+    return Block(_details(d, d.lines), shard, _continuation(shard), shrink)
+
+
+def _continuation(shard: str) -> str:
+    return f"### {shard_title(shard, code)} (continued)\n\n"
+
+
+def report_blocks(report: Report, rerun_hint: str = "") -> list[Block]:
+    if report.identical:
+        n = len(report.head.objects)
+        return [Block(f"**No changes:** the rendered output is identical ({n} objects).\n")]
+    blocks = [Block(_overview(report))]
+    for s in report.shards:
+        blocks.append(Block(_shard_summary(s), s.shard, _continuation(s.shard)))
+        blocks += [_object_block(d, s.shard, rerun_hint) for d in s.diffs]
+    return blocks
+
+
+def _header(report: Report, title: str, key: str, i: int, n: int) -> str:
+    label = f"{title} (base {code(report.base.label)} → head {code(report.head.label)})"
+    if n > 1:
+        label += f" · part {i}/{n}"
+    return f"{MARKER}\n{part_marker(key, i, n)}\n## {label}\n\n"
+
+
+def render_markdown(
+    report: Report,
+    *,
+    title: str = DEFAULT_TITLE,
+    key: str = DEFAULT_KEY,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    rerun_hint: str = "",
+) -> list[str]:
+    """The report as one or more Markdown parts, each shorter than ``max_chars`` characters."""
+    return pack(report_blocks(report, rerun_hint), max_chars, lambda i, n: _header(report, title, key, i, n))

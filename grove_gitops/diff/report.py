@@ -1,0 +1,56 @@
+"""A whole diff: the two sides, their object-level changes and per-shard summaries.
+
+Formatters (:mod:`.markdown`, :mod:`.text`) only lay this out; everything they print is
+computed here once, so the Markdown comment and the terminal view never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grove_gitops.diff.model import Change, ObjectKey, TreeObject, compare
+from grove_gitops.diff.semantic import Counts, ShardSummary, summarize
+from grove_gitops.diff.unified import DEFAULT_CONTEXT
+
+
+@dataclass
+class Side:
+    """One side of the comparison: a label for humans (a ref, a path) and its objects."""
+
+    label: str
+    objects: dict[ObjectKey, TreeObject]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    base: Side
+    head: Side
+    shards: list[ShardSummary]
+
+    @property
+    def changes(self) -> list[Change]:
+        return [c for s in self.shards for c in s.changes]
+
+    @property
+    def identical(self) -> bool:
+        return not self.shards
+
+    def totals(self) -> Counts:
+        counts = Counts()
+        for c in self.changes:
+            counts.add(c)
+        return counts
+
+    @property
+    def lines_added(self) -> int:
+        return sum(s.lines_added for s in self.shards)
+
+    @property
+    def lines_removed(self) -> int:
+        return sum(s.lines_removed for s in self.shards)
+
+
+def build_report(base: Side, head: Side, context: int = DEFAULT_CONTEXT) -> Report:
+    changes = compare(base.objects, head.objects)
+    return Report(base, head, summarize(changes, base.objects, head.objects, context))

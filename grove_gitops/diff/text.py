@@ -1,0 +1,68 @@
+"""The terminal view: the same information as the Markdown, as plain text.
+
+No HTML, no tables, no size limit (a terminal or a pager has none); the per-object diffs
+are ordinary unified diffs, so the output can be piped into ``less -R``, ``colordiff`` or
+``delta``.
+"""
+
+from __future__ import annotations
+
+from grove_gitops.diff.report import Report
+from grove_gitops.diff.semantic import ShardSummary
+from grove_gitops.diff.views import (
+    MAX_FIELD_ROWS,
+    change_words,
+    counts_text,
+    gang_counts,
+    scheduler_text,
+    settings_text,
+    shard_title,
+    summary_bullets,
+)
+
+
+def _shard(s: ShardSummary) -> list[str]:
+    title = shard_title(s.shard)
+    lines = [title, "=" * len(title)]
+    lines += [f"  {b}" for b in summary_bullets(s)]
+    if s.fields:
+        lines.append("  Gang settings:")
+        for f in s.fields[:MAX_FIELD_ROWS]:
+            old = f.old if f.old is not None else "(none)"
+            new = f.new if f.new is not None else "(none)"
+            lines.append(f"    {f.key.kind_label} {f.key.object_label}: {f.path}: {old} -> {new}")
+        if len(s.fields) > MAX_FIELD_ROWS:
+            lines.append(f"    ... {len(s.fields) - MAX_FIELD_ROWS} more changed settings (see the diffs)")
+    lines.append("")
+    for d in s.diffs:
+        lines.append("### " + " | ".join(change_words(d.change, d.added, d.removed, d.paths)))
+        lines += list(d.lines)
+        lines.append("")
+    return lines
+
+
+def render_text(report: Report, title: str = "grove-gitops render diff") -> str:
+    lines = [f"{title}: base {report.base.label} -> head {report.head.label}", ""]
+    if report.identical:
+        lines.append(f"No changes: the rendered output is identical ({len(report.head.objects)} objects).")
+        return "\n".join(lines) + "\n"
+    all_shards = {k.shard for k in report.base.objects} | {k.shard for k in report.head.objects}
+    lines.append(
+        f"Shards changed: {len(report.shards)} of {len(all_shards)}; objects: {counts_text(report.totals())};"
+        f" diff +{report.lines_added} -{report.lines_removed} lines"
+    )
+    lines.append("(+ added, − removed, ~ modified, ⇄ replaced: a pod recreated under a new name)")
+    lines.append("")
+    for s in report.shards:
+        lines.append(
+            f"  {s.shard}: scheduler {scheduler_text(s)}; PodGangs {counts_text(gang_counts(s))};"
+            f" gang objects {counts_text(s.gang_objects)}; settings {settings_text(s)};"
+            f" Pods {counts_text(s.pods)}; other {counts_text(s.others)}"
+        )
+    new_warnings = [w for w in report.head.warnings if w not in report.base.warnings]
+    if new_warnings:
+        lines += ["", "New render warnings in head:"] + [f"  - {w}" for w in new_warnings]
+    lines.append("")
+    for s in report.shards:
+        lines += _shard(s)
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,151 @@
+"""Wording shared by the Markdown and plain-text views, so both say the same thing.
+
+Helpers take a ``wrap`` function for names and values: Markdown wraps them in code spans,
+the terminal view leaves them bare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from grove_gitops.diff.model import Change, ChangeType
+from grove_gitops.diff.semantic import Counts, ShardSummary, display_name
+from grove_gitops.render import CLUSTER_SHARD
+
+Wrap = Callable[[str], str]
+#: Caps that keep one shard's summary readable (the diffs below it still list everything).
+MAX_FIELD_ROWS = 40
+MAX_NAMES = 10
+MAX_PATHS = 4
+
+SYMBOL = {
+    ChangeType.ADDED: "+",
+    ChangeType.REMOVED: "−",
+    ChangeType.MODIFIED: "±",
+    ChangeType.REPLACED: "⇄",
+}
+
+
+def bare(text: str) -> str:
+    return text
+
+
+def is_pcs_shard(shard: str) -> bool:
+    """``ns/pcs`` shards hold one PodCliqueSet; ``_cluster`` and ``ns/_resources`` do not."""
+    return shard != CLUSTER_SHARD and "/" in shard and not shard.endswith("/_resources")
+
+
+def shard_title(shard: str, wrap: Wrap = bare) -> str:
+    if shard == CLUSTER_SHARD:
+        return f"cluster-scoped objects ({wrap(shard)})"
+    if shard.endswith("/_resources"):
+        return f"other objects of namespace {wrap(shard.split('/', 1)[0])} ({wrap(shard)})"
+    return wrap(shard) if shard else wrap(".")
+
+
+def counts_text(c: Counts) -> str:
+    """``+1 −2 ~3 ⇄4`` (added, removed, modified, replaced); ``—`` when nothing changed."""
+    parts = []
+    if c.added:
+        parts.append(f"+{c.added}")
+    if c.removed:
+        parts.append(f"−{c.removed}")
+    if c.modified:
+        parts.append(f"~{c.modified}")
+    if c.replaced:
+        parts.append(f"⇄{c.replaced}")
+    return " ".join(parts) or "—"
+
+
+def gang_counts(s: ShardSummary) -> Counts:
+    return Counts(
+        added=len(s.gangs.get(ChangeType.ADDED, [])),
+        removed=len(s.gangs.get(ChangeType.REMOVED, [])),
+        modified=len(s.gangs.get(ChangeType.MODIFIED, [])),
+    )
+
+
+def scheduler_text(s: ShardSummary, wrap: Wrap = bare) -> str:
+    base = ", ".join(wrap(n) for n in s.schedulers_base)
+    head = ", ".join(wrap(n) for n in s.schedulers_head)
+    if s.scheduler_switched:
+        return f"{base} → {head}"
+    return head or base or "—"
+
+
+def settings_text(s: ShardSummary) -> str:
+    """How many gang settings changed, by category: ``size 2, topology 1``."""
+    return ", ".join(f"{name} {n}" for name, n in s.categories().items()) or "—"
+
+
+def names_text(names: list[str], wrap: Wrap = bare) -> str:
+    shown = ", ".join(wrap(n) for n in names[:MAX_NAMES])
+    more = len(names) - MAX_NAMES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def paths_text(paths: list[str], wrap: Wrap = bare) -> str:
+    more = len(paths) - MAX_PATHS
+    return ", ".join(wrap(p) for p in paths[:MAX_PATHS]) + (f" and {more} more" if more > 0 else "")
+
+
+def _replaced_paths(s: ShardSummary, wrap: Wrap) -> str:
+    """What the replaced pods have in common: the union of their changed fields."""
+    paths: dict[str, None] = {}
+    for d in s.diffs:
+        if d.change.type == ChangeType.REPLACED:
+            paths.update(dict.fromkeys(d.paths))
+    return paths_text(list(paths), wrap) if paths else "name and hash only"
+
+
+def summary_bullets(s: ShardSummary, wrap: Wrap = bare, strong: Wrap = bare) -> list[str]:
+    """The semantic summary of one shard as short lines, most consequential first."""
+    bullets = []
+    if s.scheduler_switched:
+        bullets.append(f"{strong('Scheduler switch:')} {scheduler_text(s, wrap)}")
+    for change_type in (ChangeType.ADDED, ChangeType.REMOVED, ChangeType.MODIFIED):
+        names = s.gangs.get(change_type, [])
+        if names:
+            bullets.append(f"{strong(f'PodGangs {change_type.value} ({len(names)}):')} {names_text(names, wrap)}")
+    if s.gang_objects.total:
+        bullets.append(f"{strong('Scheduler gang / topology objects:')} {counts_text(s.gang_objects)}")
+    pods = [c for c in s.changes if c.key.kind == "Pod" and not c.key.group]
+    for change_type, label in (
+        (ChangeType.ADDED, "added"),
+        (ChangeType.REMOVED, "removed"),
+        (ChangeType.REPLACED, "replaced"),
+        (ChangeType.MODIFIED, "modified in place"),
+    ):
+        names = [
+            display_name(c) if change_type == ChangeType.REPLACED else c.key.name for c in pods if c.type == change_type
+        ]
+        if names:
+            what = (
+                f"Pods {label} ({len(names)}), by hostname:"
+                if change_type == ChangeType.REPLACED
+                else f"Pods {label} ({len(names)}):"
+            )
+            line = f"{strong(what)} {names_text(names, wrap)}"
+            if change_type == ChangeType.REPLACED:
+                line += f"; changed fields: {_replaced_paths(s, wrap)}"
+            bullets.append(line)
+    if s.others.total:
+        bullets.append(f"{strong('Other objects:')} {counts_text(s.others)}")
+    return bullets
+
+
+def change_words(
+    change: Change, added: int, removed: int, paths: tuple[str, ...], wrap: Wrap = bare, esc: Wrap = bare
+) -> list[str]:
+    """``[what, how, +a −r, changed fields]`` for an object's diff header; ``esc`` escapes the
+    bare names (HTML in a Markdown ``<summary>``)."""
+    key = change.key
+    words = [f"{SYMBOL[change.type]} {wrap(key.kind_label)} {esc(key.object_label)}", change.type.value]
+    if change.type == ChangeType.REPLACED and change.base is not None:
+        words[1] = f"replaces {esc(change.base.key.name)}"
+    words.append(f"+{added} −{removed}")
+    if paths:
+        words.append(paths_text(list(paths), wrap))
+    elif change.type == ChangeType.REPLACED:
+        words.append("name and hash only")
+    return words

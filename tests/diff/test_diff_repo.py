@@ -1,0 +1,132 @@
+"""``diff --repo``: source trees read at two commits of a real (temporary) git repository."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+
+from grove_gitops.diff.errors import GitRefError
+from grove_gitops.diff.gitrefs import extract, normalize_source_path
+from tests.diff.diffhelpers import LPX_PROFILES, clique, pcs, run_diff
+from tests.support import write_source
+
+BOT = git.Actor("grove-gitops tests", "tests@example.com")
+
+
+def _commit(repo: git.Repo, files: dict[str, str], message: str, remove: tuple[str, ...] = ()) -> str:
+    root = Path(repo.working_dir)
+    write_source(root, files)
+    if files:
+        repo.index.add(list(files))
+    if remove:
+        repo.index.remove(list(remove), working_tree=True)
+    return repo.index.commit(message, author=BOT, committer=BOT).hexsha
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[git.Repo]:
+    r = git.Repo.init(tmp_path / "repo", initial_branch="main")
+    yield r
+    r.close()
+
+
+def _v(replicas: int, scheduler: str | None = None) -> str:
+    pod: dict[str, Any] = {"pod": {"schedulerName": scheduler}} if scheduler else {}
+    return pcs("app", [clique("router", 1, **pod), clique("worker", replicas, **pod)])
+
+
+def test_diff_two_commits(repo: git.Repo) -> None:
+    v1 = _commit(repo, {"deploy/config.yaml": LPX_PROFILES, "deploy/app.yaml": _v(2), "README.md": "hi"}, "v1")
+    v2 = _commit(repo, {"deploy/app.yaml": _v(3, "lpx-scheduler")}, "v2")
+    head_before = repo.head.commit.hexsha
+    result = run_diff(["--repo", str(repo.working_dir), v1, v2, "--source-path", "deploy", "--format", "text"])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert text.startswith(f"grove-gitops render diff: base {v1[:7]} -> head {v2[:7]}\n")
+    assert "Scheduler switch: default-scheduler → lpx-scheduler" in text
+    assert "Pods added (1): app-0-worker-2-" in text
+    assert "Pods replaced (3), by hostname: app-0-router-0, app-0-worker-0, app-0-worker-1" in text
+    assert "spec.podgroups[app-0-worker].minReplicas: 2 -> 3" in text
+    # The work tree, index and HEAD are untouched.
+    assert repo.head.commit.hexsha == head_before
+    assert not repo.is_dirty(untracked_files=True)
+
+
+def test_refs_by_name_and_markdown_rerun_hint(repo: git.Repo) -> None:
+    _commit(repo, {"config.yaml": LPX_PROFILES, "app.yaml": _v(2)}, "v1")
+    repo.create_tag("v1")
+    v2 = _commit(repo, {"app.yaml": _v(2, "lpx-scheduler")}, "v2")
+    result = run_diff(["--repo", str(repo.working_dir), "v1", "main"])
+    assert result.exit_code == 0, result.output
+    first_lines = result.stdout.splitlines()[:3]
+    v1 = repo.commit("v1").hexsha
+    assert first_lines[2] == f"## grove-gitops render diff (base `v1 ({v1[:7]})` → head `main ({v2[:7]})`)"
+
+
+def test_source_path_absent_at_base_shows_everything_added(repo: git.Repo) -> None:
+    v1 = _commit(repo, {"README.md": "nothing yet\n"}, "v1")
+    v2 = _commit(repo, {"deploy/app.yaml": _v(1)}, "v2")
+    result = run_diff(["--repo", str(repo.working_dir), v1, v2, "--source-path", "deploy"])
+    assert result.exit_code == 0, result.output
+    assert f"base `{v1[:7]}, source path absent`" in result.stdout
+    assert "**PodGangs added (1):** `app-0`" in result.stdout
+    assert "**Pods added (2):**" in result.stdout
+
+
+def test_removed_file_and_identical_refs(repo: git.Repo) -> None:
+    v1 = _commit(repo, {"a.yaml": _v(1), "b.yaml": _v(1).replace("name: app", "name: other")}, "v1")
+    v2 = _commit(repo, {}, "v2", remove=("b.yaml",))
+    result = run_diff(["--repo", str(repo.working_dir), v1, v2, "--format", "text"])
+    assert result.exit_code == 0, result.output
+    assert "PodGangs removed (1): other-0" in result.stdout
+    same = run_diff(["--repo", str(repo.working_dir), v1, v1])
+    assert same.exit_code == 0 and "**No changes:**" in same.stdout
+
+
+def test_invalid_head_commit_names_the_file(repo: git.Repo) -> None:
+    v1 = _commit(repo, {"app.yaml": _v(1)}, "v1")
+    v2 = _commit(repo, {"app.yaml": _v(1).replace("replicas: 1\n  template", "replicas: -1\n  template")}, "v2")
+    result = run_diff(["--repo", str(repo.working_dir), v1, v2])
+    assert result.exit_code == 1
+    assert "error: head: app.yaml: spec.replicas" in result.stderr
+    assert f"in head ({v2[:7]})" in result.stderr
+
+
+def test_bad_ref_and_bad_repo(repo: git.Repo, tmp_path: Path) -> None:
+    v1 = _commit(repo, {"app.yaml": _v(1)}, "v1")
+    result = run_diff(["--repo", str(repo.working_dir), v1, "no-such-branch"])
+    assert result.exit_code == 1 and "no-such-branch: not a commit" in result.stderr
+    (tmp_path / "plain").mkdir()
+    result = run_diff(["--repo", str(tmp_path / "plain"), "a", "b"])
+    assert result.exit_code == 1 and "not a git repository" in result.stderr
+    result = run_diff(["--repo", str(repo.working_dir), v1, v1, "--source-path", "../etc"])
+    assert result.exit_code == 1 and "relative path inside the repository" in result.stderr
+
+
+def test_extract_skips_symlinks_and_non_yaml(repo: git.Repo, tmp_path: Path) -> None:
+    root = Path(repo.working_dir)
+    write_source(root, {"src/app.yaml": _v(1), "src/notes.txt": "x", "src/out/render.meta": "{}"})
+    os.symlink("/etc/passwd", root / "src" / "link.yaml")
+    repo.index.add(["src/app.yaml", "src/notes.txt", "src/out/render.meta", "src/link.yaml"])
+    sha = repo.index.commit("v1", author=BOT, committer=BOT).hexsha
+    got = extract(repo, sha, "./src/", tmp_path / "x")
+    assert got.present and got.files == 2
+    assert sorted(p.relative_to(tmp_path / "x").as_posix() for p in (tmp_path / "x").rglob("*") if p.is_file()) == [
+        "app.yaml",
+        "out/render.meta",
+    ]
+    with pytest.raises(GitRefError, match="not a directory"):
+        extract(repo, sha, "src/app.yaml", tmp_path / "y")
+
+
+def test_normalize_source_path() -> None:
+    assert normalize_source_path(".") == ""
+    assert normalize_source_path("") == ""
+    assert normalize_source_path("./deploy/") == "deploy"
+    with pytest.raises(GitRefError):
+        normalize_source_path("/abs")
