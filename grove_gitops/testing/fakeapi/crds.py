@@ -8,30 +8,32 @@ per process and keyed by file names, sizes and mtimes; every later server start 
 
 from __future__ import annotations
 
-import json
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from grove_gitops.testing.fakeapi.resources import ResourceType
+from grove_gitops.testing.fakeapi.errors import FieldError
+from grove_gitops.testing.fakeapi.resources import GroupResource, ResourceRegistry, ResourceType
+from grove_gitops.testing.fakeapi.store import PreconditionFailed, Store
 
 JsonObj = dict[str, Any]
+CRDS = GroupResource("apiextensions.k8s.io", "customresourcedefinitions")
 
 _CACHE_LOCK = threading.Lock()
 _CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], list[JsonObj]] = {}
 
-try:  # LibYAML is installed in the project venv; fall back to the pure-Python loader elsewhere.
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
+# LibYAML is installed in the project venv; fall back to the pure-Python loader elsewhere.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_crd_documents(crd_dir: Path) -> list[JsonObj]:
     """Every ``CustomResourceDefinition`` document below ``crd_dir`` (``*.yaml``/``*.yml``).
 
-    Returns fresh copies, so callers may keep or mutate them.
+    The documents are shared between servers (that is what makes later starts instant):
+    treat them as read-only; the fake only reads them and builds new objects from them.
     """
     files = sorted(p for p in crd_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
     fingerprint = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
@@ -46,7 +48,7 @@ def load_crd_documents(crd_dir: Path) -> list[JsonObj]:
                     cached.append(doc)
         with _CACHE_LOCK:
             _CACHE[key] = cached
-    return json.loads(json.dumps(cached))  # type: ignore[no-any-return]
+    return list(cached)
 
 
 def resource_types_from_crd(crd: JsonObj) -> list[ResourceType]:
@@ -69,20 +71,22 @@ def resource_types_from_crd(crd: JsonObj) -> list[ResourceType]:
             continue
         subresources = version.get("subresources") or spec.get("subresources") or {}
         schema = (version.get("schema") or spec.get("validation") or {}).get("openAPIV3Schema")
-        out.append(ResourceType(
-            group=group,
-            version=version["name"],
-            plural=plural,
-            kind=kind,
-            namespaced=namespaced,
-            has_status="status" in subresources,
-            singular=names.get("singular", ""),
-            short_names=tuple(names.get("shortNames") or ()),
-            builtin=False,
-            returns_deleted_object=True,
-            schema=schema,
-            categories=tuple(names.get("categories") or ()),
-        ))
+        out.append(
+            ResourceType(
+                group=group,
+                version=version["name"],
+                plural=plural,
+                kind=kind,
+                namespaced=namespaced,
+                has_status="status" in subresources,
+                singular=names.get("singular", ""),
+                short_names=tuple(names.get("shortNames") or ()),
+                builtin=False,
+                returns_deleted_object=True,
+                schema=schema,
+                categories=tuple(names.get("categories") or ()),
+            )
+        )
     return out
 
 
@@ -95,10 +99,58 @@ def established_status(crd: JsonObj) -> JsonObj:
     return {
         "acceptedNames": names,
         "conditions": [
-            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-             "message": "no conflicts found"},
-            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-             "message": "the initial names have been accepted"},
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+            },
         ],
         "storedVersions": versions,
     }
+
+
+def crd_errors(rt: ResourceType, obj: JsonObj) -> list[FieldError]:
+    """What the apiextensions validation would reject before a CRD is stored (a subset)."""
+    if rt.group_resource != CRDS:
+        return []
+    spec = obj.get("spec") or {}
+    expected = f"{(spec.get('names') or {}).get('plural')}.{spec.get('group')}"
+    name = obj["metadata"].get("name")
+    if name != expected:
+        return [FieldError("Invalid", "metadata.name", 'must be spec.names.plural+"."+spec.group', name)]
+    try:
+        resource_types_from_crd(obj)
+    except (ValueError, KeyError, TypeError) as error:
+        return [FieldError("Invalid", "spec", str(error), None)]
+    return []
+
+
+def sync_served_types(
+    registry: ResourceRegistry, store: Store, rt: ResourceType, crd: JsonObj, *, deleted: bool
+) -> None:
+    """Keep the served types in step with a CustomResourceDefinition that was just written.
+
+    A created or updated CRD (re)registers its served versions; a deleted one stops being
+    served and takes its custom resources with it, as the apiextensions finalizer does.
+    """
+    if rt.group_resource != CRDS:
+        return
+    spec = crd.get("spec") or {}
+    gr = GroupResource(spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+    registry.unregister(gr.group, gr.resource)
+    if deleted:
+        items, _ = store.snapshot(gr, None)
+        for item in items:
+            meta = item["metadata"]
+            with contextlib.suppress(PreconditionFailed):
+                store.commit(gr, meta.get("namespace", ""), meta["name"], None)
+        return
+    for served in resource_types_from_crd(crd):
+        registry.register(served)

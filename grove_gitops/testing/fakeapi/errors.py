@@ -16,7 +16,9 @@ from grove_gitops.testing.fakeapi.resources import GroupKind, GroupResource
 JsonObj = dict[str, Any]
 
 # The real server's wording for a stale write; controllers and humans grep for it.
-CONFLICT_DETAIL = "the object has been modified; please apply your changes to the latest version and try again"
+CONFLICT_DETAIL = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
 
 _REASONS = {
     400: "BadRequest",
@@ -75,6 +77,16 @@ class ApiError(Exception):
         return status
 
 
+_CAUSE_REASONS = {
+    "Required": "FieldValueRequired",
+    "Forbidden": "FieldValueForbidden",
+    "Invalid": "FieldValueInvalid",
+    "Duplicate": "FieldValueDuplicate",
+    "NotSupported": "FieldValueNotSupported",
+    "TooLong": "FieldValueTooLong",
+}
+
+
 @dataclass(frozen=True)
 class FieldError:
     """One ``field.Error``: rendered exactly like apimachinery's ``Error()`` so messages match."""
@@ -83,15 +95,6 @@ class FieldError:
     field: str
     detail: str = ""
     value: Any = None
-
-    _CAUSES = {
-        "Required": "FieldValueRequired",
-        "Forbidden": "FieldValueForbidden",
-        "Invalid": "FieldValueInvalid",
-        "Duplicate": "FieldValueDuplicate",
-        "NotSupported": "FieldValueNotSupported",
-        "TooLong": "FieldValueTooLong",
-    }
 
     def body(self) -> str:
         """The part after ``field: `` (apimachinery's ``ErrorBody``)."""
@@ -114,8 +117,11 @@ class FieldError:
 
     def cause(self) -> JsonObj:
         """The ``StatusCause`` the server lists under ``details.causes``."""
-        return {"reason": self._CAUSES.get(self.type, "FieldValueInvalid"), "message": self.body(),
-                "field": self.field}
+        return {
+            "reason": _CAUSE_REASONS.get(self.type, "FieldValueInvalid"),
+            "message": self.body(),
+            "field": self.field,
+        }
 
 
 def render_value(value: Any) -> str:
@@ -144,8 +150,12 @@ def not_found(gr: GroupResource, name: str) -> ApiError:
 
 def path_not_found(detail: str = "404 page not found") -> ApiError:
     """An unknown URL or resource type (what the mux answers before any handler runs)."""
-    return ApiError(404, "NotFound", "the server could not find the requested resource",
-                    {"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]})
+    return ApiError(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+        {"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]},
+    )
 
 
 def already_exists(gr: GroupResource, name: str) -> ApiError:
@@ -153,8 +163,9 @@ def already_exists(gr: GroupResource, name: str) -> ApiError:
 
 
 def conflict(gr: GroupResource, name: str, detail: str = CONFLICT_DETAIL) -> ApiError:
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {gr} "{name}": {detail}',
-                    _gr_details(gr, name))
+    return ApiError(
+        409, "Conflict", f'Operation cannot be fulfilled on {gr} "{name}": {detail}', _gr_details(gr, name)
+    )
 
 
 def invalid(gk: GroupKind, name: str, errors: list[FieldError]) -> ApiError:
@@ -174,8 +185,12 @@ def invalid_patch(detail: str) -> ApiError:
     generic sentence below and which drops the json-patch library's text. The fake keeps that
     text as a cause so a failing test says why; clients must not rely on it.
     """
-    return ApiError(422, "Invalid", "the server rejected our request due to an error in our request",
-                    {"causes": [{"reason": "FieldValueInvalid", "message": detail}]})
+    return ApiError(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+        {"causes": [{"reason": "FieldValueInvalid", "message": detail}]},
+    )
 
 
 def bad_request(message: str) -> ApiError:
@@ -193,25 +208,33 @@ def expired(requested: int, oldest: int) -> ApiError:
 
 def method_not_allowed(verb: str, gr: GroupResource | None = None) -> ApiError:
     target = f" ({verb} {gr})" if gr else ""
-    return ApiError(405, "MethodNotAllowed",
-                    f"the server does not allow this method on the requested resource{target}")
-
-
-def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
     return ApiError(
-        415, "UnsupportedMediaType",
+        405, "MethodNotAllowed", f"the server does not allow this method on the requested resource{target}"
+    )
+
+
+def unsupported_media_type(accepted: list[str]) -> ApiError:
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{', '.join(accepted)}",
     )
 
 
 def internal(message: str) -> ApiError:
-    return ApiError(500, "InternalError", f"Internal error occurred: {message}",
-                    {"causes": [{"message": message}]})
+    return ApiError(
+        500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]}
+    )
 
 
-def from_code(code: int, gr: GroupResource | None, name: str | None, message: str | None = None,
-              retry_after: int | None = None) -> ApiError:
+def from_code(
+    code: int,
+    gr: GroupResource | None,
+    name: str | None,
+    message: str | None = None,
+    retry_after: int | None = None,
+) -> ApiError:
     """An error for an arbitrary HTTP code, as injected by :mod:`faults`.
 
     Uses the same message shapes as the real constructors so a controller under test cannot
@@ -228,8 +251,12 @@ def from_code(code: int, gr: GroupResource | None, name: str | None, message: st
         elif code == 500:
             err = internal("injected fault")
         elif code == 429:
-            err = ApiError(429, "TooManyRequests", "Too many requests: injected fault",
-                           {"retryAfterSeconds": retry_after or 1})
+            err = ApiError(
+                429,
+                "TooManyRequests",
+                "Too many requests: injected fault",
+                {"retryAfterSeconds": retry_after or 1},
+            )
         else:
             err = ApiError(code, reason_for(code), f"injected fault ({code})")
     else:

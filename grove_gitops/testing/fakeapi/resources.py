@@ -14,8 +14,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update",
-                              "watch")
+ALL_VERBS: tuple[str, ...] = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
 
 
 class GroupResource(NamedTuple):
@@ -152,8 +160,9 @@ class ResourceRegistry:
         if versions:
             return versions[0]
         with self._lock:
-            candidates = [rt for rt in self._types.values()
-                          if resource in (rt.kind, rt.singular_name, *rt.short_names)]
+            candidates = [
+                rt for rt in self._types.values() if resource in (rt.kind, rt.singular_name, *rt.short_names)
+            ]
         if len(candidates) >= 1 and len({rt.group_resource for rt in candidates}) == 1:
             return sorted(candidates, key=lambda rt: version_priority(rt.version), reverse=True)[0]
         raise KeyError(f"unknown or ambiguous resource {resource!r}")
@@ -186,12 +195,36 @@ def builtin_types() -> list[ResourceType]:
     go Terminating); the rest answer with a ``Status``, as the real registries do.
     """
     core = [
-        ResourceType("", "v1", "pods", "Pod", has_status=True, short_names=("po",),
-                     returns_deleted_object=True, categories=("all",)),
-        ResourceType("", "v1", "namespaces", "Namespace", namespaced=False, has_status=True,
-                     short_names=("ns",), returns_deleted_object=True),
-        ResourceType("", "v1", "services", "Service", has_status=True, short_names=("svc",),
-                     returns_deleted_object=True, categories=("all",)),
+        ResourceType(
+            "",
+            "v1",
+            "pods",
+            "Pod",
+            has_status=True,
+            short_names=("po",),
+            returns_deleted_object=True,
+            categories=("all",),
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "namespaces",
+            "Namespace",
+            namespaced=False,
+            has_status=True,
+            short_names=("ns",),
+            returns_deleted_object=True,
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "services",
+            "Service",
+            has_status=True,
+            short_names=("svc",),
+            returns_deleted_object=True,
+            categories=("all",),
+        ),
         ResourceType("", "v1", "events", "Event", short_names=("ev",)),
         ResourceType("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
         ResourceType("", "v1", "secrets", "Secret"),
@@ -204,9 +237,17 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role"),
         ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
-        ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
-                     namespaced=False),
-        ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-                     namespaced=False, has_status=True, short_names=("crd", "crds")),
+        ResourceType(
+            "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+        ),
+        ResourceType(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            namespaced=False,
+            has_status=True,
+            short_names=("crd", "crds"),
+        ),
     ]
     return core + others

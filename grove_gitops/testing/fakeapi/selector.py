@@ -55,7 +55,9 @@ class Requirement:
 
 def _split_terms(text: str) -> list[str]:
     """Split on commas that are not inside ``(...)``."""
-    terms, depth, current = [], 0, []
+    terms: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "(":
             depth += 1
@@ -106,11 +108,29 @@ def labels_match(requirements: list[Requirement], obj: JsonObj) -> bool:
 # Field selectors the real server supports per type (everything else is a 400).
 _COMMON_FIELDS = ("metadata.name", "metadata.namespace")
 _FIELDS_BY_RESOURCE: dict[str, tuple[str, ...]] = {
-    "pods": ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-             "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"),
-    "events": ("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-               "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-               "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"),
+    "pods": (
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    ),
+    "events": (
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
     "namespaces": ("status.phase",),
     "secrets": ("type",),
     "nodes": ("spec.unschedulable",),
@@ -155,7 +175,7 @@ def parse_field_selector(text: str | None, resource: str, builtin: bool) -> list
             raise SelectorError(f"invalid selector: '{text}'; can't understand '{term}'")
         field, op, value = match.groups()
         if field not in allowed:
-            raise SelectorError(f'field label not supported: {field}')
+            raise SelectorError(f"field label not supported: {field}")
         out.append(FieldRequirement(field, "=" if op in ("=", "==") else "!=", value))
     return out
 

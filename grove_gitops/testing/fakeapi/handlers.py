@@ -1,0 +1,590 @@
+"""The verbs: what get/list/create/update/patch/delete/watch do to the store, type-independently.
+
+Every write goes through one pipeline, in the order the real apiserver runs it: decode and
+check identity → carry over server-owned metadata → status-subresource rules → type strategy
+(defaulting, admission) → generation bump → validation (metadata, schema, transition rules) →
+compare-and-swap commit. Because the commit is a CAS on the resourceVersion read at the start,
+a stale PUT gets 409 and a patch racing another writer is retried against the new state, just
+like ``GuaranteedUpdate``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from grove_gitops.testing.fakeapi import crds, pods
+from grove_gitops.testing.fakeapi.errors import (
+    ApiError,
+    FieldError,
+    already_exists,
+    bad_request,
+    conflict,
+    gone,
+    internal,
+    invalid,
+    invalid_patch,
+    not_found,
+    unsupported_media_type,
+)
+from grove_gitops.testing.fakeapi.patch import (
+    PatchError,
+    PatchFormatError,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+    json_equal,
+)
+from grove_gitops.testing.fakeapi.resources import GroupResource, ResourceRegistry, ResourceType
+from grove_gitops.testing.fakeapi.selector import (
+    SelectorError,
+    fields_match,
+    labels_match,
+    parse_field_selector,
+    parse_label_selector,
+)
+from grove_gitops.testing.fakeapi.store import PreconditionFailed, Store, clone, now_rfc3339
+from grove_gitops.testing.fakeapi.strategies import Strategies
+from grove_gitops.testing.fakeapi.validation import Validator, metadata_errors, parse_message
+from grove_gitops.testing.fakeapi.watch import WatchStream
+
+JsonObj = dict[str, Any]
+Query = dict[str, str]
+
+NAMESPACES = GroupResource("", "namespaces")
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's SimpleNameGenerator alphabet
+_MAX_CAS_RETRIES = 16
+
+
+def _present(rt: ResourceType, obj: JsonObj) -> JsonObj:
+    out = dict(obj)
+    out["apiVersion"] = rt.api_version
+    out["kind"] = rt.kind
+    return out
+
+
+def _normalize_metadata(obj: JsonObj) -> None:
+    """``omitempty``: empty labels/annotations/finalizers/ownerReferences are not stored."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in ("labels", "annotations", "finalizers", "ownerReferences"):
+            if key in meta and not meta[key]:
+                del meta[key]
+
+
+def _spec_changed(rt: ResourceType, old: JsonObj, new: JsonObj) -> bool:
+    ignored = {"metadata", "apiVersion", "kind"} | ({"status"} if rt.has_status else set())
+    return not json_equal(
+        {k: v for k, v in old.items() if k not in ignored}, {k: v for k, v in new.items() if k not in ignored}
+    )
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+class ApiHandlers:
+    """Verb implementations shared by every resource type.
+
+    ``builtin_validator`` and ``cr_validator`` are ``obj -> list[str]`` callables; an empty list
+    means valid.
+    """
+
+    def __init__(
+        self,
+        registry: ResourceRegistry,
+        store: Store,
+        *,
+        builtin_validator: Validator,
+        cr_validator: Validator,
+        strategies: Strategies | None = None,
+        max_watch_seconds: float = 60.0,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.builtin_validator = builtin_validator
+        self.cr_validator = cr_validator
+        self.strategies = strategies or Strategies()
+        self.max_watch_seconds = max_watch_seconds
+
+    # --------------------------------------------------------------------------- helpers
+    @staticmethod
+    def _ns_key(rt: ResourceType, namespace: str | None) -> str:
+        return (namespace or "") if rt.namespaced else ""
+
+    def _validate(self, rt: ResourceType, obj: JsonObj) -> list[FieldError]:
+        validator = self.builtin_validator if rt.builtin else self.cr_validator
+        return [*metadata_errors(rt, obj), *(parse_message(m) for m in validator(obj))]
+
+    @staticmethod
+    def _decode(rt: ResourceType, body: Any) -> JsonObj:
+        if not isinstance(body, dict):
+            raise bad_request(f"json: cannot unmarshal {type(body).__name__} into Go value of type {rt.kind}")
+        api_version = body.get("apiVersion")
+        if api_version and api_version != rt.api_version:
+            raise bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({rt.api_version})"
+            )
+        kind = body.get("kind")
+        if kind and kind != rt.kind:
+            raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+        if not isinstance(body.setdefault("metadata", {}), dict):
+            raise bad_request("json: cannot unmarshal metadata into Go struct field of type v1.ObjectMeta")
+        return _present(rt, body)
+
+    # --------------------------------------------------------------------------- reads
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> JsonObj:
+        obj = self.store.read(rt.group_resource, self._ns_key(rt, namespace), name)
+        if obj is None:
+            raise not_found(rt.group_resource, name)
+        return _present(rt, obj)
+
+    def list_objects(self, rt: ResourceType, namespace: str | None, query: Query) -> JsonObj:
+        try:
+            labels = parse_label_selector(query.get("labelSelector"))
+            fields = parse_field_selector(query.get("fieldSelector"), rt.plural, rt.builtin)
+        except SelectorError as error:
+            raise bad_request(str(error)) from error
+        items, revision = self.store.snapshot(rt.group_resource, namespace if rt.namespaced else None)
+        items = [o for o in items if labels_match(labels, o) and fields_match(fields, o)]
+        start_after = self._decode_continue(query.get("continue"))
+        if start_after is not None:
+            items = [o for o in items if self._item_key(o) > start_after]
+        meta: JsonObj = {"resourceVersion": str(revision)}
+        limit = self._int_param(query, "limit")
+        if limit and len(items) > limit:
+            remaining = len(items) - limit
+            items = items[:limit]
+            token = {"rv": revision, "start": list(self._item_key(items[-1]))}
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+            meta["remainingItemCount"] = remaining
+        if rt.builtin:  # typed lists carry no per-item apiVersion/kind; unstructured ones do
+            rendered = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
+        else:
+            rendered = [_present(rt, o) for o in items]
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": rendered}
+
+    @staticmethod
+    def _item_key(obj: JsonObj) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return (meta.get("namespace", ""), meta.get("name", ""))
+
+    def _decode_continue(self, token: str | None) -> tuple[str, str] | None:
+        if not token:
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token.encode()))
+            revision, start = int(data["rv"]), data["start"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise bad_request(f"continue key is not valid: {error}") from error
+        if revision < self.store.compacted_revision:
+            raise gone(
+                "The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter.",
+                reason="Expired",
+            )
+        return (str(start[0]), str(start[1]))
+
+    @staticmethod
+    def _int_param(query: Query, key: str) -> int:
+        raw = query.get(key)
+        if raw in (None, ""):
+            return 0
+        try:
+            return int(str(raw))
+        except ValueError as error:
+            raise bad_request(f"invalid {key} parameter {raw!r}") from error
+
+    def watch(self, rt: ResourceType, namespace: str | None, query: Query) -> WatchStream:
+        """Validate the parameters up front (errors before any byte is streamed)."""
+        try:
+            labels = parse_label_selector(query.get("labelSelector"))
+            fields = parse_field_selector(query.get("fieldSelector"), rt.plural, rt.builtin)
+        except SelectorError as error:
+            raise bad_request(str(error)) from error
+        raw_rv = query.get("resourceVersion") or ""
+        since: int | None
+        if raw_rv in ("", "0"):
+            since = None
+        else:
+            try:
+                since = int(raw_rv)
+            except ValueError as error:
+                raise bad_request(f"invalid resource version {raw_rv!r}") from error
+        timeout = self._int_param(query, "timeoutSeconds")
+        limit = self.max_watch_seconds
+        return WatchStream(
+            self.store,
+            rt,
+            namespace if rt.namespaced else None,
+            labels,
+            fields,
+            since,
+            min(float(timeout), limit) if timeout > 0 else limit,
+            send_initial_events=_truthy(query.get("sendInitialEvents")),
+            bookmarks=_truthy(query.get("allowWatchBookmarks")),
+        )
+
+    # --------------------------------------------------------------------------- create
+    def create(self, rt: ResourceType, namespace: str | None, body: Any, query: Query) -> JsonObj:
+        obj = self._decode(rt, body)
+        meta = obj["metadata"]
+        if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if meta.get("resourceVersion"):
+            raise bad_request("resourceVersion should not be set on objects to be created")
+        if not meta.get("name") and meta.get("generateName"):
+            suffix = "".join(random.choice(_GENERATE_ALPHABET) for _ in range(5))
+            meta["name"] = f"{str(meta['generateName'])[:58]}{suffix}"
+        name = str(meta.get("name") or "")
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+            meta.pop(key, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        meta["generation"] = 1
+        if rt.namespaced and self.store.read(NAMESPACES, "", namespace or "") is None:
+            raise not_found(NAMESPACES, namespace or "")
+        self.strategies.prepare_for_create(rt, obj)
+        if rt.group_resource == crds.CRDS:
+            obj["status"] = crds.established_status(obj)
+        _normalize_metadata(obj)
+        errors = [
+            *self._validate(rt, obj),
+            *self.strategies.create_errors(rt, obj),
+            *crds.crd_errors(rt, obj),
+        ]
+        if errors:
+            raise invalid(rt.group_kind, name, errors)
+        if query.get("dryRun"):
+            return obj
+        try:
+            stored = self.store.commit(rt.group_resource, self._ns_key(rt, namespace), name, obj, expect="")
+        except PreconditionFailed as error:
+            raise already_exists(rt.group_resource, name) from error
+        assert stored is not None
+        crds.sync_served_types(self.registry, self.store, rt, stored, deleted=False)
+        return _present(rt, stored)
+
+    # --------------------------------------------------------------------------- update / patch
+    def update(
+        self, rt: ResourceType, namespace: str | None, name: str, body: Any, subresource: str, query: Query
+    ) -> JsonObj:
+        obj = self._decode(rt, body)
+        meta = obj["metadata"]
+        if meta.get("name") and meta["name"] != name:
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
+        if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["name"] = name
+        if rt.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)  # ignored for cluster-scoped objects, as on create
+        if not meta.get("resourceVersion") and not rt.builtin:
+            raise invalid(
+                rt.group_kind,
+                name,
+                [FieldError("Invalid", "metadata.resourceVersion", "must be specified for an update", 0)],
+            )
+        return self._write(rt, namespace, name, lambda _current: clone(obj), subresource, query)
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        raw: bytes,
+        content_type: str,
+        subresource: str,
+        query: Query,
+    ) -> JsonObj:
+        media = content_type.split(";", 1)[0].strip().lower()
+        accepted = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_PATCH] if rt.builtin else [])
+        if media not in accepted:
+            if media == APPLY_PATCH:  # a real server accepts it; say plainly that the fake does not
+                accepted = [*accepted, "(server-side apply is not emulated by the fake)"]
+            raise unsupported_media_type(accepted)
+        try:
+            document = json.loads(raw or b"null")
+        except ValueError as error:
+            raise bad_request(f"error decoding patch: {error}") from error
+        apply: Callable[[JsonObj, Any], JsonObj] = {
+            JSON_PATCH: apply_json_patch,
+            MERGE_PATCH: apply_merge_patch,
+            STRATEGIC_PATCH: apply_strategic_merge_patch,
+        }[media]
+
+        def mutate(current: JsonObj) -> JsonObj:
+            try:
+                return apply(current, document)
+            except PatchFormatError as error:
+                raise bad_request(str(error)) from error
+            except PatchError as error:
+                raise invalid_patch(str(error)) from error
+
+        return self._write(rt, namespace, name, mutate, subresource, query)
+
+    def _write(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        mutate: Callable[[JsonObj], JsonObj],
+        subresource: str,
+        query: Query,
+    ) -> JsonObj:
+        gr = rt.group_resource
+        ns = self._ns_key(rt, namespace)
+        for _ in range(_MAX_CAS_RETRIES):
+            current = self.store.read(gr, ns, name)
+            if current is None:
+                raise not_found(gr, name)
+            current = _present(rt, current)
+            current_meta = current["metadata"]
+            current_rv = current_meta["resourceVersion"]
+            new = mutate(clone(current))
+            if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
+                raise bad_request("the patched or submitted object is not a Kubernetes object")
+            if new.get("apiVersion") != rt.api_version or new.get("kind") != rt.kind:
+                raise bad_request("apiVersion and kind may not be changed by an update")
+            meta = new.setdefault("metadata", {})
+            requested_rv = meta.get("resourceVersion")
+            if requested_rv and requested_rv != current_rv:
+                raise conflict(gr, name)
+            if meta.get("uid") and meta["uid"] != current_meta.get("uid"):
+                raise conflict(
+                    gr,
+                    name,
+                    f"Precondition failed: UID in precondition: {meta['uid']}, UID in "
+                    f"object meta: {current_meta.get('uid')}",
+                )
+            immutable = [
+                FieldError("Invalid", f"metadata.{key}", "field is immutable", meta.get(key))
+                for key in ("name", "namespace")
+                if meta.get(key) != current_meta.get(key)
+            ]
+            if immutable:
+                raise invalid(rt.group_kind, name, immutable)
+            for key in (
+                "uid",
+                "creationTimestamp",
+                "generation",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ):
+                if key in current_meta:
+                    meta[key] = current_meta[key]
+                else:
+                    meta.pop(key, None)
+            meta.pop("selfLink", None)
+            meta.pop("managedFields", None)
+            meta["resourceVersion"] = current_rv
+            if subresource == "status":
+                status = new.get("status")
+                new = clone(current)
+                if status is None:
+                    new.pop("status", None)
+                else:
+                    new["status"] = status
+            elif rt.has_status:
+                if "status" in current:
+                    new["status"] = clone(current["status"])
+                else:
+                    new.pop("status", None)
+            self.strategies.prepare_for_update(rt, new, current)
+            _normalize_metadata(new)
+            meta = new["metadata"]
+            errors = self._finalizer_errors(current, new)
+            if _spec_changed(rt, current, new):
+                meta["generation"] = int(current_meta.get("generation", 0)) + 1
+            errors += [
+                *self._validate(rt, new),
+                *self.strategies.update_errors(rt, new, current, subresource),
+                *crds.crd_errors(rt, new),
+            ]
+            if errors:
+                raise invalid(rt.group_kind, name, errors)
+            if json_equal(new, current):
+                return current  # a no-op write keeps the resourceVersion and emits no event
+            if query.get("dryRun"):
+                return new
+            deleting = bool(current_meta.get("deletionTimestamp")) and not meta.get("finalizers")
+            try:
+                stored = self.store.commit(
+                    gr,
+                    ns,
+                    name,
+                    None if deleting else new,
+                    expect=current_rv,
+                    tombstone=new if deleting else None,
+                )
+            except PreconditionFailed:
+                continue  # lost a race: re-read and re-apply (a user precondition then yields 409)
+            assert stored is not None
+            crds.sync_served_types(self.registry, self.store, rt, stored, deleted=deleting)
+            return _present(rt, stored)
+        raise internal(f"too many conflicting writes to {gr} {name!r}")
+
+    @staticmethod
+    def _finalizer_errors(current: JsonObj, new: JsonObj) -> list[FieldError]:
+        if not current["metadata"].get("deletionTimestamp"):
+            return []
+        before = set(current["metadata"].get("finalizers") or [])
+        added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
+        if not added:
+            return []
+        rendered = "[]string{" + ", ".join(json.dumps(f) for f in added) + "}"
+        return [
+            FieldError(
+                "Forbidden",
+                "metadata.finalizers",
+                f"no new finalizers can be added if the object is being deleted, found new "
+                f"finalizers {rendered}",
+            )
+        ]
+
+    # --------------------------------------------------------------------------- delete
+    def delete(self, rt: ResourceType, namespace: str | None, name: str, body: Any, query: Query) -> JsonObj:
+        gr = rt.group_resource
+        ns = self._ns_key(rt, namespace)
+        options = body if isinstance(body, dict) else {}
+        preconditions = options.get("preconditions") or {}
+        dry_run = bool(query.get("dryRun") or options.get("dryRun"))
+        for _ in range(_MAX_CAS_RETRIES):
+            current = self.store.read(gr, ns, name)
+            if current is None:
+                raise not_found(gr, name)
+            meta = current["metadata"]
+            if preconditions.get("uid") and preconditions["uid"] != meta.get("uid"):
+                raise conflict(
+                    gr,
+                    name,
+                    f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+                    f"UID in object meta: {meta.get('uid')}",
+                )
+            if (
+                preconditions.get("resourceVersion")
+                and preconditions["resourceVersion"] != meta["resourceVersion"]
+            ):
+                raise conflict(
+                    gr,
+                    name,
+                    "Precondition failed: ResourceVersion in precondition: "
+                    f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
+                    f"{meta['resourceVersion']}",
+                )
+            if dry_run:
+                return _present(rt, current)
+            if meta.get("finalizers"):
+                if meta.get("deletionTimestamp"):
+                    return _present(rt, current)
+                pending = clone(current)
+                pending["metadata"]["deletionTimestamp"] = now_rfc3339()
+                pending["metadata"]["deletionGracePeriodSeconds"] = 0
+                try:
+                    stored = self.store.commit(gr, ns, name, pending, expect=meta["resourceVersion"])
+                except PreconditionFailed:
+                    continue
+                assert stored is not None
+                return _present(rt, stored)
+            if gr == NAMESPACES:
+                self._delete_namespace_contents(name)
+            try:
+                final = self.store.commit(gr, ns, name, None, expect=meta["resourceVersion"])
+            except PreconditionFailed:
+                continue
+            assert final is not None
+            crds.sync_served_types(self.registry, self.store, rt, final, deleted=True)
+            if rt.returns_deleted_object:
+                return _present(rt, final)
+            details: JsonObj = {"name": name, "kind": rt.plural, "uid": meta.get("uid")}
+            if rt.group:
+                details["group"] = rt.group
+            return {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }
+        raise internal(f"too many conflicting writes to {gr} {name!r}")
+
+    def delete_collection(self, rt: ResourceType, namespace: str | None, query: Query) -> JsonObj:
+        listed = self.list_objects(
+            rt, namespace, {k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}
+        )
+        deleted = []
+        for item in listed["items"]:
+            item_meta = item["metadata"]
+            try:
+                deleted.append(self.delete(rt, item_meta.get("namespace"), item_meta["name"], None, query))
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+        return {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": {"resourceVersion": str(self.store.resource_version)},
+            "items": deleted,
+        }
+
+    def _delete_namespace_contents(self, namespace: str) -> None:
+        """Namespace deletion removes everything inside (immediately; real clusters go Terminating)."""
+        seen: set[GroupResource] = set()
+        for rt in self.registry.all():
+            if not rt.namespaced or rt.group_resource in seen:
+                continue
+            seen.add(rt.group_resource)
+            items, _ = self.store.snapshot(rt.group_resource, namespace)
+            for item in items:
+                with contextlib.suppress(PreconditionFailed):
+                    self.store.commit(rt.group_resource, namespace, item["metadata"]["name"], None)
+
+    # --------------------------------------------------------------------------- pods/binding
+    def bind_pod(self, rt: ResourceType, namespace: str | None, name: str, body: Any) -> JsonObj:
+        """``POST pods/<name>/binding``: what the scheduler does to place a pod."""
+        target = (body or {}).get("target") or {} if isinstance(body, dict) else {}
+        node = target.get("name")
+        if not node:
+            raise invalid(rt.group_kind, name, [FieldError("Required", "target.name")])
+        ns = self._ns_key(rt, namespace)
+        current = self.store.read(rt.group_resource, ns, name)
+        if current is None:
+            raise not_found(rt.group_resource, name)
+        spec = current.get("spec") or {}
+        if spec.get("nodeName"):
+            raise conflict(
+                rt.group_resource, name, f'pod {name} is already assigned to node "{spec["nodeName"]}"'
+            )
+        if spec.get("schedulingGates"):
+            raise internal(f"pod {name} has non-empty .spec.schedulingGates")
+        bound = clone(current)
+        bound["spec"]["nodeName"] = node
+        pods.set_condition(bound, "PodScheduled", "True")
+        try:
+            self.store.commit(
+                rt.group_resource, ns, name, bound, expect=current["metadata"]["resourceVersion"]
+            )
+        except PreconditionFailed as error:
+            raise conflict(rt.group_resource, name) from error
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
