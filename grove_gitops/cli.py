@@ -139,10 +139,17 @@ def controller(
 @click.option("--lease-namespace", default="grove-gitops", show_default=True)
 @click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True)
 @click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid).")
-@click.option("--metrics-address", default="0.0.0.0:8080", show_default=True, help="Serves /healthz, /readyz, /metrics.")
+@click.option(
+    "--metrics-address", default="0.0.0.0:8080", show_default=True, help="Serves /healthz, /readyz, /metrics."
+)
 @click.option("--kubeconfig", default=None, help="Default: in-cluster config, then ~/.kube/config.")
 @click.option("--concurrency", default=16, show_default=True, help="Parallel pod patches per gang.")
 @click.option("--drift-interval", default=60.0, show_default=True, help="Seconds between topology drift checks.")
+@click.option("--lease-duration", default=15.0, show_default=True, help="Seconds a Lease is valid without renewal.")
+@click.option(
+    "--renew-deadline", default=10.0, show_default=True, help="Seconds the leader may fail to renew before it stops."
+)
+@click.option("--retry-period", default=2.0, show_default=True, help="Seconds between Lease attempts.")
 def gate_lifter(
     namespace: str | None,
     lease_namespace: str,
@@ -152,6 +159,9 @@ def gate_lifter(
     kubeconfig: str | None,
     concurrency: int,
     drift_interval: float,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
 ) -> None:
     """Remove the scheduling gate from every pod of a gang once the gang is complete."""
     from grove_gitops.gatelifter.service import ServiceOptions, default_identity, run_gate_lifter
@@ -167,6 +177,9 @@ def gate_lifter(
                 kubeconfig=kubeconfig,
                 concurrency=concurrency,
                 drift_interval=drift_interval,
+                lease_duration=lease_duration,
+                renew_deadline=renew_deadline,
+                retry_period=retry_period,
             )
         )
     )

@@ -79,13 +79,15 @@ class Kube:
             )
         )
 
-    def watch_pods(self, namespace: str | None, selector: str, resource_version: str, timeout: int) -> Iterator[Raw]:
+    def watch_pods(
+        self, namespace: str | None, selector: str, resource_version: str, timeout: int, read_timeout: float
+    ) -> Iterator[Raw]:
         func = self.core.list_namespaced_pod if namespace else self.core.list_pod_for_all_namespaces
         args = (namespace,) if namespace else ()
-        return self._stream(func, args, selector, resource_version, timeout)
+        return self._stream(func, args, selector, resource_version, timeout, read_timeout)
 
     def watch_podgangs(
-        self, namespace: str | None, selector: str, resource_version: str, timeout: int
+        self, namespace: str | None, selector: str, resource_version: str, timeout: int, read_timeout: float
     ) -> Iterator[Raw]:
         func: Any
         if namespace:
@@ -94,12 +96,17 @@ class Kube:
         else:
             func = self.custom.list_cluster_custom_object
             args = (PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL)
-        return self._stream(func, args, selector, resource_version, timeout)
+        return self._stream(func, args, selector, resource_version, timeout, read_timeout)
 
     def _stream(
-        self, func: Any, args: tuple[str, ...], selector: str, resource_version: str, timeout: int
+        self, func: Any, args: tuple[str, ...], selector: str, resource_version: str, timeout: int, read_timeout: float
     ) -> Iterator[Raw]:
-        """Raw watch events; a 410 (or any ERROR event) is raised as :class:`ApiException`."""
+        """Raw watch events; a 410 (or any ERROR event) is raised as :class:`ApiException`.
+
+        ``read_timeout`` bounds how long one read may block, so a quiet stream ends with a
+        urllib3 ``ReadTimeoutError`` and the caller can check for shutdown and resume from the
+        last resourceVersion.
+        """
         w = watch.Watch()
         try:
             for event in w.stream(
@@ -109,6 +116,7 @@ class Kube:
                 resource_version=resource_version,
                 timeout_seconds=timeout,
                 allow_watch_bookmarks=False,
+                _request_timeout=(5.0, read_timeout),
             ):
                 raw = event.get("raw_object")
                 if event.get("type") == "ERROR":

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from grove_gitops.gatelifter import gangs as G
 from grove_gitops.gatelifter.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, Raw
@@ -47,6 +47,7 @@ class LifterConfig:
     concurrency: int = 16
     recheck: float = 0.25
     watch_timeout: int = 60
+    watch_read_timeout: float = 2.0
     max_retries: int = 5
     backoff_base: float = 0.05
     backoff_max: float = 2.0
@@ -146,16 +147,21 @@ class GateLifter:
                 failures = 0
                 while not stop.is_set():
                     stream = (
-                        self.kube.watch_pods(cfg.namespace, SELECTOR, rv, cfg.watch_timeout)
+                        self.kube.watch_pods(cfg.namespace, SELECTOR, rv, cfg.watch_timeout, cfg.watch_read_timeout)
                         if kind == "pods"
-                        else self.kube.watch_podgangs(cfg.namespace, SELECTOR, rv, cfg.watch_timeout)
+                        else self.kube.watch_podgangs(
+                            cfg.namespace, SELECTOR, rv, cfg.watch_timeout, cfg.watch_read_timeout
+                        )
                     )
-                    for event in stream:
-                        obj = event["object"]
-                        rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
-                        self._apply(kind, event["type"], obj)
-                        if stop.is_set():
-                            break
+                    try:
+                        for event in stream:
+                            obj = event["object"]
+                            rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
+                            self._apply(kind, event["type"], obj)
+                            if stop.is_set():
+                                break
+                    except ReadTimeoutError:
+                        continue  # a quiet stream: resume from the last resourceVersion
             except ApiException as exc:
                 failures += 1
                 self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))

@@ -52,6 +52,9 @@ class ServiceOptions:
     kubeconfig: str | None
     concurrency: int
     drift_interval: float
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
 
 
 def _api_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
@@ -82,7 +85,13 @@ def run_gate_lifter(opts: ServiceOptions) -> int:
     kube = Kube(api)
     registry = Registry()
     elector = LeaderElector(
-        kubernetes.client.CoordinationV1Api(api), opts.lease_namespace, opts.lease_name, opts.identity
+        kubernetes.client.CoordinationV1Api(api),
+        opts.lease_namespace,
+        opts.lease_name,
+        opts.identity,
+        lease_duration=opts.lease_duration,
+        renew_deadline=opts.renew_deadline,
+        retry_period=opts.retry_period,
     )
     lifter = GateLifter(
         kube,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tests.gatelifter.support import apply, gated, rendered_objects, running_lifter
-from tests.support import PROJECT
 from grove_gitops.gatelifter.kube import Kube
 from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.gatelifter.support import apply, gated, rendered_objects, running_lifter
+from tests.support import PROJECT
 
 
 def test_example_is_released() -> None:

@@ -1,0 +1,147 @@
+"""``overlays/flux``: Kustomizations that prune, never force, never wait, check the gang objects'
+health with expressions that cannot deadlock, ignore KAI's runtime fields, and build."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .helpers import FLUX, GANG_KINDS, kubectl, load_docs, load_one, rendered_objects
+
+KUSTOMIZATIONS = ["kustomization-prereqs.yaml", "kustomization-shard.yaml"]
+KAI_RUNTIME_PATHS = [
+    "/spec/markUnschedulable",
+    "/spec/schedulingBackoff",
+    "/spec/queue",
+    "/metadata/labels/kai.scheduler~1node-pool",
+    "/metadata/labels/kai.scheduler~1queue",
+]
+
+
+def flux_kustomization(name: str) -> dict[str, Any]:
+    doc = load_one(FLUX / name)
+    assert (doc["apiVersion"], doc["kind"]) == ("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
+    return doc
+
+
+def group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_prune_true_force_false_never_wait(name: str) -> None:
+    spec = flux_kustomization(name)["spec"]
+    assert spec["prune"] is True
+    assert spec["force"] is False
+    assert spec.get("wait", False) is False
+    assert spec["sourceRef"] == {"kind": "GitRepository", "name": "grove-rendered"}
+
+
+def test_no_wait_or_force_anywhere_in_the_overlay() -> None:
+    for path in sorted(FLUX.glob("*.yaml")):
+        for doc in load_docs(path):
+            text = yaml.safe_dump(doc)
+            assert not re.search(r"^\s*wait: true$", text, re.MULTILINE), path.name
+            assert not re.search(r"^\s*force: true$", text, re.MULTILINE), path.name
+            assert "kustomize.toolkit.fluxcd.io/force" not in text, path.name
+
+
+def test_shard_depends_on_prereqs() -> None:
+    prereqs = flux_kustomization("kustomization-prereqs.yaml")
+    shard = flux_kustomization("kustomization-shard.yaml")
+    assert prereqs["spec"]["path"] == "./_cluster"
+    assert shard["spec"]["dependsOn"] == [{"name": prereqs["metadata"]["name"]}]
+    assert "dependsOn" not in prereqs["spec"]
+
+
+def test_health_check_expressions_cover_every_gang_kind_and_cannot_deadlock() -> None:
+    """Current once the object exists; never a reference to `status`, which may not exist (yet)."""
+    by_file = {name: flux_kustomization(name)["spec"]["healthCheckExprs"] for name in KUSTOMIZATIONS}
+    shard = {(group_of(e["apiVersion"]), e["kind"]) for e in by_file["kustomization-shard.yaml"]}
+    prereqs = {(group_of(e["apiVersion"]), e["kind"]) for e in by_file["kustomization-prereqs.yaml"]}
+    assert shard == {(g, k) for g, k, namespaced in GANG_KINDS if namespaced}
+    assert prereqs == {(g, k) for g, k, namespaced in GANG_KINDS if not namespaced}
+    for exprs in by_file.values():
+        # Flux rejects two entries for one GroupKind.
+        assert len({(group_of(e["apiVersion"]), e["kind"]) for e in exprs}) == len(exprs)
+        for entry in exprs:
+            assert set(entry) <= {"apiVersion", "kind", "current", "inProgress", "failed"}
+            assert entry["current"] == "true"
+            assert entry["inProgress"] == "has(metadata.deletionTimestamp)"
+            assert "failed" not in entry
+            for expression in (entry["current"], entry["inProgress"]):
+                assert not re.search(r"\bstatus\b", expression)
+
+
+def test_health_checks_name_rendered_gang_objects(rendered_examples: Path) -> None:
+    """The example shard's health checks point at objects the renderer writes for that shard."""
+    objects = rendered_objects(rendered_examples)
+    for name in KUSTOMIZATIONS:
+        spec = flux_kustomization(name)["spec"]
+        shard_dir = spec["path"].removeprefix("./")
+        in_shard = {
+            (group_of(o["apiVersion"]), o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+            for rel, o in objects.items()
+            if rel.rpartition("/")[0] == shard_dir
+        }
+        gang_kinds = {(g, k) for g, k, _ in GANG_KINDS}
+        assert spec["healthChecks"]
+        for check in spec["healthChecks"]:
+            key = (group_of(check["apiVersion"]), check["kind"])
+            assert key in gang_kinds, f"{name}: health checks are for gang/topology objects, not {key}"
+            assert (*key, check["name"], check.get("namespace")) in in_shard, f"{name}: {check} is not rendered"
+        kinds = {check["kind"] for check in spec["healthChecks"]}
+        assert "Pod" not in kinds, "gated Pods stay InProgress until the lifter acts"
+
+
+def test_shard_ignores_kai_runtime_fields_only_on_kai_podgroups() -> None:
+    spec = flux_kustomization("kustomization-shard.yaml")["spec"]
+    (rule,) = spec["ignore"]
+    assert rule["paths"] == KAI_RUNTIME_PATHS
+    assert re.fullmatch(rule["target"]["group"], "scheduling.run.ai")
+    assert not re.fullmatch(rule["target"]["group"], "schedulingxrunxai"), "dots must be escaped"
+    assert rule["target"]["kind"] == "PodGroup"
+    assert "/spec/schedulingGates" not in rule["paths"], "Pods are protected by ssa: IfNotPresent"
+
+
+def test_rendered_pods_carry_if_not_present(rendered_examples: Path) -> None:
+    """The other half of the Flux contract: every rendered Pod is applied only if absent."""
+    pods = [o for o in rendered_objects(rendered_examples).values() if o["kind"] == "Pod"]
+    assert pods
+    for pod in pods:
+        assert pod["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/ssa"] == "IfNotPresent"
+        assert "kustomize.toolkit.fluxcd.io/force" not in pod["metadata"]["annotations"]
+
+
+def test_git_repository() -> None:
+    repo = load_one(FLUX / "gitrepository.yaml")
+    assert (repo["apiVersion"], repo["kind"]) == ("source.toolkit.fluxcd.io/v1", "GitRepository")
+    assert repo["metadata"]["name"] == "grove-rendered"
+    assert repo["spec"]["ref"]["branch"]
+
+
+def test_kubectl_kustomize_builds_the_overlay() -> None:
+    proc = subprocess.run(
+        [kubectl(), "kustomize", str(FLUX)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d is not None]
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == [
+        ("GitRepository", "grove-rendered"),
+        ("Kustomization", "grove-inference-llama-disagg"),
+        ("Kustomization", "grove-prereqs"),
+    ]
+    assert all(d["metadata"]["namespace"] == "flux-system" for d in docs)
+    shard = next(d for d in docs if d["metadata"]["name"] == "grove-inference-llama-disagg")
+    # kustomize's namespace transformer must not touch the health checks' namespaces.
+    assert {c["namespace"] for c in shard["spec"]["healthChecks"]} == {"inference"}
+
+
+def test_every_overlay_file_is_used() -> None:
+    kustomization = load_one(FLUX / "kustomization.yaml")
+    assert set(kustomization["resources"]) == {p.name for p in FLUX.glob("*.yaml")} - {"kustomization.yaml"}
