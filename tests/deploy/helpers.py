@@ -1,0 +1,485 @@
+"""Helpers for the deployment tests (``overlays/gate-lifter``, ``overlays/controller``, ``Dockerfile``).
+
+* :data:`LIFTER_PERMISSIONS` / :data:`LEASE_PERMISSIONS`: the least-privilege table, one row per
+  (API group, resource, verb) with the call that needs it. ``docs/deploy.md`` shows the same table
+  (a test keeps the two equal) and the manifests must grant exactly this.
+* :class:`Authorizer`: Kubernetes RBAC evaluation over built manifests (ClusterRole/Role rules reached
+  through bindings of one ServiceAccount), enough to ask "would this request be allowed?".
+* :func:`dockerfile_stages` and :class:`DockerIgnore`: a static reading of the Dockerfile and of
+  ``.dockerignore`` with Docker's rules (line continuations, last matching pattern wins, a pattern
+  that matches a parent directory matches everything below it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[2]
+OVERLAYS = PROJECT / "overlays"
+GATE_LIFTER = OVERLAYS / "gate-lifter"
+GATE_LIFTER_BASE = GATE_LIFTER / "base"
+NAMESPACED = GATE_LIFTER / "namespaced"
+CONTROLLER = OVERLAYS / "controller"
+DOCKERFILE = PROJECT / "Dockerfile"
+DOCKERIGNORE = PROJECT / ".dockerignore"
+DEPLOY_DOC = PROJECT / "docs" / "deploy.md"
+
+#: Every overlay a user applies, by the path they pass to ``kubectl apply -k``.
+OVERLAY_DIRS = {
+    "gate-lifter": GATE_LIFTER,
+    "gate-lifter/base": GATE_LIFTER_BASE,
+    "gate-lifter/namespaced": NAMESPACED,
+    "controller": CONTROLLER,
+}
+KUBE_VERSIONS = ("1.35", "1.36", "1.37")
+
+LIFTER_NAMESPACE = "grove-gitops"
+LIFTER_SA = "grove-gitops-gate-lifter"
+LEASE_NAME = "grove-gitops-gate-lifter"
+#: The namespace overlays/gate-lifter/namespaced watches (role.yaml; the namespace of examples/).
+WATCHED_NAMESPACE = "inference"
+#: Where Events about cluster-scoped objects go (grove_gitops/gatelifter/drift.py EVENT_NAMESPACE).
+CLUSTER_EVENT_NAMESPACE = "default"
+
+Permission = tuple[str, str, str]  # (apiGroup, resource, verb); "" is the core group
+
+
+@dataclass(frozen=True)
+class Row:
+    """One least-privilege grant and the code that needs it."""
+
+    group: str
+    resource: str
+    verb: str
+    binding: str  # "ClusterRole" (the lifter's watch scope) or "Role" (the lease namespace)
+    why: str
+
+    @property
+    def permission(self) -> Permission:
+        return (self.group, self.resource, self.verb)
+
+
+_G = "grove_gitops/gatelifter/"
+#: The table. ``why`` names the call; docs/deploy.md repeats it for readers.
+RBAC_TABLE: tuple[Row, ...] = (
+    Row(
+        "",
+        "pods",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.read_pod: re-read after a 409 / failed test op in GateLifter._ungate",
+    ),
+    Row("", "pods", "list", "ClusterRole", f"{_G}kube.py Kube.list_pods (managed-by label selector)"),
+    Row("", "pods", "watch", "ClusterRole", f"{_G}kube.py Kube.watch_pods"),
+    Row("", "pods", "patch", "ClusterRole", f"{_G}kube.py Kube.patch_pod_json: JSON patch test+remove of the gate"),
+    Row("scheduler.grove.io", "podgangs", "list", "ClusterRole", f"{_G}kube.py Kube.list_podgangs"),
+    Row("scheduler.grove.io", "podgangs", "watch", "ClusterRole", f"{_G}kube.py Kube.watch_podgangs"),
+    Row(
+        "scheduler.grove.io",
+        "podgangs/status",
+        "patch",
+        "ClusterRole",
+        f"{_G}kube.py Kube.patch_podgang_status: merge patch of Initialized",
+    ),
+    Row("scheduling.run.ai", "podgroups", "get", "ClusterRole", f"{_G}kube.py Kube.object_exists (KAI gang objects)"),
+    Row(
+        "scheduling.volcano.sh",
+        "podgroups",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.object_exists (Volcano gang objects)",
+    ),
+    Row(
+        "scheduling.sigs.k8s.io",
+        "podgroups",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.object_exists (Koordinator gang objects)",
+    ),
+    Row(
+        "scheduling.x-k8s.io",
+        "podgroups",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.object_exists (coscheduling gang objects)",
+    ),
+    Row(
+        "scheduling.k8s.io",
+        "workloads",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.object_exists (Workload API gang objects)",
+    ),
+    Row(
+        "scheduling.k8s.io",
+        "podgroups",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.object_exists (Workload API gang objects)",
+    ),
+    Row(
+        "scheduling.k8s.io",
+        "compositepodgroups",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.object_exists (Workload API gang objects)",
+    ),
+    Row(
+        "grove.io",
+        "clustertopologybindings",
+        "list",
+        "ClusterRole",
+        f"{_G}drift.py DriftChecker.check: GET the collection",
+    ),
+    Row(
+        "kai.scheduler",
+        "topologies",
+        "get",
+        "ClusterRole",
+        f"{_G}kube.py Kube.get_cluster_object (external KAI Topology)",
+    ),
+    Row("events.k8s.io", "events", "create", "ClusterRole", f"{_G}kube.py Kube.emit_event: POST a Warning Event"),
+    Row("coordination.k8s.io", "leases", "get", "Role", f"{_G}leader.py read_namespaced_lease (only the named Lease)"),
+    Row(
+        "coordination.k8s.io",
+        "leases",
+        "update",
+        "Role",
+        f"{_G}leader.py replace_namespaced_lease (only the named Lease)",
+    ),
+    Row(
+        "coordination.k8s.io",
+        "leases",
+        "create",
+        "Role",
+        f"{_G}leader.py create_namespaced_lease (cannot be limited by name)",
+    ),
+)
+LIFTER_PERMISSIONS: frozenset[Permission] = frozenset(r.permission for r in RBAC_TABLE if r.binding == "ClusterRole")
+LEASE_PERMISSIONS: frozenset[Permission] = frozenset(r.permission for r in RBAC_TABLE if r.binding == "Role")
+#: Resources of the table that are cluster-scoped (everything else is namespaced).
+CLUSTER_SCOPED = frozenset({("grove.io", "clustertopologybindings"), ("kai.scheduler", "topologies")})
+
+
+# -- kustomize ------------------------------------------------------------------------------------
+def require_kubectl() -> str:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: `kubectl kustomize` cannot build the overlays")
+    return kubectl
+
+
+@functools.cache
+def _build(directory: str) -> str:
+    kubectl = require_kubectl()
+    proc = subprocess.run([kubectl, "kustomize", directory], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"kubectl kustomize {directory} failed:\n{proc.stderr}"
+    return proc.stdout
+
+
+def build(directory: Path) -> list[dict[str, Any]]:
+    """``kubectl kustomize DIRECTORY`` as objects (a fresh copy on every call)."""
+    return [d for d in yaml.safe_load_all(_build(str(directory))) if d is not None]
+
+
+def find(objs: Iterable[dict[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    return [o for o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+
+
+def one(objs: Iterable[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = find(objs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def load_yaml(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+# -- RBAC -----------------------------------------------------------------------------------------
+def rule_permissions(rules: Iterable[dict[str, Any]]) -> set[Permission]:
+    """Every (group, resource, verb) the rules grant (wildcards are kept as ``*``)."""
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule.get("apiGroups") or []
+        for resource in rule.get("resources") or []
+        for verb in rule.get("verbs") or []
+    }
+
+
+@dataclass
+class Request:
+    verb: str
+    group: str
+    resource: str  # "pods" or "podgangs/status"
+    namespace: str | None
+    name: str | None
+
+    @property
+    def permission(self) -> Permission:
+        return (self.group, self.resource, self.verb)
+
+
+@dataclass
+class Authorizer:
+    """RBAC's allow decision for one ServiceAccount over a set of manifests."""
+
+    objs: list[dict[str, Any]]
+    sa_namespace: str = LIFTER_NAMESPACE
+    sa_name: str = LIFTER_SA
+    _cluster: list[dict[str, Any]] = field(default_factory=list, init=False)
+    _namespaced: dict[str, list[dict[str, Any]]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        roles = {
+            (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+            for o in self.objs
+            if o["kind"] in ("Role", "ClusterRole")
+        }
+        for binding in self.objs:
+            if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding") or not self._binds_me(binding):
+                continue
+            ref = binding["roleRef"]
+            ns = binding["metadata"].get("namespace") if binding["kind"] == "RoleBinding" else None
+            role = roles.get((ref["kind"], ns if ref["kind"] == "Role" else None, ref["name"]))
+            assert role is not None, f"{binding['kind']} {binding['metadata']['name']} refers to a missing {ref}"
+            if binding["kind"] == "ClusterRoleBinding":
+                self._cluster.extend(role.get("rules") or [])
+            else:
+                self._namespaced.setdefault(str(ns), []).extend(role.get("rules") or [])
+
+    def _binds_me(self, binding: dict[str, Any]) -> bool:
+        return any(
+            s.get("kind") == "ServiceAccount"
+            and s.get("name") == self.sa_name
+            and s.get("namespace") == self.sa_namespace
+            for s in binding.get("subjects") or []
+        )
+
+    @staticmethod
+    def _matches(rule: dict[str, Any], req: Request) -> bool:
+        names = rule.get("resourceNames") or []
+        return (
+            (req.verb in rule.get("verbs", []) or "*" in rule.get("verbs", []))
+            and (req.group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", []))
+            and (req.resource in rule.get("resources", []) or "*" in rule.get("resources", []))
+            and (not names or (req.name is not None and req.name in names))
+        )
+
+    def allows(self, req: Request) -> bool:
+        rules = list(self._cluster)
+        if req.namespace is not None:
+            rules += self._namespaced.get(req.namespace, [])
+        return any(self._matches(rule, req) for rule in rules)
+
+
+_DISCOVERY = re.compile(r"^/(api(/[^/]+)?|apis(/[^/]+){0,2})/?$")
+
+
+def is_discovery_path(path: str) -> bool:
+    """``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>``, ``/apis/<group>/<version>``: non-resource
+    URLs Kubernetes' default ``system:discovery`` ClusterRole grants every authenticated user."""
+    return bool(_DISCOVERY.match(path.split("?", 1)[0]))
+
+
+def parse_resource_path(verb: str, path: str) -> Request:
+    """``/apis/scheduler.grove.io/v1alpha1/namespaces/ns/podgangs/x/status`` → a :class:`Request`."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    if parts[0] == "api":
+        group, rest = "", parts[2:]
+    else:
+        group, rest = parts[1], parts[3:]
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else None
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"
+    return Request(verb, group, resource, namespace, name)
+
+
+# -- Deployments ----------------------------------------------------------------------------------
+def pod_spec(deployment: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = deployment["spec"]["template"]["spec"]
+    return spec
+
+
+def container(deployment: dict[str, Any], name: str) -> dict[str, Any]:
+    matches = [c for c in pod_spec(deployment)["containers"] if c["name"] == name]
+    assert len(matches) == 1, f"container {name}"
+    return matches[0]
+
+
+def expand_args(deployment: dict[str, Any], ctr: dict[str, Any]) -> list[str]:
+    """The container's args with ``$(VAR)`` expanded as the kubelet does (fieldRefs resolved from
+    the Deployment's own metadata/name placeholders)."""
+    values: dict[str, str] = {}
+    for env in ctr.get("env") or []:
+        if "value" in env:
+            values[env["name"]] = str(env["value"])
+            continue
+        ref = (env.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
+        if ref == "metadata.namespace":
+            values[env["name"]] = deployment["metadata"]["namespace"]
+        elif ref == "metadata.name":
+            values[env["name"]] = f"{deployment['metadata']['name']}-abcde-12345"
+
+    def sub(match: re.Match[str]) -> str:
+        return values.get(match.group(1), match.group(0))
+
+    return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, arg) for arg in ctr.get("args") or []]
+
+
+def cli_params(args: list[str]) -> dict[str, Any]:
+    """Parse ``grove-gitops <command> ...`` exactly as the CLI would (unknown flags raise)."""
+    import click
+
+    from grove_gitops.cli import main
+
+    with click.Context(main) as ctx:
+        command = main.get_command(ctx, args[0])
+        assert command is not None, f"unknown command {args[0]!r}"
+        sub = command.make_context(args[0], list(args[1:]), parent=ctx)
+        return dict(sub.params)
+
+
+def mount_for(deployment: dict[str, Any], ctr: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The volume behind the deepest mount containing ``path`` (None: the read-only root fs)."""
+    best: dict[str, Any] | None = None
+    best_len = -1
+    for m in ctr.get("volumeMounts") or []:
+        mount = m["mountPath"].rstrip("/")
+        if (path == mount or path.startswith(mount + "/")) and len(mount) > best_len:
+            best = next(v for v in pod_spec(deployment)["volumes"] if v["name"] == m["name"])
+            best_len = len(mount)
+    return best
+
+
+# -- Dockerfile -----------------------------------------------------------------------------------
+@dataclass
+class Instruction:
+    keyword: str  # upper case
+    args: str
+    flags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def words(self) -> list[str]:
+        return self.args.split()
+
+
+def dockerfile_instructions(text: str) -> list[Instruction]:
+    """Instructions with continuation lines joined and comment lines dropped (Docker's rules)."""
+    logical: list[str] = []
+    current = ""
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if stripped.startswith("#") or (not stripped and not current):
+            continue
+        if stripped.endswith("\\"):
+            current += stripped[:-1] + " "
+            continue
+        current += stripped
+        if current.strip():
+            logical.append(current.strip())
+        current = ""
+    if current.strip():
+        logical.append(current.strip())
+    out = []
+    for line in logical:
+        keyword, _, rest = line.partition(" ")
+        flags: dict[str, str] = {}
+        rest = rest.strip()
+        while rest.startswith("--"):
+            flag, _, rest = rest.partition(" ")
+            key, _, value = flag[2:].partition("=")
+            flags[key] = value
+            rest = rest.strip()
+        out.append(Instruction(keyword.upper(), rest, flags))
+    return out
+
+
+def dockerfile_stages(text: str) -> list[list[Instruction]]:
+    """Instructions grouped by stage (each list starts with its FROM)."""
+    stages: list[list[Instruction]] = []
+    for ins in dockerfile_instructions(text):
+        if ins.keyword == "FROM":
+            stages.append([ins])
+        else:
+            assert stages, f"{ins.keyword} before the first FROM"
+            stages[-1].append(ins)
+    return stages
+
+
+def exec_form(args: str) -> list[str] | None:
+    """The JSON array of an exec-form ENTRYPOINT/CMD (None for shell form)."""
+    try:
+        value = json.loads(args)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out = ""
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out += "(?:.*/)?"
+            i += 3
+        elif pattern.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif c == "*":
+            out += "[^/]*"
+            i += 1
+        elif c == "?":
+            out += "[^/]"
+            i += 1
+        elif c == "[":
+            end = pattern.index("]", i)
+            out += "[" + pattern[i + 1 : end].replace("!", "^", 1) + "]"
+            i = end + 1
+        else:
+            out += re.escape(c)
+            i += 1
+    return re.compile(out + r"\Z")
+
+
+class DockerIgnore:
+    """``.dockerignore`` semantics: the last matching pattern decides; ``!`` re-includes; a pattern
+    that matches a parent directory of a path matches the path."""
+
+    def __init__(self, text: str) -> None:
+        self.patterns: list[tuple[bool, re.Pattern[str]]] = []
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            pattern = line[1:].strip() if negate else line
+            pattern = pattern.strip("/")
+            pattern = re.sub(r"/+", "/", pattern)
+            self.patterns.append((negate, _glob_regex(pattern)))
+
+    def excluded(self, path: str) -> bool:
+        parts = path.strip("/").split("/")
+        candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        result = False
+        for negate, regex in self.patterns:
+            if any(regex.match(c) for c in candidates):
+                result = not negate
+        return result

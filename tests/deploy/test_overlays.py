@@ -1,0 +1,120 @@
+"""Every overlay builds with ``kubectl kustomize`` and every object it yields is valid Kubernetes."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grove_gitops.testing.schemas import builtin_errors
+
+from .helpers import (
+    CONTROLLER,
+    GATE_LIFTER,
+    GATE_LIFTER_BASE,
+    KUBE_VERSIONS,
+    LIFTER_NAMESPACE,
+    NAMESPACED,
+    OVERLAY_DIRS,
+    build,
+    one,
+    require_kubectl,
+)
+
+EXPECTED_KINDS = {
+    "gate-lifter": Counter(
+        {
+            "Namespace": 1,
+            "ServiceAccount": 1,
+            "ClusterRole": 1,
+            "ClusterRoleBinding": 1,
+            "Role": 1,
+            "RoleBinding": 1,
+            "Deployment": 1,
+            "PodDisruptionBudget": 1,
+            "Service": 1,
+        }
+    ),
+    "gate-lifter/namespaced": Counter(
+        {
+            "Namespace": 1,
+            "ServiceAccount": 1,
+            "ClusterRole": 1,
+            "ClusterRoleBinding": 1,
+            "Role": 3,  # lease, watched namespace, Events in `default`
+            "RoleBinding": 3,
+            "Deployment": 1,
+            "PodDisruptionBudget": 1,
+            "Service": 1,
+        }
+    ),
+    "controller": Counter({"ServiceAccount": 1, "Deployment": 1}),
+}
+
+
+@pytest.mark.parametrize("overlay", sorted(OVERLAY_DIRS))
+def test_overlay_builds(overlay: str) -> None:
+    objs = build(OVERLAY_DIRS[overlay])
+    assert objs, f"{overlay} built nothing"
+    ids = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objs]
+    assert len(ids) == len(set(ids)), f"duplicate objects in {overlay}: {ids}"
+    if overlay in EXPECTED_KINDS:
+        assert Counter(o["kind"] for o in objs) == EXPECTED_KINDS[overlay]
+
+
+@pytest.mark.parametrize("version", KUBE_VERSIONS)
+@pytest.mark.parametrize("overlay", sorted(OVERLAY_DIRS))
+def test_every_object_is_valid(overlay: str, version: str) -> None:
+    errors = [e for obj in build(OVERLAY_DIRS[overlay]) for e in builtin_errors(obj, version)]
+    assert errors == []
+
+
+def test_validation_is_not_vacuous() -> None:
+    """The validator used above rejects a typo'd hardening field and a wrong type."""
+    deployment = copy.deepcopy(one(build(GATE_LIFTER), "Deployment"))
+    deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]["readOnlyRootFileSystem"] = True
+    deployment["spec"]["replicas"] = "2"
+    errors = builtin_errors(deployment, "1.35")
+    assert any("readOnlyRootFileSystem: unknown field" in e for e in errors), errors
+    assert any("spec.replicas" in e for e in errors), errors
+
+
+def test_cluster_wide_overlay_is_the_base() -> None:
+    assert build(GATE_LIFTER) == build(GATE_LIFTER_BASE)
+
+
+def test_namespaced_objects_live_in_known_namespaces() -> None:
+    """Base objects sit in grove-gitops; only the namespaced overlay's Roles reach elsewhere."""
+    for overlay, allowed in (
+        (GATE_LIFTER, {LIFTER_NAMESPACE}),
+        (CONTROLLER, {LIFTER_NAMESPACE}),
+        (NAMESPACED, {LIFTER_NAMESPACE, "inference", "default"}),
+    ):
+        for obj in build(overlay):
+            ns = obj["metadata"].get("namespace")
+            if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+                assert ns is None, obj["metadata"]
+            else:
+                assert ns in allowed, (overlay.name, obj["kind"], obj["metadata"])
+            if ns not in (None, LIFTER_NAMESPACE):
+                assert obj["kind"] in ("Role", "RoleBinding"), obj["metadata"]
+
+
+def _referenced(kustomization: Path) -> set[str]:
+    data = yaml.safe_load(kustomization.read_text())
+    refs = set(data.get("resources") or [])
+    refs |= {p["path"] for p in data.get("patches") or [] if "path" in p}
+    return refs
+
+
+@pytest.mark.parametrize("overlay", sorted(OVERLAY_DIRS))
+def test_no_orphan_manifests(overlay: str) -> None:
+    """Every YAML file of an overlay is used, except the documented Secret example."""
+    require_kubectl()
+    directory = OVERLAY_DIRS[overlay]
+    files = {p.name for p in directory.glob("*.yaml") if p.name != "kustomization.yaml"}
+    unused = files - _referenced(directory / "kustomization.yaml")
+    assert unused == ({"secret-example.yaml"} if directory == CONTROLLER else set())

@@ -1,0 +1,308 @@
+"""Least-privilege RBAC of the gate-lifter: exactly the table in ``helpers.RBAC_TABLE`` (and
+docs/deploy.md), tied to the code's calls; the controller has none."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import backends.coscheduling
+import backends.kai
+import backends.koordinator
+import backends.volcano
+import backends.workload_api
+from grove_gitops.gatelifter import drift, kube
+
+from .helpers import (
+    CLUSTER_EVENT_NAMESPACE,
+    CLUSTER_SCOPED,
+    DEPLOY_DOC,
+    LEASE_NAME,
+    LEASE_PERMISSIONS,
+    LIFTER_NAMESPACE,
+    LIFTER_PERMISSIONS,
+    LIFTER_SA,
+    PROJECT,
+    RBAC_TABLE,
+    WATCHED_NAMESPACE,
+    Authorizer,
+    Permission,
+    Request,
+    find,
+    one,
+    rule_permissions,
+)
+
+Objects = list[dict[str, Any]]
+RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+DANGEROUS_VERBS = {"*", "escalate", "bind", "impersonate", "delete", "deletecollection"}
+SENSITIVE_RESOURCES = {"*", "secrets", "configmaps", "serviceaccounts/token", "pods/exec", "pods/attach", "nodes"}
+
+
+def _all_rules(objs: Objects) -> list[dict[str, Any]]:
+    return [rule for o in objs if o["kind"] in ("Role", "ClusterRole") for rule in o.get("rules") or []]
+
+
+# -- the cluster-wide overlay ----------------------------------------------------------------------
+def test_cluster_role_grants_exactly_the_table(lifter_objs: Objects) -> None:
+    role = one(lifter_objs, "ClusterRole", "grove-gitops-gate-lifter")
+    assert "aggregationRule" not in role
+    assert rule_permissions(role["rules"]) == LIFTER_PERMISSIONS
+    for rule in role["rules"]:
+        assert set(rule) <= {"apiGroups", "resources", "verbs"}, rule  # no nonResourceURLs, no resourceNames
+
+
+def test_no_wildcards_secrets_or_dangerous_verbs(lifter_objs: Objects, namespaced_objs: Objects) -> None:
+    for objs in (lifter_objs, namespaced_objs):
+        rules = _all_rules(objs)
+        assert rules
+        for rule in rules:
+            assert "nonResourceURLs" not in rule, rule
+            for key in ("apiGroups", "resources", "verbs", "resourceNames"):
+                assert not any("*" in value for value in rule.get(key) or []), rule
+            assert not set(rule["verbs"]) & DANGEROUS_VERBS, rule
+            assert not set(rule["resources"]) & SENSITIVE_RESOURCES, rule
+
+
+def test_cluster_role_binding(lifter_objs: Objects) -> None:
+    binding = one(lifter_objs, "ClusterRoleBinding")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "grove-gitops-gate-lifter",
+    }
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": LIFTER_NAMESPACE}]
+    sa = one(lifter_objs, "ServiceAccount", LIFTER_SA)
+    assert sa["metadata"]["namespace"] == LIFTER_NAMESPACE
+
+
+def test_lease_role_is_namespaced_and_named(lifter_objs: Objects) -> None:
+    assert not find(lifter_objs, "ClusterRole", "grove-gitops-gate-lifter-leader-election")
+    role = one(lifter_objs, "Role", "grove-gitops-gate-lifter-leader-election")
+    assert role["metadata"]["namespace"] == LIFTER_NAMESPACE
+    assert rule_permissions(role["rules"]) == LEASE_PERMISSIONS
+    for rule in role["rules"]:
+        if "create" in rule["verbs"]:
+            # RBAC cannot match `create` by name (the name is not in the URL): its own rule.
+            assert rule["verbs"] == ["create"] and not rule.get("resourceNames"), rule
+        else:
+            assert rule.get("resourceNames") == [LEASE_NAME], rule
+    binding = one(lifter_objs, "RoleBinding", "grove-gitops-gate-lifter-leader-election")
+    assert binding["metadata"]["namespace"] == LIFTER_NAMESPACE
+    assert binding["roleRef"]["kind"] == "Role" and binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": LIFTER_NAMESPACE}]
+
+
+def test_lease_access_is_limited(lifter_objs: Objects) -> None:
+    authz = Authorizer(lifter_objs)
+    lease = "coordination.k8s.io"
+    assert authz.allows(Request("get", lease, "leases", LIFTER_NAMESPACE, LEASE_NAME))
+    assert authz.allows(Request("update", lease, "leases", LIFTER_NAMESPACE, LEASE_NAME))
+    assert authz.allows(Request("create", lease, "leases", LIFTER_NAMESPACE, None))
+    assert not authz.allows(Request("get", lease, "leases", LIFTER_NAMESPACE, "kube-scheduler"))
+    assert not authz.allows(Request("update", lease, "leases", "kube-system", LEASE_NAME))
+    assert not authz.allows(Request("create", lease, "leases", "kube-system", None))
+    assert not authz.allows(Request("delete", lease, "leases", LIFTER_NAMESPACE, LEASE_NAME))
+    assert not authz.allows(Request("list", "", "secrets", LIFTER_NAMESPACE, None))
+    assert not authz.allows(Request("get", "scheduler.grove.io", "podgangs", "inference", "x"))
+
+
+# -- the namespaced overlay ------------------------------------------------------------------------
+def test_namespaced_overlay_splits_the_same_permissions(namespaced_objs: Objects) -> None:
+    cluster_role = one(namespaced_objs, "ClusterRole", "grove-gitops-gate-lifter")
+    cluster = rule_permissions(cluster_role["rules"])
+    assert cluster == {p for p in LIFTER_PERMISSIONS if (p[0], p[1]) in CLUSTER_SCOPED}
+    watched = one(namespaced_objs, "Role", "grove-gitops-gate-lifter")
+    assert watched["metadata"]["namespace"] == WATCHED_NAMESPACE
+    assert rule_permissions(watched["rules"]) == LIFTER_PERMISSIONS - cluster
+    events = one(namespaced_objs, "Role", "grove-gitops-gate-lifter-events")
+    assert events["metadata"]["namespace"] == CLUSTER_EVENT_NAMESPACE
+    assert rule_permissions(events["rules"]) == {("events.k8s.io", "events", "create")}
+    lease = one(namespaced_objs, "Role", "grove-gitops-gate-lifter-leader-election")
+    assert rule_permissions(lease["rules"]) == LEASE_PERMISSIONS
+    # Every Role is bound to the lifter in its own namespace.
+    for role in find(namespaced_objs, "Role"):
+        binding = one(namespaced_objs, "RoleBinding", role["metadata"]["name"])
+        assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": role["metadata"]["name"],
+        }
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": LIFTER_NAMESPACE}]
+
+
+def test_namespaced_overlay_denies_other_namespaces(namespaced_objs: Objects, lifter_objs: Objects) -> None:
+    narrow, wide = Authorizer(namespaced_objs), Authorizer(lifter_objs)
+    for group, resource, verb in sorted(LIFTER_PERMISSIONS):
+        if (group, resource) in CLUSTER_SCOPED:
+            req = Request(verb, group, resource, None, None if verb == "list" else "x")
+            assert narrow.allows(req) and wide.allows(req), req
+            continue
+        name = None if verb in ("list", "watch", "create") else "x"
+        inside = Request(verb, group, resource, WATCHED_NAMESPACE, name)
+        outside = Request(verb, group, resource, "team-b", name)
+        assert narrow.allows(inside) and wide.allows(inside), inside
+        assert wide.allows(outside), outside
+        assert not narrow.allows(outside), outside
+        if verb in ("list", "watch"):
+            everywhere = Request(verb, group, resource, None, None)
+            assert wide.allows(everywhere) and not narrow.allows(everywhere), everywhere
+    drift_event = Request("create", "events.k8s.io", "events", CLUSTER_EVENT_NAMESPACE, None)
+    assert narrow.allows(drift_event) and wide.allows(drift_event)
+
+
+# -- the controller --------------------------------------------------------------------------------
+def test_controller_has_no_rbac(controller_objs: Objects) -> None:
+    assert not [o for o in controller_objs if o["kind"] in RBAC_KINDS]
+    sa = one(controller_objs, "ServiceAccount")
+    assert sa["automountServiceAccountToken"] is False
+    assert not Authorizer(controller_objs, sa["metadata"]["namespace"], sa["metadata"]["name"]).allows(
+        Request("get", "", "pods", "grove-gitops", "x")
+    )
+
+
+# -- the table, the docs and the code --------------------------------------------------------------
+def _doc_table() -> set[tuple[str, str, str, str]]:
+    text = DEPLOY_DOC.read_text()
+    start, end = text.index("<!-- rbac-table -->"), text.index("<!-- /rbac-table -->")
+    rows = set()
+    for line in text[start:end].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 5 or not cells[1].startswith("`"):
+            continue
+        group = "" if cells[0] == "core" else cells[0].strip("`")
+        binding = "Role" if cells[3].startswith("Role") else cells[3]
+        rows.add((group, cells[1].strip("`"), cells[2].strip("`"), binding))
+    return rows
+
+
+def test_docs_show_the_same_table() -> None:
+    assert _doc_table() == {(r.group, r.resource, r.verb, r.binding) for r in RBAC_TABLE}
+    assert len(RBAC_TABLE) == len({r.permission for r in RBAC_TABLE})
+
+
+def test_gang_and_topology_groups_come_from_the_backends() -> None:
+    """The backend kinds the lifter may GET are the backends' own API groups."""
+
+    def group(api_version: str) -> str:
+        return api_version.split("/", 1)[0]
+
+    gang_gets = {
+        (g, r) for g, r, v in LIFTER_PERMISSIONS if v == "get" and r != "pods" and (g, r) not in CLUSTER_SCOPED
+    }
+    wapi = backends.workload_api.GROUP
+    assert gang_gets == {
+        (group(backends.kai.PODGROUP_API_VERSION), "podgroups"),
+        (group(backends.volcano.PODGROUP_API_VERSION), "podgroups"),
+        (group(backends.koordinator.PODGROUP_API_VERSION), "podgroups"),
+        (group(backends.coscheduling.API_VERSION), "podgroups"),
+        (wapi, "workloads"),
+        (wapi, "podgroups"),
+        (group(backends.workload_api.COMPOSITE_API), "compositepodgroups"),
+    }
+    assert (group(backends.kai.TOPOLOGY_API_VERSION), "topologies", "get") in LIFTER_PERMISSIONS
+    assert (kube.PODGANG_GROUP, kube.PODGANG_PLURAL, "list") in LIFTER_PERMISSIONS
+    assert (kube.PODGANG_GROUP, f"{kube.PODGANG_PLURAL}/status", "patch") in LIFTER_PERMISSIONS
+    assert drift.EVENT_NAMESPACE == CLUSTER_EVENT_NAMESPACE
+
+
+#: Every API client method the gate-lifter touches, and what RBAC it needs. A method missing here
+#: fails test_every_client_call_is_in_the_table: review the RBAC before adding it.
+GANG_GETS = frozenset(p for p in LIFTER_PERMISSIONS if p[2] == "get" and p[1] not in ("pods", "topologies"))
+CLIENT_CALLS: dict[str, frozenset[Permission]] = {
+    "list_namespaced_pod": frozenset({("", "pods", "list"), ("", "pods", "watch")}),
+    "list_pod_for_all_namespaces": frozenset({("", "pods", "list"), ("", "pods", "watch")}),
+    "read_namespaced_pod": frozenset({("", "pods", "get")}),
+    "patch_namespaced_pod": frozenset({("", "pods", "patch")}),
+    "list_namespaced_custom_object": frozenset(
+        {("scheduler.grove.io", "podgangs", "list"), ("scheduler.grove.io", "podgangs", "watch")}
+    ),
+    "list_cluster_custom_object": frozenset(
+        {("scheduler.grove.io", "podgangs", "list"), ("scheduler.grove.io", "podgangs", "watch")}
+    ),
+    "patch_namespaced_custom_object_status": frozenset({("scheduler.grove.io", "podgangs/status", "patch")}),
+    "get_namespaced_custom_object": GANG_GETS,
+    "get_cluster_custom_object": frozenset({("kai.scheduler", "topologies", "get")}),
+    "read_namespaced_lease": frozenset({("coordination.k8s.io", "leases", "get")}),
+    "create_namespaced_lease": frozenset({("coordination.k8s.io", "leases", "create")}),
+    "replace_namespaced_lease": frozenset({("coordination.k8s.io", "leases", "update")}),
+}
+#: ``Kube.raw`` call sites: (method, constant start of the path) → RBAC. Discovery (a path held in a
+#: variable) needs none beyond system:discovery; core-group gang objects (``/api/``) need none
+#: because no backend renders one (test_gang_and_topology_groups_come_from_the_backends).
+RAW_CALLS: dict[tuple[str, str], frozenset[Permission]] = {
+    ("GET", "/apis/grove.io/v1alpha1/clustertopologybindings"): frozenset(
+        {("grove.io", "clustertopologybindings", "list")}
+    ),
+    ("POST", "/apis/events.k8s.io/v1/namespaces/"): frozenset({("events.k8s.io", "events", "create")}),
+    ("GET", "<variable>"): frozenset(),
+    ("GET", "/api/"): frozenset(),
+}
+CLIENT_OBJECTS = {"core", "custom", "events", "api"}
+
+
+def _lifter_sources() -> dict[Path, ast.Module]:
+    folder = PROJECT / "grove_gitops" / "gatelifter"
+    return {p: ast.parse(p.read_text(), str(p)) for p in sorted(folder.glob("*.py"))}
+
+
+def _client_methods() -> set[str]:
+    """Attributes read from ``self.core`` / ``self.custom`` / ``self.events`` / ``self.api``."""
+    found = set()
+    for tree in _lifter_sources().values():
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr in CLIENT_OBJECTS
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "self"
+            ):
+                found.add(node.attr)
+    return found
+
+
+def _raw_calls() -> set[tuple[str, str]]:
+    found = set()
+    for tree in _lifter_sources().values():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raw"):
+                continue
+            method, path = node.args[0], node.args[1]
+            assert isinstance(method, ast.Constant), ast.dump(node)
+            if isinstance(path, ast.Constant):
+                prefix = str(path.value)
+            elif isinstance(path, ast.JoinedStr):
+                prefix = "".join(str(v.value) for v in path.values[:1] if isinstance(v, ast.Constant))
+            else:
+                prefix = "<variable>"
+            found.add((str(method.value), prefix))
+    return found
+
+
+def test_every_client_call_is_in_the_table() -> None:
+    methods, raws = _client_methods(), _raw_calls()
+    assert methods, "no client calls found: did grove_gitops/gatelifter move?"
+    assert methods <= set(CLIENT_CALLS), f"review RBAC for new API calls: {sorted(methods - set(CLIENT_CALLS))}"
+    assert raws <= set(RAW_CALLS), f"review RBAC for new raw requests: {sorted(raws - set(RAW_CALLS))}"
+    needed = set().union(*(CLIENT_CALLS[m] for m in methods), *(RAW_CALLS[r] for r in raws))
+    # Nothing the code needs is missing, and nothing is granted that no call needs.
+    assert needed == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
+
+
+def test_podgangs_are_never_fetched_one_by_one() -> None:
+    """Why the table has no `get` on podgangs: the only single-object reads of custom resources are
+    Kube.object_exists (backend gang objects) and Kube.get_cluster_object (topologies)."""
+    source = (PROJECT / "grove_gitops" / "gatelifter" / "kube.py").read_text()
+    tree = ast.parse(source)
+    readers = {
+        fn.name
+        for fn in ast.walk(tree)
+        if isinstance(fn, ast.FunctionDef)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute) and re.fullmatch(r"get_(namespaced|cluster)_custom_object", node.attr)
+    }
+    assert readers == {"object_exists", "get_cluster_object"}
