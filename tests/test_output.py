@@ -48,7 +48,7 @@ def test_layout_and_kustomizations(tmp_path: Path) -> None:
         assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "grove-gitops"
         assert "ownerReferences" not in pod["metadata"]
         assert list(pod)[:4] == ["apiVersion", "kind", "metadata", "spec"]
-        assert list(pod["metadata"])[:2] == ["name", "namespace"]
+        assert list(pod["metadata"]) == sorted(pod["metadata"])
     for rel, data in files.items():
         assert data.endswith(b"\n") and b"\r" not in data, rel
 

@@ -9,7 +9,6 @@ time; pruning is the GitOps tool's job).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
@@ -18,6 +17,7 @@ from grove_gitops.expand import labels as L
 from grove_gitops.expand import names
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.hashing import short_hash
+from grove_gitops.expand.jsoncopy import json_copy
 from grove_gitops.expand.plan import CliqueInstance
 from grove_gitops.expand.resourceclaims import ClaimRef
 
@@ -51,7 +51,7 @@ def _prepend_env(containers: list[dict[str, Any]], env: list[dict[str, Any]]) ->
     injected = {e["name"] for e in env}
     for container in containers:
         user = [e for e in container.get("env") or [] if not (isinstance(e, dict) and e.get("name") in injected)]
-        container["env"] = copy.deepcopy(env) + user
+        container["env"] = json_copy(env) + user
 
 
 def build_pods(
@@ -67,7 +67,7 @@ def build_pods(
     pclq_labels = podclique_labels(pcs, inst, template_hash)
     annotations = {k: v for k, v in (inst.template.annotations or {}).items() if k != L.TOPOLOGY_NAME}
     # The PodClique spec: the template's pod spec with the PCSG variables prepended (§4.2).
-    base_spec = copy.deepcopy(inst.template.spec.podSpec)
+    base_spec = json_copy(inst.template.spec.podSpec)
     if inst.group_fqn is not None:
         pcsg_env = [
             _field_env("GROVE_PCSG_NAME", L.PCSG),
@@ -93,7 +93,7 @@ def build_pods(
         pod_labels[L.PCS_REPLICA_INDEX] = str(inst.pcs_replica)
         pod_labels[L.PODGANG] = inst.podgang
         pod_labels[L.POD_INDEX] = str(k)
-        spec = copy.deepcopy(base_spec)
+        spec = json_copy(base_spec)
         pod: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Pod",

@@ -8,7 +8,6 @@ also passes through to the output); otherwise validation names the missing templ
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from grove_gitops.api.podcliqueset import (
     ResourceSharingSpec,
 )
 from grove_gitops.expand import labels as L
+from grove_gitops.expand.jsoncopy import json_copy
 from grove_gitops.expand.plan import CliqueInstance
 from grove_gitops.validation.fielderrors import FieldError, not_found
 
@@ -79,7 +79,7 @@ def _claim(pcs: PodCliqueSet, name: str, spec: dict[str, Any], extra: dict[str, 
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": pcs.namespace, "labels": labels},
-        "spec": copy.deepcopy(spec),
+        "spec": json_copy(spec),
     }
 
 

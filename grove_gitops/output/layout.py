@@ -20,7 +20,6 @@ in causal order and a changed object is a changed file.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -67,7 +66,8 @@ def build_tree(result: RenderResult) -> Tree:
     tree = Tree()
     flavour = result.config.gitops
     for item in result.objects:
-        obj = copy.deepcopy(item.obj)
+        # Only metadata.annotations changes: copy that path, share the rest (no deep copy).
+        obj = {**item.obj, "metadata": dict(item.obj.get("metadata") or {})}
         wave = wave_of(obj, item.shard == CLUSTER_SHARD)
         annotate(obj, wave, flavour)
         name = object_file_name(obj, wave)
