@@ -14,9 +14,9 @@ import click
 from grove_gitops import __version__
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.output.layout import build_tree
+from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import write_tree
-from grove_gitops.render import RenderResult, render_source
+from grove_gitops.render import plan_source
 
 
 def _report(exc: GroveGitopsError) -> None:
@@ -27,11 +27,6 @@ def _report(exc: GroveGitopsError) -> None:
         click.echo(f"{n} error{'s' if n != 1 else ''}; nothing was written", err=True)
     else:
         click.echo(f"error: {exc}", err=True)
-
-
-def _warn(result: RenderResult) -> None:
-    for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,18 +44,16 @@ def main() -> None:
 def render(source: Path, out: Path, quiet: bool) -> None:
     """Render SOURCE (a directory of YAML files) into OUT."""
     try:
-        result = render_source(source)
-        tree = build_tree(result)
+        plan = plan_source(source)
+        tree = build_tree_from_plan(plan)
         write_tree(tree, out)
     except GroveGitopsError as exc:
         _report(exc)
         sys.exit(1)
-    _warn(result)
+    for warning in tree.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if not quiet:
-        click.echo(
-            f"rendered {len(result.podcliquesets)} PodCliqueSet(s) into {len(result.objects)} objects, "
-            f"{len(tree.files)} files in {out}"
-        )
+        click.echo(f"rendered {len(plan.items)} PodCliqueSet(s) into {tree.objects} objects, {len(tree.files)} files in {out}")
 
 
 @main.command()
@@ -68,13 +61,14 @@ def render(source: Path, out: Path, quiet: bool) -> None:
 def validate(source: Path) -> None:
     """Run every check of ``render`` on SOURCE; write nothing."""
     try:
-        result = render_source(source)
-        build_tree(result)
+        plan = plan_source(source)
+        tree = build_tree_from_plan(plan)
     except GroveGitopsError as exc:
         _report(exc)
         sys.exit(1)
-    _warn(result)
-    click.echo(f"{len(result.podcliquesets)} PodCliqueSet(s) valid")
+    for warning in tree.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(f"{len(plan.items)} PodCliqueSet(s) valid")
 
 
 @main.command()

@@ -17,11 +17,12 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_backends
+from grove_gitops.cache import RenderCache, digest
 from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.resourceclaims import validate_templates
 from grove_gitops.expand.workload import expand_pcs
-from grove_gitops.load.source import Sourced, SourceSet, load_source
+from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
@@ -161,53 +162,122 @@ def _validate_pcs(
     return errs
 
 
-def render_source(root: Path) -> RenderResult:
-    """Render a whole source tree, or raise :class:`InvalidInputError` with every problem."""
-    source = load_source(root)
+@dataclass
+class PlannedPCS:
+    """A valid PodCliqueSet waiting to be expanded (``pcs`` is None when the cache has it)."""
+
+    file: str
+    key: tuple[str, str]
+    digest: str
+    pcs: PodCliqueSet | None
+    warnings: list[str]
+
+
+@dataclass
+class RenderPlan:
+    """Everything validated, nothing expanded yet: the output stage expands one
+    PodCliqueSet at a time (or takes it from the cache), so memory stays bounded."""
+
+    config: RenderConfig
+    warnings: list[str]
+    items: list[PlannedPCS]
+    extra: list[RenderedObject]
+    inputs: _Inputs
+    claim_templates: dict[tuple[str, str], dict[str, Any]]
+
+    def expand(self, item: PlannedPCS) -> tuple[list[RenderedObject], list[str]]:
+        pcs = item.pcs
+        if pcs is None:
+            raise ValueError(f"{item.file}: PodCliqueSet {item.key} is only in the cache")
+        opcfg = self.inputs.opcfg
+        backend = self.inputs.backends[selected_scheduler(pcs, opcfg.scheduler.defaultProfileName)]
+        ctx = ExpandContext(
+            self.inputs.render, backend, opcfg.topologyAwareScheduling.enabled, self.inputs.bindings, self.claim_templates
+        )
+        expansion = expand_pcs(pcs, ctx)
+        shard = f"{pcs.namespace}/{pcs.name}"
+        objects = [RenderedObject(_shard_of(o, shard), o) for o in expansion.objects]
+        return objects, [f"{item.file}: {f}: {m}" for f, m in expansion.warnings]
+
+
+def _global_digest(inputs: _Inputs, claim_templates: dict[tuple[str, str], dict[str, Any]]) -> str:
+    """Everything besides its own document that a PodCliqueSet's output can depend on."""
+    from grove_gitops import __version__
+
+    return digest(
+        __version__,
+        inputs.render.model_dump(mode="json"),
+        inputs.opcfg.model_dump(mode="json"),
+        [b.model_dump(mode="json") for b in inputs.bindings.values()],
+        [item.obj for item in inputs.source.passthrough],
+        sorted(inputs.backends),
+        sorted(claim_templates),
+    )
+
+
+def plan_source(root: Path, cache: RenderCache | None = None) -> RenderPlan:
+    """Load and validate a whole source tree, or raise :class:`InvalidInputError` with every
+    problem of every file."""
+    source = load_source(root, cache)
     inputs = _prepare(source)
     problems = inputs.problems
     claim_templates = _claim_templates(source, inputs.render.defaultNamespace)
+    global_digest = _global_digest(inputs, claim_templates)
     seen: dict[tuple[str, str], str] = {}
-    valid: list[Sourced[PodCliqueSet]] = []
-    for item in source.podcliquesets:
-        errs = _validate_pcs(item, inputs, claim_templates)
-        key = (item.obj.namespace, item.obj.name)
+    items: list[PlannedPCS] = []
+    for raw in source.podcliquesets:
+        doc_digest = digest(global_digest, raw.file, raw.obj)
+        cached = cache.get_shard(doc_digest) if cache is not None else None
+        errs: list[FieldError] = []
+        if cached is not None:
+            key, pcs, warnings = cached.key, None, list(cached.warnings)
+        else:
+            pcs, parse_problems = parse_pcs(raw)
+            if pcs is None:
+                problems += parse_problems
+                continue
+            before = len(inputs.warnings)
+            errs = _validate_pcs(Sourced(raw.file, pcs), inputs, claim_templates)
+            warnings = inputs.warnings[before:]
+            del inputs.warnings[before:]
+            key = (pcs.namespace, pcs.name)
         if key in seen:
             errs.append(
-                invalid(
-                    "metadata.name", item.obj.name, f"PodCliqueSet {key[0]}/{key[1]} is also defined in {seen[key]}"
-                )
+                invalid("metadata.name", key[1], f"PodCliqueSet {key[0]}/{key[1]} is also defined in {seen[key]}")
             )
-        seen.setdefault(key, item.file)
-        problems += _problems(item.file, errs)
+        seen.setdefault(key, raw.file)
+        problems += _problems(raw.file, errs)
         if not errs:
-            valid.append(item)
+            items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings))
     if problems:
         raise InvalidInputError(problems)
 
-    result = RenderResult(config=inputs.render, warnings=inputs.warnings)
-    default = inputs.opcfg.scheduler.defaultProfileName
-    tas = inputs.opcfg.topologyAwareScheduling.enabled
-    for item in valid:
-        pcs = item.obj
-        backend = inputs.backends[selected_scheduler(pcs, default)]
-        ctx = ExpandContext(inputs.render, backend, tas, inputs.bindings, claim_templates)
-        expansion = expand_pcs(pcs, ctx)
-        result.warnings += [f"{item.file}: {f}: {m}" for f, m in expansion.warnings]
-        shard = f"{pcs.namespace}/{pcs.name}"
-        result.objects += [RenderedObject(_shard_of(o, shard), o) for o in expansion.objects]
-        result.podcliquesets[(pcs.namespace, pcs.name)] = item.file
+    extra: list[RenderedObject] = []
     for binding in inputs.bindings.values():
         obj = binding.model_dump(mode="json", exclude_none=True)
         obj.pop("status", None)
-        result.objects.append(RenderedObject(CLUSTER_SHARD, obj))
+        extra.append(RenderedObject(CLUSTER_SHARD, obj))
         for backend in inputs.backends.values():
-            result.objects += [RenderedObject(CLUSTER_SHARD, o) for o in backend.topology_objects(binding)]
+            extra += [RenderedObject(CLUSTER_SHARD, o) for o in backend.topology_objects(binding)]
     for passthrough in source.passthrough:
         obj = passthrough.obj
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace")
-        result.objects.append(RenderedObject(f"{ns}/_resources" if ns else CLUSTER_SHARD, obj))
+        extra.append(RenderedObject(f"{ns}/_resources" if ns else CLUSTER_SHARD, obj))
+    return RenderPlan(inputs.render, inputs.warnings, items, extra, inputs, claim_templates)
+
+
+def render_source(root: Path) -> RenderResult:
+    """Render a whole source tree into objects (all in memory; see :func:`plan_source` for
+    the streaming path), or raise :class:`InvalidInputError` with every problem."""
+    plan = plan_source(root)
+    result = RenderResult(config=plan.config, warnings=list(plan.warnings))
+    for item in plan.items:
+        objects, warnings = plan.expand(item)
+        result.warnings += item.warnings + warnings
+        result.objects += objects
+        result.podcliquesets[item.key] = item.file
+    result.objects += plan.extra
     return result
 
 

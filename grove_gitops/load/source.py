@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,7 +19,10 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import Document, load_documents
+from grove_gitops.load.yamlio import MAX_FILE_BYTES, Document, load_documents
+
+if TYPE_CHECKING:
+    from grove_gitops.cache import RenderCache
 from grove_gitops.validation.fielderrors import from_pydantic
 
 PCS_KIND = ("grove.io/v1alpha1", "PodCliqueSet")
@@ -45,7 +48,9 @@ class Sourced(Generic[M]):
 
 @dataclass
 class SourceSet:
-    podcliquesets: list[Sourced[PodCliqueSet]] = field(default_factory=list)
+    #: PodCliqueSet documents, not yet parsed: parsing, defaulting and validation happen
+    #: together in ``render`` (and are skipped for a document the render cache knows).
+    podcliquesets: list[Sourced[dict[str, Any]]] = field(default_factory=list)
     bindings: list[Sourced[ClusterTopologyBinding]] = field(default_factory=list)
     operator_config: Sourced[OperatorConfiguration] | None = None
     render_config: Sourced[RenderConfig] | None = None
@@ -74,7 +79,7 @@ def source_files(root: Path) -> list[Path]:
     return sorted(files)
 
 
-def load_source(root: Path) -> SourceSet:
+def load_source(root: Path, cache: RenderCache | None = None) -> SourceSet:
     out = SourceSet()
     if not root.exists():
         out.problems.append(InputProblem(str(root), "", "source path does not exist"))
@@ -86,11 +91,35 @@ def load_source(root: Path) -> SourceSet:
     base = root if root.is_dir() else root.parent
     for path in files:
         display = str(path.relative_to(base)) if path != base else path.name
-        docs, problems = load_documents(path, display)
+        docs, problems = _load(path, display, cache)
         out.problems.extend(problems)
         for doc in docs:
             _classify(doc, out)
     return out
+
+
+def _load(path: Path, display: str, cache: RenderCache | None) -> tuple[list[Document], list[InputProblem]]:
+    if cache is None:
+        return load_documents(path, display)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return load_documents(path, display)  # reports the size problem
+        key = cache.file_key(display, path.read_bytes())
+    except OSError:
+        return load_documents(path, display)
+    found = cache.get_parsed(key)
+    if found is None:
+        found = load_documents(path, display)
+        cache.put_parsed(key, found)
+    return found
+
+
+def parse_pcs(item: Sourced[dict[str, Any]]) -> tuple[PodCliqueSet | None, list[InputProblem]]:
+    """Parse one PodCliqueSet document into its model (problems name the file and field)."""
+    try:
+        return PodCliqueSet.model_validate(item.obj), []
+    except ValidationError as exc:
+        return None, [InputProblem(item.file, e.path, e.message()) for e in from_pydantic(exc)]
 
 
 def _parse(model: type[B], doc: Document, out: SourceSet) -> B | None:
@@ -116,9 +145,7 @@ def _classify(doc: Document, out: SourceSet) -> None:
     if api.startswith("kustomize.config.k8s.io/"):
         return
     if (api, kind) == PCS_KIND:
-        pcs = _parse(PodCliqueSet, doc, out)
-        if pcs is not None:
-            out.podcliquesets.append(Sourced(doc.file, pcs))
+        out.podcliquesets.append(Sourced(doc.file, data))
     elif (api, kind) == CTB_KIND:
         ctb = _parse(ClusterTopologyBinding, doc, out)
         if ctb is not None:

@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops import __version__
+from grove_gitops.api.renderconfig import RenderConfig
+from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.errors import OutputError
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.serialize import dump_object, dump_plain
-from grove_gitops.render import CLUSTER_SHARD, RenderResult
+from grove_gitops.render import CLUSTER_SHARD, PlannedPCS, RenderedObject, RenderPlan, RenderResult
 
 KUSTOMIZATION = "kustomization.yaml"
 META_FILE = "render.meta"
@@ -42,6 +45,8 @@ class Tree:
 
     files: dict[str, bytes] = field(default_factory=dict)
     shards: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    objects: int = 0
 
 
 def object_file_name(obj: dict[str, Any], wave: int) -> str:
@@ -62,21 +67,105 @@ def _kustomization(resources: list[str], root: bool = False) -> bytes:
     return dump_plain(data).encode()
 
 
-def build_tree(result: RenderResult) -> Tree:
-    tree = Tree()
-    flavour = result.config.gitops
-    for item in result.objects:
+@dataclass
+class _Summary:
+    """What the README files need, collected while objects stream past."""
+
+    config: RenderConfig
+    warnings: list[str] = field(default_factory=list)
+    kind_counts: Counter[str] = field(default_factory=Counter)
+    podcliquesets: dict[tuple[str, str], str] = field(default_factory=dict)
+    shard_counts: dict[str, Counter[str]] = field(default_factory=dict)
+    shard_gangs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    objects: int = 0
+
+
+def _gang_row(obj: dict[str, Any]) -> tuple[str, str, str]:
+    groups = ", ".join(f"`{g['name']}` ({g['minReplicas']})" for g in obj["spec"]["podgroups"])
+    scheduler = (obj["metadata"].get("labels") or {}).get("grove.io/scheduler-name", "")
+    return str(obj["metadata"]["name"]), str(scheduler), groups
+
+
+def _add_objects(tree: Tree, summary: _Summary, objects: Iterable[RenderedObject], files: dict[str, bytes]) -> None:
+    """Serialise objects into ``files`` (one per object) and record them in the summary."""
+    flavour = summary.config.gitops
+    for item in objects:
         # Only metadata.annotations changes: copy that path, share the rest (no deep copy).
         obj = {**item.obj, "metadata": dict(item.obj.get("metadata") or {})}
         wave = wave_of(obj, item.shard == CLUSTER_SHARD)
         annotate(obj, wave, flavour)
-        name = object_file_name(obj, wave)
-        path = f"{item.shard}/{name}"
-        if path in tree.files:
+        path = f"{item.shard}/{object_file_name(obj, wave)}"
+        if path in tree.files or path in files:
             kind, oname = obj.get("kind"), obj.get("metadata", {}).get("name")
             raise OutputError(f"two objects map to the same output file {path} ({kind} {oname})")
-        tree.files[path] = dump_object(obj).encode()
-        tree.shards.setdefault(item.shard, []).append(name)
+        files[path] = dump_object(obj).encode()
+        kind = str(obj.get("kind"))
+        summary.shard_counts.setdefault(item.shard, Counter())[kind] += 1
+        if kind == "PodGang":
+            summary.shard_gangs.setdefault(item.shard, []).append(_gang_row(obj))
+
+
+def _merge(tree: Tree, summary: _Summary, files: dict[str, bytes]) -> None:
+    for path, data in files.items():
+        if path in tree.files:
+            raise OutputError(f"two objects map to the same output file {path}")
+        tree.files[path] = data
+        shard, _, name = path.rpartition("/")
+        tree.shards.setdefault(shard, []).append(name)
+    summary.objects += len(files)
+
+
+def build_tree(result: RenderResult) -> Tree:
+    """The output tree of a fully materialised render."""
+    tree, summary = Tree(), _Summary(result.config, list(result.warnings))
+    files: dict[str, bytes] = {}
+    _add_objects(tree, summary, result.objects, files)
+    _merge(tree, summary, files)
+    summary.podcliquesets.update(result.podcliquesets)
+    _finish(tree, summary)
+    return tree
+
+
+def build_tree_from_plan(plan: RenderPlan, cache: RenderCache | None = None) -> Tree:
+    """The output tree, expanding one PodCliqueSet at a time (bounded memory) and reusing
+    the bytes of every PodCliqueSet the cache already rendered with the same inputs."""
+    tree, summary = Tree(), _Summary(plan.config, list(plan.warnings))
+    for item in plan.items:
+        if item.pcs is None and cache is not None:
+            cached = cache.shards[item.digest]  # plan_source found it there
+        else:
+            cached = _render_shard(tree, plan, item)
+            if cache is not None:
+                cache.put_shard(item.digest, cached)
+        for key, n in cached.kind_counts.items():
+            shard, _, kind = key.partition("\0")
+            summary.shard_counts.setdefault(shard, Counter())[kind] += n
+        summary.shard_gangs.setdefault(f"{cached.key[0]}/{cached.key[1]}", []).extend(cached.gangs)
+        _merge(tree, summary, cached.files)
+        summary.warnings += cached.warnings
+        summary.podcliquesets[item.key] = item.file
+    files: dict[str, bytes] = {}
+    _add_objects(tree, summary, plan.extra, files)
+    _merge(tree, summary, files)
+    _finish(tree, summary)
+    return tree
+
+
+def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard:
+    """Expand and serialise one PodCliqueSet; its objects are dropped once they are bytes."""
+    objects, warnings = plan.expand(item)
+    own = _Summary(plan.config)
+    files: dict[str, bytes] = {}
+    _add_objects(tree, own, objects, files)
+    counts = {f"{shard}\0{kind}": n for shard, counter in own.shard_counts.items() for kind, n in counter.items()}
+    gangs = [row for rows in own.shard_gangs.values() for row in rows]
+    return CachedShard(item.key, item.file, files, counts, gangs, item.warnings + warnings)
+
+
+def _finish(tree: Tree, summary: _Summary) -> None:
+    """Kustomizations, READMEs and the metadata file, from what was collected."""
+    for counter in summary.shard_counts.values():
+        summary.kind_counts.update(counter)
     namespaces: dict[str, list[str]] = {}
     for shard, names in sorted(tree.shards.items()):
         tree.files[f"{shard}/{KUSTOMIZATION}"] = _kustomization(sorted(names))
@@ -87,21 +176,17 @@ def build_tree(result: RenderResult) -> Tree:
         tree.files[f"{ns}/{KUSTOMIZATION}"] = _kustomization(sorted(subs))
     root = ([CLUSTER_SHARD] if CLUSTER_SHARD in tree.shards else []) + sorted(namespaces)
     tree.files[KUSTOMIZATION] = _kustomization(root, root=True)
-    for (ns, pcs), source_file in result.podcliquesets.items():
+    for (ns, pcs), source_file in summary.podcliquesets.items():
         shard = f"{ns}/{pcs}"
-        tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, result).encode()
-    tree.files["README.md"] = _root_readme(result).encode()
-    tree.files[META_FILE] = _meta(result, tree).encode()
-    return tree
+        tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary).encode()
+    tree.files["README.md"] = _root_readme(summary).encode()
+    tree.files[META_FILE] = _meta(summary, tree).encode()
+    tree.warnings = summary.warnings
+    tree.objects = summary.objects
 
 
-def _kind_counts(result: RenderResult, shard: str) -> Counter[str]:
-    return Counter(str(o.obj.get("kind")) for o in result.objects if o.shard == shard)
-
-
-def _shard_readme(shard: str, source_file: str, result: RenderResult) -> str:
-    counts = _kind_counts(result, shard)
-    gangs = [o.obj for o in result.objects if o.shard == shard and o.obj.get("kind") == "PodGang"]
+def _shard_readme(shard: str, source_file: str, summary: _Summary) -> str:
+    counts = summary.shard_counts.get(shard, Counter())
     lines = [
         f"# {shard}",
         "",
@@ -112,41 +197,39 @@ def _shard_readme(shard: str, source_file: str, result: RenderResult) -> str:
     ]
     lines += [f"| {kind} | {n} |" for kind, n in sorted(counts.items())]
     lines += ["", "## Gangs", "", "| PodGang | scheduler | podgroups (minReplicas) |", "| --- | --- | --- |"]
-    for gang in gangs:
-        groups = ", ".join(f"`{g['name']}` ({g['minReplicas']})" for g in gang["spec"]["podgroups"])
-        scheduler = gang["metadata"]["labels"].get("grove.io/scheduler-name", "")
-        lines.append(f"| `{gang['metadata']['name']}` | {scheduler} | {groups} |")
+    for name, scheduler, groups in summary.shard_gangs.get(shard, []):
+        lines.append(f"| `{name}` | {scheduler} | {groups} |")
     return "\n".join(lines) + "\n"
 
 
-def _root_readme(result: RenderResult) -> str:
-    counts = Counter(str(o.obj.get("kind")) for o in result.objects)
+def _root_readme(summary: _Summary) -> str:
+    config = summary.config
     lines = [
         "# Rendered Grove workloads",
         "",
-        f"Generated by grove-gitops {__version__} for Kubernetes {result.config.kubernetesVersion}"
-        f" ({result.config.gitops}). Do not edit: change the source and re-render.",
+        f"Generated by grove-gitops {__version__} for Kubernetes {config.kubernetesVersion}"
+        f" ({config.gitops}). Do not edit: change the source and re-render.",
         "",
         "| PodCliqueSet | directory | source |",
         "| --- | --- | --- |",
     ]
-    for (ns, pcs), src in sorted(result.podcliquesets.items()):
+    for (ns, pcs), src in sorted(summary.podcliquesets.items()):
         lines.append(f"| {ns}/{pcs} | `{ns}/{pcs}/` | `{src}` |")
     lines += ["", "| kind | objects |", "| --- | ---: |"]
-    lines += [f"| {kind} | {n} |" for kind, n in sorted(counts.items())]
-    if result.warnings:
-        lines += ["", "## Warnings", ""] + [f"- {w}" for w in result.warnings]
+    lines += [f"| {kind} | {n} |" for kind, n in sorted(summary.kind_counts.items())]
+    if summary.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary.warnings]
     return "\n".join(lines) + "\n"
 
 
-def _meta(result: RenderResult, tree: Tree) -> str:
+def _meta(summary: _Summary, tree: Tree) -> str:
     data = {
         "generator": META_MARKER,
         "version": __version__,
-        "kubernetesVersion": result.config.kubernetesVersion,
-        "gitops": result.config.gitops,
-        "podCliqueSets": sorted(f"{ns}/{n}" for ns, n in result.podcliquesets),
-        "objects": len(result.objects),
+        "kubernetesVersion": summary.config.kubernetesVersion,
+        "gitops": summary.config.gitops,
+        "podCliqueSets": sorted(f"{ns}/{n}" for ns, n in summary.podcliquesets),
+        "objects": summary.objects,
         "files": len(tree.files) + 1,
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"

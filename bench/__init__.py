@@ -1,0 +1,1 @@
+"""Benchmarks (run on demand with ``make bench``; never part of the test command)."""

@@ -1,0 +1,86 @@
+"""A render cache for long-running processes (the controller, ``watch``).
+
+Rendering is a pure function of its inputs, so a PodCliqueSet whose source document and
+global inputs (configuration, bindings, pass-through objects, renderer version) are
+unchanged renders to the same bytes: the cache keeps those bytes, keyed by a digest of all
+of it, and a large repository with one changed workload re-expands and re-serialises only
+that workload. Parsed YAML is cached by file content too. Entries not used by the latest
+render are dropped, so memory follows the repository, not its history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from grove_gitops.errors import InputProblem
+from grove_gitops.load.yamlio import Document
+
+
+@dataclass(frozen=True)
+class CachedShard:
+    """One PodCliqueSet's rendered files and what the summaries need."""
+
+    key: tuple[str, str]  # (namespace, name)
+    source_file: str
+    files: dict[str, bytes]  # path relative to the output root -> bytes
+    kind_counts: dict[str, int]
+    gangs: list[tuple[str, str, str]]  # (PodGang, scheduler, podgroups)
+    warnings: list[str]
+
+
+@dataclass
+class RenderCache:
+    parsed: dict[str, tuple[list[Document], list[InputProblem]]] = field(default_factory=dict)
+    shards: dict[str, CachedShard] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+    _used_parsed: set[str] = field(default_factory=set)
+    _used_shards: set[str] = field(default_factory=set)
+
+    @staticmethod
+    def file_key(display: str, data: bytes) -> str:
+        return hashlib.sha256(display.encode() + b"\0" + data).hexdigest()
+
+    def get_parsed(self, key: str) -> tuple[list[Document], list[InputProblem]] | None:
+        self._used_parsed.add(key)
+        return self.parsed.get(key)
+
+    def put_parsed(self, key: str, value: tuple[list[Document], list[InputProblem]]) -> None:
+        self._used_parsed.add(key)
+        self.parsed[key] = value
+
+    def get_shard(self, key: str) -> CachedShard | None:
+        self._used_shards.add(key)
+        found = self.shards.get(key)
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put_shard(self, key: str, value: CachedShard) -> None:
+        self._used_shards.add(key)
+        self.shards[key] = value
+
+    def start(self) -> None:
+        self._used_parsed.clear()
+        self._used_shards.clear()
+        self.hits = self.misses = 0
+
+    def finish(self) -> None:
+        """Drop what the render that just finished did not use."""
+        self.parsed = {k: v for k, v in self.parsed.items() if k in self._used_parsed}
+        self.shards = {k: v for k, v in self.shards.items() if k in self._used_shards}
+
+
+def digest(*parts: Any) -> str:
+    """A stable digest of JSON-shaped parts."""
+    import json
+
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(json.dumps(part, sort_keys=True, separators=(",", ":"), default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
