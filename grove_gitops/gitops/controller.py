@@ -26,13 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
-from grove_gitops.gitops.repo import SourceCommit, Workspace, temporary_dir
-from grove_gitops.output.layout import build_tree
-from grove_gitops.render import render_source
+from grove_gitops.gitops.repo import SourceCommit, Workspace
+from grove_gitops.output.layout import build_tree_from_plan
+from grove_gitops.render import plan_source
 
 log = logging.getLogger("grove_gitops.controller")
 
@@ -89,6 +90,11 @@ class Controller:
         self.registry = registry or Registry()
         self.before_push = before_push
         self.workspace = Workspace(config.repo, config.workdir, config.author_name, config.author_email)
+        #: Rendered PodCliqueSets of earlier source commits: unchanged ones are not re-expanded.
+        self.cache = RenderCache()
+        #: A private export of the source path, updated file by file from commit to commit.
+        self._source_dir = config.workdir.parent / f".{config.workdir.name}.source"
+        self._exported: dict[str, str] | None = None
         self.last_error: str | None = None
         self.last_success = time.monotonic()
 
@@ -136,6 +142,7 @@ class Controller:
                 "grove_gitops_push_duration", "Time to push rendered commits", time.monotonic() - started
             )
             result.pushed = True
+            ws.mark_pushed()
             self._record(result)
             return result
         raise GitPushRejectedError(f"gave up after {cfg.max_push_attempts} rejected pushes to {cfg.output_branch!r}")
@@ -143,19 +150,21 @@ class Controller:
     def _render_commit(self, commit: SourceCommit, result: IterationResult) -> None:
         cfg = self.config
         started = time.monotonic()
-        with temporary_dir("grove-gitops-src-") as src:
-            self.workspace.export(commit.sha, cfg.source_path, src)
-            try:
-                rendered = render_source(src)
-                tree = build_tree(rendered)
-            except InvalidInputError as exc:
-                prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
-                lines = [f"{prefix}{p}" for p in exc.problems]
-                result.failed[commit.sha] = lines
-                self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
-                for line in lines:
-                    log.error("source commit %s: %s", commit.sha[:12], line)
-                return
+        self._exported = self.workspace.export(commit.sha, cfg.source_path, self._source_dir, self._exported)
+        self.cache.start()
+        try:
+            plan = plan_source(self._source_dir, self.cache)
+            tree = build_tree_from_plan(plan, self.cache)
+        except InvalidInputError as exc:
+            prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
+            lines = [f"{prefix}{p}" for p in exc.problems]
+            result.failed[commit.sha] = lines
+            self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
+            for line in lines:
+                log.error("source commit %s: %s", commit.sha[:12], line)
+            return
+        finally:
+            self.cache.finish()
         self.registry.observe(
             "grove_gitops_render_duration", "Time to render one source commit", time.monotonic() - started
         )
@@ -163,7 +172,7 @@ class Controller:
         if self.workspace.replace_path(cfg.output_path, tree.files):
             self.workspace.commit(trailers.message(commit.sha, commit.subject, cfg.source_path))
             result.rendered.append(commit.sha)
-            log.info("rendered source commit %s (%d objects)", commit.sha[:12], len(rendered.objects))
+            log.info("rendered source commit %s (%d objects)", commit.sha[:12], tree.objects)
         else:
             result.unchanged.append(commit.sha)
             log.info("source commit %s: output unchanged, nothing to commit", commit.sha[:12])

@@ -20,6 +20,7 @@ in causal order and a changed object is a changed file.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -59,11 +60,17 @@ def object_file_name(obj: dict[str, Any], wave: int) -> str:
 
 
 def _kustomization(resources: list[str], root: bool = False) -> bytes:
+    return _kustomization_bytes(tuple(resources), root)
+
+
+@functools.lru_cache(maxsize=16384)
+def _kustomization_bytes(resources: tuple[str, ...], root: bool) -> bytes:
+    """Memoised: a controller re-assembles thousands of unchanged directories per commit."""
     data: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
     if root:
         # Apply order = file order (waves), not kustomize's legacy kind order.
         data["sortOptions"] = {"order": "fifo"}
-    data["resources"] = resources
+    data["resources"] = list(resources)
     return dump_plain(data).encode()
 
 
@@ -111,8 +118,9 @@ def _merge(tree: Tree, summary: _Summary, files: dict[str, bytes]) -> None:
             raise OutputError(f"two objects map to the same output file {path}")
         tree.files[path] = data
         shard, _, name = path.rpartition("/")
-        tree.shards.setdefault(shard, []).append(name)
-    summary.objects += len(files)
+        if name.endswith(".yaml"):
+            tree.shards.setdefault(shard, []).append(name)
+            summary.objects += 1
 
 
 def build_tree(result: RenderResult) -> Tree:
@@ -159,6 +167,8 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard
     _add_objects(tree, own, objects, files)
     counts = {f"{shard}\0{kind}": n for shard, counter in own.shard_counts.items() for kind, n in counter.items()}
     gangs = [row for rows in own.shard_gangs.values() for row in rows]
+    shard = f"{item.key[0]}/{item.key[1]}"
+    files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own).encode()
     return CachedShard(item.key, item.file, files, counts, gangs, item.warnings + warnings)
 
 
@@ -178,7 +188,8 @@ def _finish(tree: Tree, summary: _Summary) -> None:
     tree.files[KUSTOMIZATION] = _kustomization(root, root=True)
     for (ns, pcs), source_file in summary.podcliquesets.items():
         shard = f"{ns}/{pcs}"
-        tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary).encode()
+        if f"{shard}/README.md" not in tree.files:
+            tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary).encode()
     tree.files["README.md"] = _root_readme(summary).encode()
     tree.files[META_FILE] = _meta(summary, tree).encode()
     tree.warnings = summary.warnings
