@@ -17,14 +17,17 @@ def test_streaming_tree_equals_materialised_tree() -> None:
 
 
 def test_cache_reuses_unchanged_podcliquesets_and_gives_identical_bytes(tmp_path: Path) -> None:
-    src = write_source(tmp_path / "src", {f"p{i}.yaml": pcs_yaml(f"pcs{i}") for i in range(5)})
+    def doc(name: str) -> str:  # examples/ makes KAI the default scheduler, which needs a queue
+        return pcs_yaml(name).replace("  namespace: ml\n", "  namespace: ml\n  labels: {kai.scheduler/queue: q}\n")
+
+    src = write_source(tmp_path / "src", {f"p{i}.yaml": doc(f"pcs{i}") for i in range(5)})
     shutil.copytree(PROJECT / "examples", src / "examples")
     cache = RenderCache()
     cache.start()
     first = build_tree_from_plan(plan_source(src, cache), cache)
     cache.finish()
     assert (cache.hits, cache.misses) == (0, 6)
-    (src / "p3.yaml").write_text(pcs_yaml("pcs3").replace("replicas: 2", "replicas: 4"))
+    (src / "p3.yaml").write_text(doc("pcs3").replace("replicas: 2", "replicas: 4"))
     cache.start()
     second = build_tree_from_plan(plan_source(src, cache), cache)
     cache.finish()
