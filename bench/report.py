@@ -1,0 +1,401 @@
+"""Summarise the raw benchmark results and write BENCHMARKS.md.
+
+``summarise(results)`` turns the per-run JSON that ``bench.run`` collected into figures
+(median, min, max and the runs themselves) and target checks; ``markdown(results)`` renders
+the report. Ratios are computed per run from measurements taken side by side, then summarised;
+a ratio of two medians would mix runs that saw different machine load.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from typing import Any
+
+Stat = dict[str, Any]
+
+#: (key in summary, label, target description, predicate on the median)
+TARGETS: list[tuple[str, str, str, Callable[[float], bool]]] = [
+    ("peak_rss_mib", "peak RSS of the render process", "≤ 300 MiB", lambda v: v <= 300),
+    ("floor_ratio", "render time / floor time", "≤ 1.5", lambda v: v <= 1.5),
+    ("incremental_ratio", "incremental run_once, N-PCS / 1-PCS repo", "≤ 3", lambda v: v <= 3),
+    ("lifter_release_s", "gate-lifter: first PodGang created → all gates lifted", "≤ 2 s", lambda v: v <= 2),
+    ("lifter_patch_ratio", "gate-lifter: pod PATCH requests / released pods", "≤ 1.05", lambda v: v <= 1.05),
+]
+
+
+def stat(values: Iterable[float]) -> Stat | None:
+    vals = [float(v) for v in values]
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "runs": vals}
+
+
+def _ok(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in runs if "error" not in r]
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any]:
+    """Figures of every sub-benchmark that produced data (missing ones are left out)."""
+    out: dict[str, Any] = {}
+    renders = _ok(results.get("render", {}).get("runs", []))
+    full = [r["full"] for r in renders if "full" in r]
+    pairs = [r for r in renders if "full" in r and "floor" in r]
+    out["render_s"] = stat(f["seconds"] for f in full)
+    out["render_source_s"] = stat(f["render_source_s"] for f in full)
+    out["build_tree_s"] = stat(f["build_tree_s"] for f in full)
+    out["write_tree_s"] = stat(f["write_tree_s"] for f in full)
+    out["objects_per_s"] = stat(f["objects_per_s"] for f in full)
+    out["mb_per_s"] = stat(f["mb_per_s"] for f in full)
+    out["peak_rss_mib"] = stat(f["peak_rss_mib"] for f in full)
+    out["floor_s"] = stat(r["floor"]["seconds"] for r in pairs)
+    out["floor_ratio"] = stat(r["full"]["seconds"] / r["floor"]["seconds"] for r in pairs)
+    kz = [r for r in renders if "seconds" in r.get("kustomize", {}) and not r["kustomize"].get("timed_out")]
+    out["kustomize_s"] = stat(r["kustomize"]["seconds"] for r in kz)
+    out["kustomize_ratio"] = stat(r["kustomize"]["seconds"] / r["full"]["seconds"] for r in kz if "full" in r)
+    shard = [r for r in renders if "seconds" in r.get("kustomize_shard", {})]
+    out["kustomize_shard_s"] = stat(r["kustomize_shard"]["seconds"] for r in shard)
+
+    inc = results.get("incremental") or {}
+    if "change_s" in inc:
+        out["incremental_big_s"] = stat(inc["change_s"]["big"]["runs"])
+        out["incremental_small_s"] = stat(inc["change_s"]["small"]["runs"])
+        out["incremental_ratio"] = stat(inc["ratio"]["runs"])
+
+    lifts = _ok(results.get("lifter", {}).get("runs", []))
+    out["lifter_release_s"] = stat(r["release_s"] for r in lifts)
+    out["lifter_release_after_last_s"] = stat(r["release_after_last_s"] for r in lifts)
+    out["lifter_post_s"] = stat(r["post_podgangs_s"] for r in lifts)
+    out["lifter_cpu_s"] = stat(r["cpu_s"] for r in lifts)
+    out["lifter_patch_ratio"] = stat(r["patches_per_released_pod"] for r in lifts)
+    out["lifter_api_floor_s"] = stat(r["api_floor_s"] for r in lifts)
+    out["lifter_floor_ratio"] = stat(r["release_over_api_floor"] for r in lifts)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for key, label, target, ok in TARGETS:
+        if key in summary:
+            rows.append(
+                {
+                    "key": key,
+                    "label": label,
+                    "target": target,
+                    "median": summary[key]["median"],
+                    "met": ok(summary[key]["median"]),
+                }
+            )
+    return rows
+
+
+# -- formatting ----------------------------------------------------------------------------
+def num(value: float, unit: str = "") -> str:
+    if value != value or value in (float("inf"), float("-inf")):
+        return "n/a"
+    mag = abs(value)
+    text = (
+        f"{value:,.0f}"
+        if mag >= 100
+        else f"{value:.1f}"
+        if mag >= 10
+        else f"{value:.2f}"
+        if mag >= 0.1
+        else f"{value:.3f}"
+    )
+    return f"{text} {unit}".rstrip()
+
+
+def cell(s: Stat | None, unit: str = "") -> tuple[str, str]:
+    if not s:
+        return "n/a", ""
+    if len(s["runs"]) == 1:
+        return num(s["median"], unit), "(1 run)"
+    return num(s["median"], unit), f"{num(s['min'])}–{num(s['max'], unit)}"
+
+
+def runs(s: Stat | None, unit: str = "") -> str:
+    return ", ".join(num(v, unit) for v in s["runs"]) if s else "n/a"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    aligns = ["---"] + [
+        "---:" if h in ("median", "min–max", "share", "seconds", "calls", "cumulative", "self") else "---"
+        for h in header[1:]
+    ]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def markdown(results: dict[str, Any]) -> str:
+    p = results["params"]
+    m = results["machine"]
+    s = results["summary"]
+    checks = {t["key"]: t for t in results["targets"]}
+    n, r = p["size"], p["repeat"]
+    renders = _ok(results.get("render", {}).get("runs", []))
+    first = renders[0]["full"] if renders and "full" in renders[0] else {}
+
+    def row(label: str, key: str, unit: str = "") -> list[str]:
+        median, spread = cell(s.get(key), unit)
+        check = checks.get(key)
+        verdict = "" if check is None else f"{check['target']} {'✅' if check['met'] else '❌'}"
+        return [label, median, spread, verdict]
+
+    timeouts = [
+        (run["kustomize"]["timeout_s"], run["full"]["seconds"])
+        for run in renders
+        if run.get("kustomize", {}).get("timed_out") and "full" in run
+    ]
+
+    def kustomize_row(label: str, key: str, unit: str = "") -> list[str]:
+        if key in s or not timeouts:
+            return row(label, key, unit)
+        limit, render_s = timeouts[0]
+        bound = limit if key == "kustomize_s" else limit / render_s
+        return [label, f"> {num(bound, unit)}", "timed out", ""]
+
+    L: list[str] = [
+        "# Benchmarks",
+        "",
+        f"Written by `{p['command']}` on {p['date']} (project commit {m['project_commit']}).",
+        f"Every figure is the median and min–max over {r} run(s); each run is a fresh process. Ratios are taken",
+        "per run between measurements made side by side, then summarised. The machine is shared: load average",
+        f"{m['loadavg_start']} at the start, {m.get('loadavg_end', '?')} at the end.",
+        "",
+        "## Summary",
+        "",
+    ]
+    workload = (
+        f"{n} PodCliqueSets → {first.get('objects', '?'):,} objects ({first.get('pods', '?'):,} pods), "
+        f"{first.get('files', '?'):,} files, {first.get('bytes', 0) / 1e6:.1f} MB"
+        if first
+        else f"{n} PodCliqueSets"
+    )
+    L += [f"Render workload: {workload}.", ""]
+    rows = [
+        row("full render (render_source + build_tree + write_tree)", "render_s", "s"),
+        row("objects / s", "objects_per_s"),
+        row("MB written / s", "mb_per_s"),
+        row("peak RSS of the render process (MiB)", "peak_rss_mib"),
+        row("floor: CSafeDumper dump + write of the same objects", "floor_s", "s"),
+        row("render / floor", "floor_ratio"),
+        kustomize_row("`kubectl kustomize OUT`", "kustomize_s", "s"),
+        kustomize_row("kustomize / render", "kustomize_ratio"),
+        row("`kubectl kustomize` of the largest PodCliqueSet shard", "kustomize_shard_s", "s"),
+        row(f"controller run_once, one PCS changed, {n}-PCS repo", "incremental_big_s", "s"),
+        row("controller run_once, one PCS changed, 1-PCS repo", "incremental_small_s", "s"),
+        row(f"incremental ratio {n}-PCS / 1-PCS", "incremental_ratio"),
+        row(
+            f"gate-lifter, {p['lifter_pods']} pods / {p['lifter_gangs']} gangs: first PodGang → all lifted",
+            "lifter_release_s",
+            "s",
+        ),
+        row("gate-lifter: last PodGang → all lifted", "lifter_release_after_last_s", "s"),
+        row("gate-lifter: pod PATCH requests per released pod", "lifter_patch_ratio"),
+        row("gate-lifter: API floor (same patches, one bare client)", "lifter_api_floor_s", "s"),
+        row("gate-lifter: release / API floor", "lifter_floor_ratio"),
+    ]
+    L += _table(["", "median", "min–max", "target"], rows)
+    notes = results.get("notes") or []
+    errors = results.get("errors") or []
+    if notes or errors:
+        L += [""] + [f"- Note: {x}" for x in notes] + [f"- **Error**: {x}" for x in errors]
+
+    # -- machine
+    L += ["", "## Machine", ""]
+    L += _table(
+        ["", "value"],
+        [
+            ["CPU", m["cpu"]],
+            ["cores", m["cores"]],
+            ["memory", m["memory"]],
+            ["OS", m["os"]],
+            ["Python", m["python"]],
+            ["PyYAML", m["pyyaml"]],
+            ["git", m["git"]],
+            ["kubectl", m["kubectl"]],
+            ["packages", ", ".join(f"{k} {v}" for k, v in m["packages"].items())],
+        ],
+    )
+
+    # -- render details
+    L += ["", "## Render", ""]
+    L += [
+        f"Source: `bench.generate` with N={n} (one file per PodCliqueSet; shapes, schedulers and topologies rotate",
+        "with the index). Per run, in separate fresh processes: the full render into a new directory, then the floor",
+        "(every `.yaml` file of that output loaded untimed with CSafeLoader, then `yaml.dump(obj, Dumper=yaml.CSafeDumper)`",
+        "written to the same relative path of a fresh directory, timed; README.md and render.meta written back as bytes),",
+        "then `kubectl kustomize OUT > /dev/null`. Peak RSS is `ru_maxrss` of the render process itself",
+        f"(after imports, before rendering: {num(first.get('rss_after_imports_mib', float('nan')))} MiB).",
+        "",
+    ]
+    L += _table(
+        ["stage", "median", "min–max", "runs"],
+        [
+            ["render_source", *cell(s.get("render_source_s"), "s"), runs(s.get("render_source_s"))],
+            ["build_tree", *cell(s.get("build_tree_s"), "s"), runs(s.get("build_tree_s"))],
+            ["write_tree", *cell(s.get("write_tree_s"), "s"), runs(s.get("write_tree_s"))],
+            ["total", *cell(s.get("render_s"), "s"), runs(s.get("render_s"))],
+            ["floor", *cell(s.get("floor_s"), "s"), runs(s.get("floor_s"))],
+            ["render / floor", *cell(s.get("floor_ratio")), runs(s.get("floor_ratio"))],
+        ],
+    )
+    for i, run in enumerate(results.get("render", {}).get("runs", []), 1):
+        kz = run.get("kustomize", {})
+        if kz.get("timed_out"):
+            bound = f" (kustomize / render > {num(kz['timeout_s'] / run['full']['seconds'])})" if "full" in run else ""
+            L += ["", f"Run {i}: `kubectl kustomize OUT` did not finish within {num(kz['timeout_s'])} s{bound}."]
+        elif "skipped" in kz:
+            L += ["", f"Run {i}: kustomize skipped: {kz['skipped']}."]
+        elif "error" in kz:
+            L += ["", f"Run {i}: `kubectl kustomize` failed: {kz['error'][:300]}"]
+
+    # -- incremental
+    inc = results.get("incremental") or {}
+    L += ["", "## Incremental controller", ""]
+    if "change_s" in inc:
+        L += [
+            "Two git setups under a temporary directory (bare remote + developer clone, source under `src/`, output",
+            f"branch `rendered`): {inc['podcliquesets']['big']} PodCliqueSets vs the first one alone. One long-lived worker",
+            "process per setup keeps ONE `Controller`; a warm-up `run_once()` renders everything, then each repeat sets",
+            "`spec.replicas` of PodCliqueSet `w00000` (in both setups) to 2, 3, 4, …, pushes, and times `run_once()`",
+            "(fetch + render + commit + push). The two workers take turns, repeat by repeat.",
+            "",
+        ]
+        L += _table(
+            ["", "median", "min–max", "runs"],
+            [
+                [f"{n}-PCS repo", *cell(s.get("incremental_big_s"), "s"), runs(s.get("incremental_big_s"))],
+                ["1-PCS repo", *cell(s.get("incremental_small_s"), "s"), runs(s.get("incremental_small_s"))],
+                ["ratio", *cell(s.get("incremental_ratio")), runs(s.get("incremental_ratio"))],
+            ],
+        )
+        L += [
+            "",
+            f"Warm-up (full) iteration: {num(inc['warmup_s']['big'], 's')} ({inc['output_files']['big']:,} output files) for the "
+            f"{n}-PCS repo, {num(inc['warmup_s']['small'], 's')} ({inc['output_files']['small']:,} files) for the 1-PCS repo. "
+            f"Peak RSS of the controller processes: {num(inc['worker_peak_rss_mib']['big'])} MiB and "
+            f"{num(inc['worker_peak_rss_mib']['small'])} MiB.",
+        ]
+    else:
+        L += [f"Not measured: {inc.get('error', 'no data')}"]
+
+    # -- lifter
+    lifts = results.get("lifter", {}).get("runs", [])
+    ok = _ok(lifts)
+    L += ["", "## Gate-lifter", ""]
+    if ok:
+        one = ok[0]
+        L += [
+            f"{one['gangs']} single-gang PodCliqueSets of `bench.generate` (frontend + engine shape; schedulers "
+            + ", ".join(f"{k} ×{v}" for k, v in sorted(one["schedulers"].items()))
+            + f"), engine replicas adjusted to exactly {one['pods']} pods; rendered, then every object except the",
+            f"PodGangs POSTed to a fresh `FakeApiServer` (real HTTP) with a `GateLifter` running ({num(one['apply_s'], 's')}",
+            "untimed). Once the lifter's cache holds every pod, the PodGangs are POSTed back to back and the clock runs",
+            "until every gate is gone. Server, lifter and client share one Python process (and its GIL). The API floor:",
+            "before the lifter starts, copies of the pods that no lifter selects get the same JSON patch (test + remove",
+            "of the gate) from one bare client, one request after the other, on the same server.",
+            "",
+        ]
+        L += _table(
+            ["", "median", "min–max", "runs"],
+            [
+                [
+                    "first PodGang → all gates lifted",
+                    *cell(s.get("lifter_release_s"), "s"),
+                    runs(s.get("lifter_release_s")),
+                ],
+                [
+                    "last PodGang → all gates lifted",
+                    *cell(s.get("lifter_release_after_last_s"), "s"),
+                    runs(s.get("lifter_release_after_last_s")),
+                ],
+                ["POSTing the PodGangs", *cell(s.get("lifter_post_s"), "s"), runs(s.get("lifter_post_s"))],
+                [
+                    "API floor: the same patches, one bare client, one by one",
+                    *cell(s.get("lifter_api_floor_s"), "s"),
+                    runs(s.get("lifter_api_floor_s")),
+                ],
+                ["release / API floor", *cell(s.get("lifter_floor_ratio")), runs(s.get("lifter_floor_ratio"))],
+                ["process CPU time in that window", *cell(s.get("lifter_cpu_s"), "s"), runs(s.get("lifter_cpu_s"))],
+                [
+                    "pod PATCH requests / released pods",
+                    *cell(s.get("lifter_patch_ratio")),
+                    runs(s.get("lifter_patch_ratio")),
+                ],
+            ],
+        )
+    for i, run in enumerate(lifts, 1):
+        if "error" in run:
+            L += ["", f"Run {i} failed: {run['error'][:500]}"]
+
+    # -- profile
+    prof = results.get("profile") or {}
+    L += ["", "## What the remaining cost is made of", ""]
+    if "groups_s" in prof:
+        shares = prof["groups_share"]
+        unprofiled = s.get("render_s", {}).get("median")
+        overhead = f", {prof['profiled_seconds'] / unprofiled:.1f}× the unprofiled median" if unprofiled else ""
+        L += [
+            f"One full render of the same N={n} source under cProfile ({num(prof['profiled_seconds'], 's')}{overhead}).",
+            "Self time is charged to a stage by where the function lives: `grove_gitops/load` → load;",
+            "`validation/`, `api/`, pydantic → validate; `expand/` → expand; `backends/`, `backendapi.py` → backend;",
+            "`output/` except the writer, and PyYAML's dumper → serialise; `output/writer.py` → write; the rest of",
+            "`grove_gitops` (e.g. `render.py`'s orchestration) → other. Time in the stdlib, builtins and PyYAML's C",
+            "calls (copy, file I/O, hashing, `yaml.dump`) is charged to the project function that called it, split",
+            "over callers in proportion to call-edge time (gprof-style, approximate).",
+            "",
+        ]
+        from bench.render_bench import GROUPS
+
+        L += _table(
+            ["stage", "share", "seconds"],
+            [[g, f"{shares[g] * 100:.1f} %", num(prof["groups_s"][g])] for g in GROUPS if g in shares],
+        )
+        L += [
+            "",
+            "Top cumulative functions (project code and PyYAML / pydantic entry points; seconds under the profiler):",
+            "",
+        ]
+        L += _table(
+            ["function", "stage", "calls", "cumulative", "self"],
+            [
+                [
+                    f"`{row['function']}`",
+                    row["group"],
+                    f"{row['calls']:,}",
+                    num(row["cumulative_s"]),
+                    num(row["self_s"]),
+                ]
+                for row in prof["top_cumulative"]
+            ],
+        )
+        L += [
+            "",
+            "Unprofiled stage split (medians above): render_source (load, validate, expand, backend) "
+            f"{cell(s.get('render_source_s'), 's')[0]}, build_tree (serialise) {cell(s.get('build_tree_s'), 's')[0]}, "
+            f"write_tree (write) {cell(s.get('write_tree_s'), 's')[0]}.",
+        ]
+    else:
+        L += [f"Not measured: {prof.get('error', 'no data')}"]
+
+    # -- reproduce
+    L += [
+        "",
+        "## How to reproduce",
+        "",
+        "```bash",
+        "bash scripts/setup.sh            # .venv with the project and its dev tools",
+        "make bench                       # = .venv/bin/python -m bench.run (N=1000, R=3) → BENCHMARKS.md",
+        f"{p['command']}",
+        "make bench-smoke                 # N=3, R=1, 40 pods / 4 gangs: checks the harness end to end",
+        "```",
+        "",
+        "Sub-benchmarks can be run alone (each prints one JSON line): `python -m bench.render_bench full|floor|profile`,",
+        "`python -m bench.incremental_bench --source SRC`, `python -m bench.lifter_bench --gangs G --pods P`;",
+        "`python -m bench.generate DIR N` writes the source. See bench/README.md.",
+        "",
+    ]
+    return "\n".join(L)

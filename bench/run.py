@@ -1,0 +1,293 @@
+"""Run every benchmark and write BENCHMARKS.md.
+
+    python -m bench.run [--size N] [--repeat R] [--out BENCHMARKS.md] [--json FILE]
+
+Generates N PodCliqueSets once, then runs each measurement in a fresh subprocess (so memory
+and caches are isolated) that prints one JSON line: per repeat the full render, its floor and
+``kubectl kustomize``; the incremental controller benchmark (its own worker processes); R
+gate-lifter runs, each on a fresh fake API server; one cProfile of a full render. A failing
+sub-benchmark is reported in the output and makes the exit code 1; the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.render_bench import kustomize, largest_shard
+
+PROJECT = Path(__file__).resolve().parents[1]
+PACKAGES = (
+    "grove-gitops",
+    "PyYAML",
+    "pydantic",
+    "pydantic-core",
+    "GitPython",
+    "kubernetes",
+    "urllib3",
+    "click",
+    "jsonschema",
+    "kubernetes-validate",
+)
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class ChildError(RuntimeError):
+    pass
+
+
+def child(module: str, *args: str, tmpdir: Path, timeout: float | None = None) -> dict[str, Any]:
+    """Run ``python -m module args`` in a fresh interpreter and parse its last stdout line as JSON.
+
+    ``TMPDIR`` points into the run's own temporary directory, so whatever the child leaves
+    behind (git setups, controller exports) goes away with it.
+    """
+    cmd = [sys.executable, "-m", module, *args]
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    try:
+        proc = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise ChildError(f"{shlex.join(cmd[1:])}: no result within {timeout:.0f} s") from exc
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise ChildError(f"{shlex.join(cmd[1:])} exited {proc.returncode}:\n{tail}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+# -- machine ------------------------------------------------------------------------------
+def _run(*cmd: str) -> str:
+    try:
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _loadavg() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def machine() -> dict[str, Any]:
+    import yaml
+
+    libyaml = "without LibYAML"
+    if getattr(yaml, "__with_libyaml__", False):
+        from yaml import _yaml  # type: ignore[attr-defined]
+
+        libyaml = f"with LibYAML {_yaml.get_version_string()}"
+    packages = {}
+    for name in PACKAGES:
+        try:
+            packages[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            packages[name] = "not installed"
+    kubectl = _run("kubectl", "version", "--client").splitlines()
+    commit = _run("git", "-C", str(PROJECT), "rev-parse", "--short", "HEAD") or "unknown"
+    dirty = _run("git", "-C", str(PROJECT), "status", "--porcelain", "--untracked-files=no")
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 0
+    return {
+        "cpu": _cpu_model(),
+        "cores": f"{os.cpu_count()} logical ({usable} usable by this process)",
+        "memory": _memory(),
+        "os": platform.platform(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "pyyaml": f"{yaml.__version__} {libyaml}",
+        "git": _run("git", "--version") or "not found",
+        "kubectl": ", ".join(kubectl[:2]) if kubectl else "not found",
+        "packages": packages,
+        "project_commit": f"{commit}{' + uncommitted changes' if dirty else ''}",
+        "loadavg_start": _loadavg(),
+    }
+
+
+# -- the run ------------------------------------------------------------------------------
+def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    from bench.generate import generate
+
+    results: dict[str, Any] = {
+        "params": {
+            "size": args.size,
+            "repeat": args.repeat,
+            "lifter_gangs": args.lifter_gangs,
+            "lifter_pods": args.lifter_pods,
+            "kustomize_timeout_s": args.kustomize_timeout,
+            "command": command,
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        },
+        "machine": machine(),
+        "render": {"runs": []},
+        "lifter": {"runs": []},
+        "notes": [],
+        "errors": [],
+    }
+    errors: list[str] = results["errors"]
+    notes: list[str] = results["notes"]
+    tmp = Path(tempfile.mkdtemp(prefix="grove-bench-", dir=args.workdir))
+    (tmp / "scratch").mkdir()
+
+    def sub(module: str, *child_args: str) -> dict[str, Any]:
+        return child(module, *child_args, tmpdir=tmp / "scratch")
+
+    try:
+        log(f"generating {args.size} PodCliqueSets in {tmp}")
+        source = generate(tmp / "source", args.size)
+
+        kustomize_gave_up = False
+        for r in range(1, args.repeat + 1):
+            out, floor_out = tmp / f"out-{r}", tmp / f"floor-{r}"
+            entry: dict[str, Any] = {}
+            results["render"]["runs"].append(entry)
+            try:
+                entry["full"] = sub("bench.render_bench", "full", "--source", str(source), "--out", str(out))
+                log(
+                    f"render {r}/{args.repeat}: {entry['full']['seconds']:.2f} s, peak RSS {entry['full']['peak_rss_mib']:.0f} MiB"
+                )
+                entry["floor"] = sub("bench.render_bench", "floor", "--rendered", str(out), "--out", str(floor_out))
+                log(f"floor  {r}/{args.repeat}: {entry['floor']['seconds']:.2f} s")
+            except ChildError as exc:
+                entry["error"] = str(exc)
+                errors.append(f"render run {r}: {exc}")
+                log(f"render {r}/{args.repeat} FAILED: {exc}")
+                continue
+            finally:
+                shutil.rmtree(floor_out, ignore_errors=True)
+            if args.skip_kustomize:
+                entry["kustomize"] = {"skipped": "--skip-kustomize"}
+            elif kustomize_gave_up:
+                entry["kustomize"] = {"skipped": "timed out in an earlier run"}
+            else:
+                entry["kustomize"] = kustomize(out, args.kustomize_timeout)
+                kustomize_gave_up = bool(entry["kustomize"].get("timed_out"))
+                log(f"kustomize {r}/{args.repeat}: {entry['kustomize']}")
+            shard = largest_shard(out)
+            if shard is not None and not args.skip_kustomize:
+                entry["kustomize_shard"] = {
+                    **kustomize(shard, args.kustomize_timeout),
+                    "shard": shard.relative_to(out).as_posix(),
+                }
+            shutil.rmtree(out, ignore_errors=True)
+        kz = [e.get("kustomize", {}) for e in results["render"]["runs"]]
+        if any("skipped" in k and k["skipped"].startswith("kubectl") for k in kz):
+            notes.append("kubectl is not installed: the `kubectl kustomize` figures were skipped.")
+        if any(k.get("timed_out") for k in kz):
+            notes.append(
+                f"`kubectl kustomize OUT` did not finish within {args.kustomize_timeout:.0f} s "
+                "(it is not retried in later repeats; raise --kustomize-timeout to wait longer)."
+            )
+
+        log("incremental controller benchmark")
+        try:
+            results["incremental"] = sub(
+                "bench.incremental_bench", "--source", str(source), "--repeat", str(args.repeat)
+            )
+            inc = results["incremental"]
+            log(f"incremental: {inc['change_s']['big']['median']:.2f} s vs {inc['change_s']['small']['median']:.2f} s")
+        except ChildError as exc:
+            results["incremental"] = {"error": str(exc)}
+            errors.append(f"incremental: {exc}")
+            log(f"incremental FAILED: {exc}")
+
+        for r in range(1, args.repeat + 1):
+            try:
+                lift = sub("bench.lifter_bench", "--gangs", str(args.lifter_gangs), "--pods", str(args.lifter_pods))
+                log(f"lifter {r}/{args.repeat}: {lift['release_s']:.2f} s, {lift['pod_patches']} patches")
+            except ChildError as exc:
+                lift = {"error": str(exc)}
+                errors.append(f"lifter run {r}: {exc}")
+                log(f"lifter {r}/{args.repeat} FAILED: {exc}")
+            results["lifter"]["runs"].append(lift)
+
+        log("profiling one render")
+        try:
+            results["profile"] = sub(
+                "bench.render_bench", "profile", "--source", str(source), "--out", str(tmp / "profile-out")
+            )
+        except ChildError as exc:
+            results["profile"] = {"error": str(exc)}
+            errors.append(f"profile: {exc}")
+    finally:
+        if args.keep:
+            log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    results["machine"]["loadavg_end"] = _loadavg()
+    results["summary"] = report.summarise(results)
+    results["targets"] = report.targets(results["summary"])
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=1000, help="PodCliqueSets in the render / incremental source")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement")
+    parser.add_argument("--out", type=Path, default=PROJECT / "BENCHMARKS.md", help="Markdown report to write")
+    parser.add_argument("--json", type=Path, help="also write the raw results as JSON here")
+    parser.add_argument("--lifter-gangs", type=int, default=50)
+    parser.add_argument("--lifter-pods", type=int, default=1000)
+    parser.add_argument("--kustomize-timeout", type=float, default=300.0, help="seconds (default 300)")
+    parser.add_argument("--skip-kustomize", action="store_true")
+    parser.add_argument("--workdir", type=Path, help="where the temporary trees go (default: the system temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary trees")
+    args = parser.parse_args(argv)
+    if args.size < 1 or args.repeat < 1:
+        parser.error("--size and --repeat must be at least 1")
+    command = shlex.join([".venv/bin/python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
+    results = run(args, command)
+    args.out.write_text(report.markdown(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    log(f"wrote {args.out}")
+    for t in results["targets"]:
+        log(f"{t['label']}: {report.num(t['median'])} (target {t['target']}) {'met' if t['met'] else 'MISSED'}")
+    for e in results["errors"]:
+        log(f"error: {e.splitlines()[0]}")
+    return 1 if results["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

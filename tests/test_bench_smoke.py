@@ -1,0 +1,147 @@
+"""The benchmark harness end to end at a tiny size (the real benchmark is `make bench`, never CI).
+
+Checks that every sub-benchmark runs in its own process, reports its JSON fields, and that
+the summary's ratios are computed from the runs they come from. No performance target is
+asserted here: at this size the figures say nothing about them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.support import PROJECT
+
+SMOKE = ["--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40"]
+
+
+def positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    tmp = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.run",
+            *SMOKE,
+            "--out",
+            str(tmp / "B.md"),
+            "--json",
+            str(tmp / "b.json"),
+            "--workdir",
+            str(tmp),
+        ],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    leftovers = [p.name for p in tmp.iterdir() if p.name.startswith("grove-bench-")]
+    assert leftovers == [], "temporary trees must be removed"
+    return json.loads((tmp / "b.json").read_text()), (tmp / "B.md").read_text()
+
+
+@pytest.mark.timeout(300)
+def test_every_figure_is_reported(smoke: tuple[dict[str, Any], str]) -> None:
+    results, _ = smoke
+    assert results["errors"] == []
+    summary = results["summary"]
+    for key in (
+        "render_s",
+        "render_source_s",
+        "build_tree_s",
+        "write_tree_s",
+        "objects_per_s",
+        "mb_per_s",
+        "peak_rss_mib",
+        "floor_s",
+        "floor_ratio",
+        "incremental_big_s",
+        "incremental_small_s",
+        "incremental_ratio",
+        "lifter_release_s",
+        "lifter_release_after_last_s",
+        "lifter_cpu_s",
+        "lifter_patch_ratio",
+        "lifter_api_floor_s",
+        "lifter_floor_ratio",
+    ):
+        stat = summary[key]
+        assert len(stat["runs"]) == 1, key
+        assert positive(stat["median"]) and stat["min"] <= stat["median"] <= stat["max"], (key, stat)
+    assert {t["key"] for t in results["targets"]} == {
+        "peak_rss_mib",
+        "floor_ratio",
+        "incremental_ratio",
+        "lifter_release_s",
+        "lifter_patch_ratio",
+    }
+    assert all(isinstance(t["met"], bool) for t in results["targets"])
+    machine = results["machine"]
+    assert machine["cpu"] and machine["python"] and "LibYAML" in machine["pyyaml"] and machine["git"].startswith("git")
+
+
+@pytest.mark.timeout(300)
+def test_ratios_come_from_the_same_runs(smoke: tuple[dict[str, Any], str]) -> None:
+    results, _ = smoke
+    run = results["render"]["runs"][0]
+    full, floor = run["full"], run["floor"]
+    assert full["objects"] > full["pods"] > 0 and full["podcliquesets"] == 3
+    assert floor["files"] == full["files"] and floor["yaml_files"] < floor["files"]
+    assert math.isclose(results["summary"]["floor_ratio"]["median"], full["seconds"] / floor["seconds"])
+    assert math.isclose(full["objects_per_s"], full["objects"] / full["seconds"])
+    if "seconds" in run["kustomize"]:  # kubectl installed
+        assert math.isclose(
+            results["summary"]["kustomize_ratio"]["median"], run["kustomize"]["seconds"] / full["seconds"]
+        )
+    else:
+        assert "skipped" in run["kustomize"]
+
+    inc = results["incremental"]
+    big, small = inc["change_s"]["big"]["runs"][0], inc["change_s"]["small"]["runs"][0]
+    assert math.isclose(inc["ratio"]["runs"][0], big / small)
+    assert inc["podcliquesets"] == {"big": 3, "small": 1}
+    assert inc["output_files"]["big"] > inc["output_files"]["small"] > 0
+    assert positive(inc["warmup_s"]["big"]) and positive(inc["warmup_s"]["small"])
+
+    (lift,) = results["lifter"]["runs"]
+    assert lift["pods"] == lift["released_pods"] == 40 and lift["gangs"] == 4
+    assert lift["pod_patches"] >= 40
+    assert math.isclose(lift["patches_per_released_pod"], lift["pod_patches"] / 40)
+    assert lift["release_s"] >= lift["release_after_last_s"] > 0
+    assert math.isclose(lift["release_over_api_floor"], lift["release_s"] / lift["api_floor_s"])
+
+
+@pytest.mark.timeout(300)
+def test_profile_and_report(smoke: tuple[dict[str, Any], str]) -> None:
+    results, markdown = smoke
+    profile = results["profile"]
+    assert set(profile["groups_share"]) == {"load", "validate", "expand", "backend", "serialise", "write", "other"}
+    assert math.isclose(sum(profile["groups_share"].values()), 1.0, rel_tol=1e-6)
+    assert profile["groups_share"]["serialise"] > 0 and profile["groups_share"]["load"] > 0
+    assert profile["top_cumulative"] and all(row["cumulative_s"] >= row["self_s"] for row in profile["top_cumulative"])
+    for heading in (
+        "## Summary",
+        "## Machine",
+        "## Render",
+        "## Incremental controller",
+        "## Gate-lifter",
+        "## What the remaining cost is made of",
+        "## How to reproduce",
+    ):
+        assert heading in markdown
+    summary_section = markdown.split("## Summary")[1].split("## Machine")[0]
+    if "seconds" in results["render"]["runs"][0]["kustomize"]:
+        assert "n/a" not in summary_section
+    assert "N=3" in markdown and "40 pods / 4 gangs" in markdown
