@@ -175,7 +175,7 @@ def markdown(results: dict[str, Any]) -> str:
     )
     L += [f"Render workload: {workload}.", ""]
     rows = [
-        row("full render (render_source + build_tree + write_tree)", "render_s", "s"),
+        row("full render (plan_source + build_tree_from_plan + write_tree)", "render_s", "s"),
         row("objects / s", "objects_per_s"),
         row("MB written / s", "mb_per_s"),
         row("peak RSS of the render process (MiB)", "peak_rss_mib"),
@@ -234,8 +234,8 @@ def markdown(results: dict[str, Any]) -> str:
     L += _table(
         ["stage", "median", "min–max", "runs"],
         [
-            ["render_source", *cell(s.get("render_source_s"), "s"), runs(s.get("render_source_s"))],
-            ["build_tree", *cell(s.get("build_tree_s"), "s"), runs(s.get("build_tree_s"))],
+            ["plan_source (load, validate)", *cell(s.get("render_source_s"), "s"), runs(s.get("render_source_s"))],
+            ["build_tree_from_plan (expand, backends, serialise)", *cell(s.get("build_tree_s"), "s"), runs(s.get("build_tree_s"))],
             ["write_tree", *cell(s.get("write_tree_s"), "s"), runs(s.get("write_tree_s"))],
             ["total", *cell(s.get("render_s"), "s"), runs(s.get("render_s"))],
             ["floor", *cell(s.get("floor_s"), "s"), runs(s.get("floor_s"))],
@@ -374,8 +374,8 @@ def markdown(results: dict[str, Any]) -> str:
         )
         L += [
             "",
-            "Unprofiled stage split (medians above): render_source (load, validate, expand, backend) "
-            f"{cell(s.get('render_source_s'), 's')[0]}, build_tree (serialise) {cell(s.get('build_tree_s'), 's')[0]}, "
+            "Unprofiled stage split (medians above): plan_source (load, validate) "
+            f"{cell(s.get('render_source_s'), 's')[0]}, build_tree_from_plan (expand, backends, serialise) {cell(s.get('build_tree_s'), 's')[0]}, "
             f"write_tree (write) {cell(s.get('write_tree_s'), 's')[0]}.",
         ]
     else:
