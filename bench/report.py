@@ -19,7 +19,8 @@ TARGETS: list[tuple[str, str, str, Callable[[float], bool]]] = [
     ("peak_rss_mib", "peak RSS of the render process", "≤ 300 MiB", lambda v: v <= 300),
     ("floor_ratio", "render time / floor time", "≤ 1.5", lambda v: v <= 1.5),
     ("incremental_ratio", "incremental run_once, N-PCS / 1-PCS repo", "≤ 3", lambda v: v <= 3),
-    ("lifter_release_s", "gate-lifter: first PodGang created → all gates lifted", "≤ 2 s", lambda v: v <= 2),
+    # The target: "time from the last gang object's creation to all gates lifted".
+    ("lifter_release_after_last_s", "gate-lifter: last PodGang created → all gates lifted", "≤ 2 s", lambda v: v <= 2),
     ("lifter_patch_ratio", "gate-lifter: pod PATCH requests / released pods", "≤ 1.05", lambda v: v <= 1.05),
 ]
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from kubernetes import client, watch
+from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from grove_gitops.gatelifter.gangs import ObjectRef
@@ -29,7 +30,15 @@ def _json(response: Any) -> Raw:
 
 
 class Kube:
-    def __init__(self, api_client: client.ApiClient, field_manager: str = "grove-gitops-gate-lifter") -> None:
+    def __init__(
+        self, api_client: client.ApiClient, field_manager: str = "grove-gitops-gate-lifter", pool_size: int = 32
+    ) -> None:
+        config = api_client.configuration
+        if (config.connection_pool_maxsize or 0) < pool_size:
+            # Parallel pod patches need as many pooled connections as workers, or urllib3
+            # discards connections and every request pays a new TCP handshake.
+            config.connection_pool_maxsize = pool_size
+            api_client.rest_client = rest.RESTClientObject(config)
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)

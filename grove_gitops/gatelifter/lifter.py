@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,7 @@ class GateLifter:
         self._waiting: dict[Key, float] = {}  # gang -> time it became complete-pending (for metrics)
         self._complete_since: dict[Key, float] = {}
         self._known_objects: set[G.ObjectRef] = set()
+        self._scaled_by_base: dict[Key, set[Key]] = {}
         self._synced = {"pods": threading.Event(), "podgangs": threading.Event()}
         self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="ungate")
         self.patches = 0
@@ -89,15 +90,15 @@ class GateLifter:
             out.append((ns, labels[G.PODGANG_LABEL]))
         return out
 
-    def _scaled_gangs_of(self, base: Key) -> list[Key]:
-        ns, name = base
-        return list(
-            {
-                (ns, ((p.get("metadata") or {}).get("labels") or {}).get(G.PODGANG_LABEL, ""))
-                for k, p in self.pods.items()
-                if k[0] == ns and ((p.get("metadata") or {}).get("labels") or {}).get(G.BASE_PODGANG_LABEL) == name
-            }
-        )
+    def _index_scaled(self, pod: Raw) -> None:
+        """Remember which scaled gangs wait on which base gang (a pod event on the base gang
+        re-evaluates them without scanning every pod)."""
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        base, gang = labels.get(G.BASE_PODGANG_LABEL), labels.get(G.PODGANG_LABEL)
+        if base and gang:
+            ns = str(meta.get("namespace", ""))
+            self._scaled_by_base.setdefault((ns, base), set()).add((ns, gang))
 
     def _apply(self, kind: str, event_type: str, obj: Raw) -> None:
         key = _key(obj)
@@ -111,9 +112,10 @@ class GateLifter:
                     return  # our own PATCH response was newer than this event
                 store[key] = obj
             if kind == "pods":
+                self._index_scaled(obj)
                 for gang in self._gang_of_pod(obj):
                     self._dirty.add(gang)
-                    self._dirty.update(self._scaled_gangs_of(gang))
+                    self._dirty.update(self._scaled_by_base.get(gang, ()))
             else:
                 self._dirty.add(key)
             self._wake.notify_all()
@@ -124,6 +126,8 @@ class GateLifter:
             store.clear()
             for item in items:
                 store[_key(item)] = item
+                if kind == "pods":
+                    self._index_scaled(item)
             self._dirty.update(self.podgangs)
             self._wake.notify_all()
 
@@ -205,17 +209,33 @@ class GateLifter:
 
     def sync_gang(self, key: Key) -> bool:
         """Evaluate one gang and release it if complete; True when nothing is left to wait for."""
-        decision = self.evaluate(key)
-        if not decision.complete:
-            if key in self.podgangs:
-                self._waiting.setdefault(key, time.monotonic())
-            return False
-        self._waiting.pop(key, None)
-        complete_at = self._complete_since.setdefault(key, time.monotonic())
-        if not self.active():
-            return False
-        if decision.to_ungate:
-            results = list(self._pool.map(lambda name: self._ungate(key[0], name), decision.to_ungate))
+        return self.sync_gangs([key])[key]
+
+    def sync_gangs(self, keys: list[Key]) -> dict[Key, bool]:
+        """Evaluate gangs and release every complete one.
+
+        The pods of all complete gangs go to the worker pool together, so many small gangs
+        completing at once (a sync of a large app) are released in parallel, not one gang
+        after the other; each gang is still released only as a whole.
+        """
+        done: dict[Key, bool] = {}
+        releasing: dict[Key, tuple[float, list[Future[bool]]]] = {}
+        for key in keys:
+            decision = self.evaluate(key)
+            if not decision.complete:
+                if key in self.podgangs:
+                    self._waiting.setdefault(key, time.monotonic())
+                done[key] = False
+                continue
+            self._waiting.pop(key, None)
+            complete_at = self._complete_since.setdefault(key, time.monotonic())
+            if not self.active():
+                done[key] = False
+                continue
+            futures = [self._pool.submit(self._ungate, key[0], name) for name in decision.to_ungate]
+            releasing[key] = (complete_at, futures)
+        for key, (complete_at, futures) in releasing.items():
+            results = [f.result() for f in futures]
             lifted = sum(1 for r in results if r)
             if lifted:
                 self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed", float(lifted))
@@ -224,10 +244,12 @@ class GateLifter:
                 )
                 log.info("released gang %s/%s (%d pods)", key[0], key[1], lifted)
             if not all(results):
-                return False
-        self._complete_since.pop(key, None)
-        self._mark_initialized(key)
-        return True
+                done[key] = False
+                continue
+            self._complete_since.pop(key, None)
+            self._mark_initialized(key)
+            done[key] = True
+        return done
 
     def _ungate(self, namespace: str, name: str) -> bool:
         """Remove our gate from one pod; True when the pod no longer carries it."""
@@ -322,15 +344,14 @@ class GateLifter:
                         self._wake.wait(self.config.recheck)
                     batch = set(self._dirty) | set(self._waiting)
                     self._dirty.clear()
-                for key in sorted(batch):
-                    if stop.is_set() or not self.active():
-                        break
-                    try:
-                        self.sync_gang(key)
-                    except Exception:
-                        log.exception("gang %s/%s failed", *key)
-                        with self._lock:
-                            self._dirty.add(key)
+                if stop.is_set() or not self.active():
+                    continue
+                try:
+                    self.sync_gangs(sorted(batch))
+                except Exception:
+                    log.exception("syncing %d gangs failed", len(batch))
+                    with self._lock:
+                        self._dirty.update(batch)
                 self.registry.set(
                     "grove_gitops_lifter_gangs_waiting", "Gangs not yet complete", float(len(self._waiting))
                 )
