@@ -1,0 +1,41 @@
+"""LeaderElector against the fake API server: acquire, renew, lose on failed renewals, release."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import kubernetes.client
+
+from grove_gitops.gatelifter.leader import LeaderElector
+from grove_gitops.testing.fakeapi import FakeApiServer
+
+
+def elector(server: FakeApiServer, identity: str) -> LeaderElector:
+    api = kubernetes.client.CoordinationV1Api(server.api_client())
+    return LeaderElector(api, "default", "lifter", identity, lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
+
+
+def test_leadership_is_lost_when_renewals_fail_and_handed_over_on_release() -> None:
+    with FakeApiServer() as server:
+        a, b = elector(server, "a"), elector(server, "b")
+        stop_a, stop_b = threading.Event(), threading.Event()
+        ta = threading.Thread(target=a.run, args=(stop_a,), daemon=True)
+        ta.start()
+        assert a.acquired.wait(5) and a.is_leader
+        tb = threading.Thread(target=b.run, args=(stop_b,), daemon=True)
+        tb.start()
+        time.sleep(0.6)
+        assert not b.acquired.is_set()  # a renews; b only campaigns
+        server.faults.add(verb="update", resource="leases", status=500, times=100)
+        assert a.lost.wait(3)  # renewals failing past the deadline: a stops leading at once
+        assert not a.is_leader
+        server.faults.clear()
+        assert b.acquired.wait(5) and b.is_leader  # the Lease expired; b takes over
+        stop_b.set()
+        tb.join(5)
+        lease = server.get_object("leases.coordination.k8s.io", "default", "lifter")
+        assert lease is not None and not (lease.get("spec") or {}).get("holderIdentity")  # released on shutdown
+        stop_a.set()
+        ta.join(5)
+        assert not ta.is_alive() and not tb.is_alive()
