@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from grove_gitops.render import RenderResult, render_source
+from grove_gitops.testing.schemas import CRDRegistry
 
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
@@ -67,3 +68,31 @@ def pcs_yaml(name: str = "demo", **spec_overrides: Any) -> str:
         "spec": {"replicas": 1, "template": template},
     }
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+KUBE_VERSIONS = ("1.35", "1.36", "1.37")
+
+
+def problems_of(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    """The rendered ``file: field: message`` lines of a source tree that must be rejected."""
+    import pytest
+
+    from grove_gitops.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as info:
+        render_files(tmp_path, files)
+    return [str(p) for p in info.value.problems]
+
+
+def assert_schema_valid(result: RenderResult, crds: CRDRegistry) -> None:
+    """Every rendered object, custom or built-in (pods too), passes its schema for every
+    Kubernetes version the project targets."""
+    from grove_gitops.testing.schemas import validate_any
+
+    errors = [
+        f"{item.obj['kind']} {item.obj['metadata'].get('name')}: {error}"
+        for item in result.objects
+        for version in KUBE_VERSIONS
+        for error in validate_any(item.obj, crds, version)
+    ]
+    assert errors == []

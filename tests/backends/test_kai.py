@@ -11,12 +11,9 @@ import pytest
 
 from backends.kai import NODE_LABEL_PATTERN, topology_problems
 from grove_gitops.api.topology import ClusterTopologyBinding
-from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
-from grove_gitops.testing.schemas import CRDRegistry, builtin_errors
-from tests.support import objects_by_kind, render_files
-
-KUBE_VERSIONS = ["1.35", "1.36", "1.37"]
+from grove_gitops.testing.schemas import CRDRegistry
+from tests.support import assert_schema_valid, objects_by_kind, problems_of, render_files
 
 GPU_FABRIC = """
 apiVersion: grove.io/v1alpha1
@@ -86,26 +83,6 @@ ANNOTATIONS = {"grove.io/topology-name": "gpu-fabric", "kai.scheduler/skip-podgr
 
 def render(tmp_path: Path, files: dict[str, str]) -> RenderResult:
     return render_files(tmp_path, files)
-
-
-def problems_of(tmp_path: Path, files: dict[str, str]) -> list[str]:
-    with pytest.raises(InvalidInputError) as info:
-        render_files(tmp_path, files)
-    return [str(p) for p in info.value.problems]
-
-
-def assert_schema_valid(result: RenderResult, crds: CRDRegistry) -> None:
-    """Custom resources against the upstream CRDs, built-in kinds (pods too) for every version."""
-    errors: list[str] = []
-    for item in result.objects:
-        obj = item.obj
-        group = obj["apiVersion"].rpartition("/")[0] if "/" in obj["apiVersion"] else ""
-        if group in crds.groups():
-            errors += crds.validate(obj)
-        else:
-            for version in KUBE_VERSIONS:
-                errors += builtin_errors(obj, version)
-    assert errors == []
 
 
 def test_worked_example_podgroups_pods_and_topology(tmp_path: Path, crds: CRDRegistry) -> None:

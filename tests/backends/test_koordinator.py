@@ -24,10 +24,9 @@ from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, BackendFinding
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
-from grove_gitops.testing.schemas import CRDRegistry, validate_any
-from tests.support import objects_by_kind, render_files
+from grove_gitops.testing.schemas import CRDRegistry
+from tests.support import assert_schema_valid, objects_by_kind, render_files
 
-KUBE_VERSIONS = ("1.35", "1.36", "1.37")
 T = "spec.template"
 GROUPS = "gang.scheduling.koordinator.sh/groups"
 MODE = "gang.scheduling.koordinator.sh/mode"
@@ -113,13 +112,6 @@ def problems(tmp_path: Path, doc: dict[str, Any], config: dict[str, Any] | None 
     return [str(p) for p in info.value.problems]
 
 
-def assert_valid(result: RenderResult, crds: CRDRegistry) -> None:
-    """Every rendered object, custom or built-in, passes its schema for every target version."""
-    for item in result.objects:
-        for version in KUBE_VERSIONS:
-            assert validate_any(item.obj, crds, version) == [], (item.obj["kind"], item.obj["metadata"]["name"])
-
-
 def pod_groups(result: RenderResult) -> dict[str, dict[str, Any]]:
     return objects_by_kind(result, "PodGroup")
 
@@ -142,7 +134,7 @@ BASE_MEMBERS = ["disagg-0-router", "disagg-0-prefill-0-pleader", "disagg-0-prefi
 
 def test_podgroups_per_podgroup_linked_into_one_ganggroup(tmp_path: Path, crds: CRDRegistry) -> None:
     result = render(tmp_path, pcs_doc())
-    assert_valid(result, crds)
+    assert_schema_valid(result, crds)
     gangs = objects_by_kind(result, "PodGang")
     assert list(gangs) == ["disagg-0", "disagg-0-prefill-0", "disagg-0-prefill-1"]
     groups = pod_groups(result)
@@ -227,7 +219,7 @@ def test_profile_config_sets_gang_keys_timeout_and_qos(tmp_path: Path, crds: CRD
         "defaultQoSClass": "BE",
     }
     result = render(tmp_path, doc, config)
-    assert_valid(result, crds)
+    assert_schema_valid(result, crds)
     for group in pod_groups(result).values():
         annotations = group["metadata"]["annotations"]
         assert annotations[MODE] == "NonStrict"
@@ -253,7 +245,7 @@ def test_required_domain_becomes_gang_wide_gather_and_default_topology(tmp_path:
         pworker={"pack": {"required": "rack"}},
     )
     result = render(tmp_path, doc, {"clusterNetworkTopology": "fabric"}, tas=True, ctb=CTB)
-    assert_valid(result, crds)
+    assert_schema_valid(result, crds)
     groups = pod_groups(result)
     assert len(groups) == 7
     for group in groups.values():
@@ -291,7 +283,7 @@ def test_clique_level_constraints_on_every_clique_with_configured_layer(tmp_path
     doc = with_topology(pcs_doc(), None, router=tc, pleader=tc, pworker=tc)
     config = {"networkTopologyLayers": {"fabric": {"block": "SpineLayer"}}}
     result = render(tmp_path, doc, config, tas=True, ctb=CTB)
-    assert_valid(result, crds)
+    assert_schema_valid(result, crds)
     assert {g["metadata"]["annotations"][NTS] for g in pod_groups(result).values()} == {
         '{"gatherStrategy":[{"layer":"SpineLayer","strategy":"MustGather"}]}'
     }
