@@ -13,16 +13,19 @@ from pathlib import Path
 
 import watchfiles
 
+from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.output.layout import build_tree
+from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import write_tree
-from grove_gitops.render import render_source
+from grove_gitops.render import plan_source
 
 
-def render_once(source: Path, out: Path, echo: Callable[[str], None]) -> bool:
+def render_once(source: Path, out: Path, echo: Callable[[str], None], cache: RenderCache | None = None) -> bool:
+    if cache is not None:
+        cache.start()
     try:
-        result = render_source(source)
-        tree = build_tree(result)
+        plan = plan_source(source, cache)
+        tree = build_tree_from_plan(plan, cache)
         write_tree(tree, out)
     except InvalidInputError as exc:
         for problem in exc.problems:
@@ -32,9 +35,12 @@ def render_once(source: Path, out: Path, echo: Callable[[str], None]) -> bool:
     except GroveGitopsError as exc:
         echo(f"error: {exc}")
         return False
-    for warning in result.warnings:
+    finally:
+        if cache is not None:
+            cache.finish()
+    for warning in tree.warnings:
         echo(f"warning: {warning}")
-    echo(f"rendered {len(result.podcliquesets)} PodCliqueSet(s), {len(tree.files)} files in {out}")
+    echo(f"rendered {len(plan.items)} PodCliqueSet(s), {len(tree.files)} files in {out}")
     return True
 
 
@@ -64,11 +70,12 @@ def watch(
 ) -> int:
     """Render now, then after every batch of changes; returns the number of renders."""
     renders = 1
-    render_once(source, out, echo)
+    cache = RenderCache()  # an edit re-renders only the PodCliqueSets it touched
+    render_once(source, out, echo, cache)
     for _changes in watchfiles.watch(
         source, watch_filter=_relevant(out), debounce=debounce_ms, stop_event=stop, raise_interrupt=False
     ):
-        render_once(source, out, echo)
+        render_once(source, out, echo, cache)
         renders += 1
         if max_renders is not None and renders >= max_renders:
             break
