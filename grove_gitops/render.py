@@ -144,14 +144,6 @@ def _validate_pcs(
     default = opcfg.scheduler.defaultProfileName
     errs += validate_scheduler_names(pcs, default, inputs.backends.keys())
     errs += validate_templates(pcs, claim_templates)
-    if opcfg.network.autoMNNVLEnabled:
-        errs.append(
-            invalid(
-                "metadata.annotations",
-                "network.autoMNNVLEnabled",
-                "grove-gitops does not render MNNVL ComputeDomains yet; disable autoMNNVLEnabled",
-            )
-        )
     backend = inputs.backends.get(selected_scheduler(pcs, default)) if pcs.cliques else None
     if backend is not None and not errs:
         for finding in backend.validate(pcs):
@@ -192,7 +184,12 @@ class RenderPlan:
         opcfg = self.inputs.opcfg
         backend = self.inputs.backends[selected_scheduler(pcs, opcfg.scheduler.defaultProfileName)]
         ctx = ExpandContext(
-            self.inputs.render, backend, opcfg.topologyAwareScheduling.enabled, self.inputs.bindings, self.claim_templates
+            self.inputs.render,
+            backend,
+            opcfg.topologyAwareScheduling.enabled,
+            self.inputs.bindings,
+            self.claim_templates,
+            mnnvl_enabled=opcfg.network.autoMNNVLEnabled,
         )
         expansion = expand_pcs(pcs, ctx)
         shard = f"{pcs.namespace}/{pcs.name}"

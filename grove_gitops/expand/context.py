@@ -20,3 +20,5 @@ class ExpandContext:
     #: ResourceClaimTemplate specs from the source tree, keyed by (namespace, name), for
     #: ``resourceSharing`` entries that reference an external template.
     claim_templates: Mapping[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: ``network.autoMNNVLEnabled``: render ComputeDomains for enrolled GPU cliques.
+    mnnvl_enabled: bool = False

@@ -14,7 +14,7 @@ from typing import Any
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.backendapi import PodPlacement
 from grove_gitops.expand import labels as L
-from grove_gitops.expand import names
+from grove_gitops.expand import mnnvl, names
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.hashing import short_hash
 from grove_gitops.expand.jsoncopy import json_copy
@@ -68,6 +68,10 @@ def build_pods(
     annotations = {k: v for k, v in (inst.template.annotations or {}).items() if k != L.TOPOLOGY_NAME}
     # The PodClique spec: the template's pod spec with the PCSG variables prepended (§4.2).
     base_spec = json_copy(inst.template.spec.podSpec)
+    if ctx.mnnvl_enabled:
+        group = mnnvl.resolve_group(pcs, inst.template, inst.group)
+        if group is not None:
+            mnnvl.inject_claim(base_spec, mnnvl.template_name(pcs.name, inst.pcs_replica, group))
     if inst.group_fqn is not None:
         pcsg_env = [
             _field_env("GROVE_PCSG_NAME", L.PCSG),

@@ -18,6 +18,7 @@ from grove_gitops.expand import labels as L
 from grove_gitops.expand.children import headless_service, rbac_objects
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.hashing import pod_template_hash
+from grove_gitops.expand.mnnvl import compute_domains
 from grove_gitops.expand.plan import Planner
 from grove_gitops.expand.podgangs import build_podgangs
 from grove_gitops.expand.pods import build_pods
@@ -71,6 +72,8 @@ def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext) -> Expansion:
     scheduler = ctx.backend.name
     for replica in range(pcs.spec.replicas):
         result.objects.append(headless_service(pcs, replica))
+        if ctx.mnnvl_enabled:
+            result.objects.extend(compute_domains(pcs, replica))
         instances = planner.instances(replica)
         pod_names: dict[str, list[str]] = {}
         for inst in instances:
