@@ -54,8 +54,8 @@ owns; GREP-537 leaves it external), so it is rendered only when the profile conf
 
 Also rejected, as in GREP-537: MNNVL (``grove.io/mnnvl-group`` other than ``none``). GREP-537 keys
 this on ``grove.io/auto-mnnvl: enabled``, which Grove's code (``fcc3b3b``) does not read; its annotation is
-``grove.io/mnnvl-group``. The core renderer already refuses MNNVL today, so this check only matters
-once it renders ComputeDomains.
+``grove.io/mnnvl-group``. (With ``network.autoMNNVLEnabled`` on, the core renders ComputeDomains; this
+backend refuses them.)
 
 Gating: Koordinator counts *gated* pods toward a gang's minimum (§6.5), so ungated siblings would
 wait in Permit, and in ``Strict`` mode be rejected after the wait, if part of a GangGroup stayed

@@ -94,3 +94,9 @@ def test_no_annotation_no_compute_domain(tmp_path: Path) -> None:
     result = render_files(tmp_path, {"cfg.yaml": MNNVL_ON, "pcs.yaml": text})
     assert objects_by_kind(result, "ComputeDomain") == {}
     assert all(_claims(p) == [] for p in objects_by_kind(result, "Pod").values())
+
+
+def test_koordinator_refuses_mnnvl(tmp_path: Path) -> None:
+    cfg = MNNVL_ON + "scheduler:\n  defaultProfileName: koord-scheduler\n  profiles: [{name: koord-scheduler}]\n"
+    problems = problems_of(tmp_path, {"cfg.yaml": cfg, "pcs.yaml": PCS})
+    assert any("koord-scheduler does not support MNNVL" in p for p in problems), problems
