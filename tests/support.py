@@ -96,3 +96,36 @@ def assert_schema_valid(result: RenderResult, crds: CRDRegistry) -> None:
         for error in validate_any(item.obj, crds, version)
     ]
     assert errors == []
+
+
+# spec/grove-backends.md §8, the worked example several test modules share: a binding and a
+# PodCliqueSet with a standalone router and a scaling group (replicas 2 > minAvailable 1).
+GPU_FABRIC = """
+apiVersion: grove.io/v1alpha1
+kind: ClusterTopologyBinding
+metadata: {name: gpu-fabric}
+spec:
+  levels:
+  - {domain: zone, key: topology.kubernetes.io/zone}
+  - {domain: rack, key: topology.kubernetes.io/rack}
+  - {domain: host, key: kubernetes.io/hostname}
+"""
+
+INF = """
+apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: inf, namespace: ml, labels: {kai.scheduler/queue: team-a}}
+spec:
+  replicas: 1
+  template:
+    priorityClassName: high
+    topologyConstraint: {topologyName: gpu-fabric, pack: {required: zone}}
+    cliques:
+    - {name: router, spec: {roleName: router, replicas: 1, minAvailable: 1, podSpec: {containers: [{name: c, image: x}]}}}
+    - {name: pleader, spec: {roleName: pleader, replicas: 1, minAvailable: 1, podSpec: {containers: [{name: c, image: x}]}}}
+    - name: pworker
+      topologyConstraint: {pack: {preferred: host}}
+      spec: {roleName: pworker, replicas: 2, minAvailable: 2, podSpec: {containers: [{name: c, image: x}]}}
+    podCliqueScalingGroups:
+    - {name: prefill, cliqueNames: [pleader, pworker], replicas: 2, minAvailable: 1, topologyConstraint: {pack: {required: rack}}}
+"""

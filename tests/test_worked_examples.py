@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support import objects_by_kind, render_files, sample_text
+from tests.support import GPU_FABRIC, INF, objects_by_kind, render_files, sample_text
 
 PCLQ_INDEX = "metadata.labels['grove.io/podclique-pod-index']"
 
@@ -257,35 +257,6 @@ def test_topology_example_tas_preferred_pack(tmp_path: Path) -> None:
     # The binding itself is rendered cluster-scoped.
     assert "grove-topology" in objects_by_kind(result, "ClusterTopologyBinding")
 
-
-INF = """
-apiVersion: grove.io/v1alpha1
-kind: PodCliqueSet
-metadata: {name: inf, namespace: ml, labels: {kai.scheduler/queue: team-a}}
-spec:
-  replicas: 1
-  template:
-    priorityClassName: high
-    topologyConstraint: {topologyName: gpu-fabric, pack: {required: zone}}
-    cliques:
-    - {name: router, spec: {roleName: router, replicas: 1, minAvailable: 1, podSpec: {containers: [{name: c, image: x}]}}}
-    - {name: pleader, spec: {roleName: pleader, replicas: 1, minAvailable: 1, podSpec: {containers: [{name: c, image: x}]}}}
-    - name: pworker
-      topologyConstraint: {pack: {preferred: host}}
-      spec: {roleName: pworker, replicas: 2, minAvailable: 2, podSpec: {containers: [{name: c, image: x}]}}
-    podCliqueScalingGroups:
-    - {name: prefill, cliqueNames: [pleader, pworker], replicas: 2, minAvailable: 1, topologyConstraint: {pack: {required: rack}}}
-"""
-GPU_FABRIC = """
-apiVersion: grove.io/v1alpha1
-kind: ClusterTopologyBinding
-metadata: {name: gpu-fabric}
-spec:
-  levels:
-  - {domain: zone, key: topology.kubernetes.io/zone}
-  - {domain: rack, key: topology.kubernetes.io/rack}
-  - {domain: host, key: kubernetes.io/hostname}
-"""
 
 
 def test_backends_worked_example_podgangs(tmp_path: Path) -> None:

@@ -13,18 +13,7 @@ from backends.kai import NODE_LABEL_PATTERN, topology_problems
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.render import RenderResult
 from grove_gitops.testing.schemas import CRDRegistry
-from tests.support import assert_schema_valid, objects_by_kind, problems_of, render_files
-
-GPU_FABRIC = """
-apiVersion: grove.io/v1alpha1
-kind: ClusterTopologyBinding
-metadata: {name: gpu-fabric}
-spec:
-  levels:
-  - {domain: zone, key: topology.kubernetes.io/zone}
-  - {domain: rack, key: topology.kubernetes.io/rack}
-  - {domain: host, key: kubernetes.io/hostname}
-"""
+from tests.support import GPU_FABRIC, INF, assert_schema_valid, objects_by_kind, problems_of, render_files
 
 KAI_DEFAULT = """
 apiVersion: operator.config.grove.io/v1alpha1
@@ -33,26 +22,6 @@ topologyAwareScheduling: {enabled: true}
 scheduler:
   defaultProfileName: kai-scheduler
   profiles: [{name: default-scheduler}, {name: kai-scheduler}]
-"""
-
-# spec/grove-backends.md §8: standalone router, scaling group prefill with replicas 2 > minAvailable 1.
-INF = """
-apiVersion: grove.io/v1alpha1
-kind: PodCliqueSet
-metadata: {name: inf, namespace: ml, labels: {kai.scheduler/queue: team-a}}
-spec:
-  replicas: 1
-  template:
-    priorityClassName: high
-    topologyConstraint: {topologyName: gpu-fabric, pack: {required: zone}}
-    cliques:
-    - {name: router, spec: {roleName: router, replicas: 1, minAvailable: 1, podSpec: {containers: [{name: c, image: x}]}}}
-    - {name: pleader, spec: {roleName: pleader, replicas: 1, minAvailable: 1, podSpec: {containers: [{name: c, image: x}]}}}
-    - name: pworker
-      topologyConstraint: {pack: {preferred: host}}
-      spec: {roleName: pworker, replicas: 2, minAvailable: 2, podSpec: {containers: [{name: c, image: x}]}}
-    podCliqueScalingGroups:
-    - {name: prefill, cliqueNames: [pleader, pworker], replicas: 2, minAvailable: 1, topologyConstraint: {pack: {required: rack}}}
 """
 
 PLAIN = """

@@ -12,18 +12,7 @@ import pytest
 
 from grove_gitops.render import RenderResult
 from grove_gitops.testing.schemas import CRDRegistry
-from tests.support import assert_schema_valid, objects_by_kind, problems_of, render_files
-
-GPU_FABRIC = """
-apiVersion: grove.io/v1alpha1
-kind: ClusterTopologyBinding
-metadata: {name: gpu-fabric}
-spec:
-  levels:
-  - {domain: zone, key: topology.kubernetes.io/zone}
-  - {domain: rack, key: topology.kubernetes.io/rack}
-  - {domain: host, key: kubernetes.io/hostname}
-"""
+from tests.support import GPU_FABRIC, assert_schema_valid, objects_by_kind, problems_of, render_files
 
 VOLCANO_ENABLED = """
 apiVersion: operator.config.grove.io/v1alpha1
