@@ -63,9 +63,10 @@ def _index(token: str, size: int, *, allow_end: bool) -> int:
     return index
 
 
-def _parent(doc: Any, tokens: list[str], op: str, pointer: str) -> Any:
+def _walk(doc: Any, tokens: list[str], op: str, pointer: str) -> Any:
+    """Follow ``tokens`` from ``doc``; a missing step is the real server's "missing path" error."""
     node = doc
-    for token in tokens[:-1]:
+    for token in tokens:
         if isinstance(node, dict) and token in node:
             node = node[token]
         elif isinstance(node, list):
@@ -80,25 +81,14 @@ def _parent(doc: Any, tokens: list[str], op: str, pointer: str) -> Any:
                 f'{op} operation does not apply: doc is missing path: "{pointer}": missing value'
             )
     return node
+
+
+def _parent(doc: Any, tokens: list[str], op: str, pointer: str) -> Any:
+    return _walk(doc, tokens[:-1], op, pointer)
 
 
 def _get(doc: Any, pointer: str, op: str) -> Any:
-    node = doc
-    for token in _tokens(pointer):
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list):
-            try:
-                node = node[_index(token, len(node), allow_end=False)]
-            except PatchError:
-                raise PatchError(
-                    f'{op} operation does not apply: doc is missing path: "{pointer}": missing value'
-                ) from None
-        else:
-            raise PatchError(
-                f'{op} operation does not apply: doc is missing path: "{pointer}": missing value'
-            )
-    return node
+    return _walk(doc, _tokens(pointer), op, pointer)
 
 
 def _exists(doc: Any, pointer: str) -> bool:
