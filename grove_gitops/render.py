@@ -84,7 +84,7 @@ def _claim_templates(source: SourceSet, default_ns: str) -> dict[tuple[str, str]
 
 def _prepare(source: SourceSet) -> _Inputs:
     problems = list(source.problems)
-    warnings: list[str] = []
+    warnings: list[str] = list(source.warnings)
     render = source.render_config.obj if source.render_config else RenderConfig()
     opcfg_src = source.operator_config
     opcfg = opcfg_src.obj if opcfg_src else OperatorConfiguration()

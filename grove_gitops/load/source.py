@@ -4,14 +4,23 @@ Recognised documents: PodCliqueSets and ClusterTopologyBindings (``grove.io/v1al
 most one OperatorConfiguration and at most one RenderConfiguration. Any other Kubernetes
 object passes through to the output unchanged (a Namespace, a Volcano Queue, a ConfigMap
 the pods mount). Kustomize files are build instructions, not objects, and are skipped.
+
+Everything of a pass-through object that later becomes part of a file path (namespace, name,
+kind, API group) is checked here with Kubernetes' own rules, so a source tree can never
+name a file outside the output (issue 9, section 1). The walk refuses symbolic links that
+leave the source tree and reports folders it cannot read instead of skipping them.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import pathspec
 from pydantic import BaseModel, ValidationError
 
 from grove_gitops.api.operatorconfig import OperatorConfiguration
@@ -20,18 +29,38 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.yamlio import MAX_FILE_BYTES, Document, load_documents
+from grove_gitops.output.marker import META_FILE, is_output_dir
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
-from grove_gitops.validation.fielderrors import from_pydantic
+from grove_gitops.validation.fielderrors import FieldError, from_pydantic, invalid, required
+from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 
 PCS_KIND = ("grove.io/v1alpha1", "PodCliqueSet")
 CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")
 OPCFG_KIND = ("operator.config.grove.io/v1alpha1", "OperatorConfiguration")
 RENDERCFG_KIND = ("gitops.grove.io/v1alpha1", "RenderConfiguration")
 MAX_FILES = 20_000
-#: Present at the root of every rendered tree (see ``output.layout.META_FILE``).
-OUTPUT_MARKER_FILE = "render.meta"
+#: Present at the root of every rendered tree (see ``output.marker``).
+OUTPUT_MARKER_FILE = META_FILE
+#: gitignore-syntax file at the source root naming files to leave out.
+IGNORE_FILE = ".grove-gitops-ignore"
+HELM_CHART_FILE = "Chart.yaml"
+HELM_VALUES_FILES = ("values.yaml", "values.yml")
+#: Every kind of the API groups grove-gitops owns or reads. Any other kind in these groups
+#: is a typo (``PodCliqueSets``) that would otherwise pass through and be pruned away.
+OWNED_KINDS: dict[str, tuple[str, ...]] = {
+    "grove.io": ("PodCliqueSet", "ClusterTopologyBinding", "PodClique", "PodCliqueScalingGroup"),
+    "scheduler.grove.io": ("PodGang",),
+    "operator.config.grove.io": ("OperatorConfiguration",),
+    "gitops.grove.io": ("RenderConfiguration",),
+}
+_KIND_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_VERSION_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: Groups whose object names follow Kubernetes' path-segment rule, not the DNS-subdomain
+#: rule: RBAC names such as ``system:controller:foo`` are valid.
+_PATH_SEGMENT_NAME_GROUPS = ("rbac.authorization.k8s.io",)
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 M = TypeVar("M")
@@ -56,27 +85,142 @@ class SourceSet:
     render_config: Sourced[RenderConfig] | None = None
     passthrough: list[Sourced[dict[str, Any]]] = field(default_factory=list)
     problems: list[InputProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceScan:
+    """The YAML files of a source tree, and what the walk had to report."""
+
+    files: list[Path] = field(default_factory=list)
+    problems: list[InputProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def source_files(root: Path) -> list[Path]:
-    """Every ``*.yaml`` / ``*.yml`` below ``root``, sorted.
+    """Every ``*.yaml`` / ``*.yml`` below ``root``, sorted (see :func:`scan_source`)."""
+    return scan_source(root).files
 
-    Hidden directories are skipped, and so is any earlier grove-gitops output (a directory
-    holding ``render.meta``): rendering into a folder of the source tree must not feed the
-    rendered objects back in as pass-through objects.
+
+def scan_source(root: Path) -> SourceScan:
+    """Walk ``root`` and list the YAML files to read, sorted by path.
+
+    Left out: hidden entries, files matched by ``.grove-gitops-ignore``, any earlier
+    grove-gitops output below the root (a folder whose ``render.meta`` grove-gitops wrote;
+    rendering into the source tree must not feed objects back in) and Helm chart folders
+    (with a warning). Errors, never silent skips: a folder that cannot be read, a broken
+    symbolic link, and a symbolic link leading outside the source tree (it would copy
+    whatever it points at, a Secret elsewhere on the machine, into the output). Each file or
+    folder is read once, however many in-tree links lead to it.
     """
-    if root.is_file():
-        return [root]
-    outputs = [p.parent for p in root.rglob(OUTPUT_MARKER_FILE)]
-    files = [
-        p
-        for p in root.rglob("*")
-        if p.suffix in (".yaml", ".yml")
-        and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        and not any(p.is_relative_to(o) for o in outputs)
-    ]
-    return sorted(files)
+    scan = SourceScan()
+    if not root.is_dir():
+        scan.files.append(root)
+        return scan
+    real_root = root.resolve()
+    if (root / HELM_CHART_FILE).is_file():
+        scan.problems.append(
+            InputProblem(
+                HELM_CHART_FILE,
+                "",
+                "the source tree is a Helm chart; render it first (helm template) and point grove-gitops at the result",
+            )
+        )
+        return scan
+    ignore = _ignore_spec(root, scan)
+    seen: set[tuple[int, int]] = set()
+    try:
+        st = root.stat()
+        seen.add((st.st_dev, st.st_ino))
+    except OSError:  # pragma: no cover - is_dir() just succeeded
+        pass
+    _walk(root, PurePosixPath(), real_root, ignore, seen, scan)
+    scan.files.sort()
+    return scan
+
+
+def _ignore_spec(root: Path, scan: SourceScan) -> pathspec.GitIgnoreSpec | None:
+    path = root / IGNORE_FILE
+    if not path.exists():
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        scan.problems.append(
+            InputProblem(IGNORE_FILE, "", f"cannot read file: {getattr(exc, 'strerror', None) or exc}")
+        )
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _walk(
+    folder: Path,
+    rel: PurePosixPath,
+    real_root: Path,
+    ignore: pathspec.GitIgnoreSpec | None,
+    seen: set[tuple[int, int]],
+    scan: SourceScan,
+) -> None:
+    shown = str(rel) if rel.parts else "."
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        scan.problems.append(InputProblem(shown, "", f"cannot read folder: {exc.strerror or exc}"))
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        child = rel / entry.name
+        path = Path(entry.path)
+        wanted = entry.name.endswith((".yaml", ".yml"))
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir()
+        except OSError as exc:
+            scan.problems.append(InputProblem(str(child), "", f"cannot read: {exc.strerror or exc}"))
+            continue
+        if not (is_dir or wanted or is_link):
+            continue
+        if ignore is not None and ignore.match_file(f"{child}/" if is_dir else str(child)):
+            continue
+        if is_link:
+            try:
+                target = path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                if wanted:
+                    scan.problems.append(InputProblem(str(child), "", "broken symbolic link"))
+                continue
+            if not target.is_relative_to(real_root):
+                if is_dir or wanted:
+                    scan.problems.append(
+                        InputProblem(
+                            str(child), "", "symbolic link points outside the source tree; refusing to follow it"
+                        )
+                    )
+                continue
+        if not (is_dir or wanted):
+            continue
+        try:
+            st = entry.stat()
+        except OSError as exc:
+            scan.problems.append(InputProblem(str(child), "", f"cannot read: {exc.strerror or exc}"))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        if is_dir:
+            if is_output_dir(path):
+                continue
+            if (path / HELM_CHART_FILE).is_file():
+                scan.warnings.append(
+                    f"{child}: a Helm chart ({HELM_CHART_FILE}), not manifests; skipped: render it first (helm template)"
+                )
+                continue
+            _walk(path, child, real_root, ignore, seen, scan)
+        elif entry.is_file():
+            scan.files.append(path)
 
 
 def load_source(root: Path, cache: RenderCache | None = None) -> SourceSet:
@@ -84,7 +228,10 @@ def load_source(root: Path, cache: RenderCache | None = None) -> SourceSet:
     if not root.exists():
         out.problems.append(InputProblem(str(root), "", "source path does not exist"))
         return out
-    files = source_files(root)
+    scan = scan_source(root)
+    out.problems.extend(scan.problems)
+    out.warnings.extend(scan.warnings)
+    files = scan.files
     if len(files) > MAX_FILES:
         out.problems.append(InputProblem(str(root), "", f"more than {MAX_FILES} YAML files"))
         return out
@@ -93,6 +240,9 @@ def load_source(root: Path, cache: RenderCache | None = None) -> SourceSet:
         display = str(path.relative_to(base)) if path != base else path.name
         docs, problems = _load(path, display, cache)
         out.problems.extend(problems)
+        if path.name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):
+            out.warnings.append(f"{display}: a Helm values file, not a Kubernetes manifest; skipped")
+            continue
         for doc in docs:
             _classify(doc, out)
     return out
@@ -130,19 +280,32 @@ def _parse(model: type[B], doc: Document, out: SourceSet) -> B | None:
         return None
 
 
-def _classify(doc: Document, out: SourceSet) -> None:
+def _is_object(data: Any) -> bool:
+    return isinstance(data, dict) and "apiVersion" in data and "kind" in data
+
+
+def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
+    """Sort one document into ``out``; ``prefix`` is ``items[i].`` for an item of a List."""
     data = doc.data
     if not isinstance(data, dict):
-        out.problems.append(InputProblem(doc.file, "", f"document {doc.index + 1} is not a mapping"))
+        where = prefix.rstrip(".") or f"document {doc.index + 1}"
+        out.problems.append(InputProblem(doc.file, "", f"{where} is not a mapping"))
         return
     api, kind = data.get("apiVersion"), data.get("kind")
     if not isinstance(api, str) or not api:
-        out.problems.append(InputProblem(doc.file, "apiVersion", "Required value"))
+        out.problems.append(InputProblem(doc.file, f"{prefix}apiVersion", "Required value"))
         return
     if not isinstance(kind, str) or not kind:
-        out.problems.append(InputProblem(doc.file, "kind", "Required value"))
+        out.problems.append(InputProblem(doc.file, f"{prefix}kind", "Required value"))
         return
     if api.startswith("kustomize.config.k8s.io/"):
+        return
+    if (api, kind) == ("v1", "List"):
+        _classify_list(doc, out, prefix)
+        return
+    owned = _owned_kind_problem(api, kind)
+    if owned is not None:
+        out.problems.append(InputProblem(doc.file, f"{prefix}{owned.path}", owned.message()))
         return
     if (api, kind) == PCS_KIND:
         out.podcliquesets.append(Sourced(doc.file, data))
@@ -171,10 +334,117 @@ def _classify(doc: Document, out: SourceSet) -> None:
         if rc is not None:
             out.render_config = Sourced(doc.file, rc)
     elif kind in ("PodCliqueSet", "ClusterTopologyBinding", "OperatorConfiguration", "RenderConfiguration"):
-        out.problems.append(InputProblem(doc.file, "apiVersion", f"unsupported apiVersion {api!r} for kind {kind}"))
+        out.problems.append(
+            InputProblem(doc.file, f"{prefix}apiVersion", f"unsupported apiVersion {api!r} for kind {kind}")
+        )
     else:
-        meta = data.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
-            out.problems.append(InputProblem(doc.file, "metadata.name", "Required value"))
+        errs = passthrough_problems(data)
+        if errs:
+            out.problems.extend(InputProblem(doc.file, f"{prefix}{e.path}", e.message()) for e in errs)
             return
         out.passthrough.append(Sourced(doc.file, data))
+
+
+def _classify_list(doc: Document, out: SourceSet, prefix: str) -> None:
+    """A ``v1 List`` (what ``kubectl get -o yaml`` writes) stands for its items."""
+    if prefix:
+        out.problems.append(InputProblem(doc.file, f"{prefix}kind", "a List inside a List is not supported"))
+        return
+    items = doc.data.get("items")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        out.problems.append(InputProblem(doc.file, "items", "Invalid value: a List holds its objects in a list"))
+        return
+    for i, item in enumerate(items):
+        _classify(Document(doc.file, doc.index, item), out, f"items[{i}].")
+
+
+def _owned_kind_problem(api: str, kind: str) -> FieldError | None:
+    """An unknown kind in a group grove-gitops owns is a typo; suggest the closest known one."""
+    group = api.rpartition("/")[0]
+    known = OWNED_KINDS.get(group)
+    if known is None or kind in known:
+        return None
+    for other, kinds in OWNED_KINDS.items():
+        if kind in kinds:
+            version = api.rpartition("/")[2]
+            return invalid(
+                "apiVersion",
+                api,
+                f"kind {kind} belongs to API group {other}, not {group} (apiVersion {other}/{version})",
+            )
+    detail = f"{group} has no kind {kind}"
+    guess = _closest(kind, known) or _closest(kind, tuple(k for ks in OWNED_KINDS.values() for k in ks))
+    detail += f"; did you mean {guess}?" if guess else f"; its kinds are {', '.join(known)}"
+    return FieldError("kind", "Unsupported value", detail, kind)
+
+
+def _closest(kind: str, known: tuple[str, ...]) -> str | None:
+    by_lower = {k.lower(): k for k in known}
+    matches = difflib.get_close_matches(kind.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[matches[0]] if matches else None
+
+
+def passthrough_problems(data: dict[str, Any]) -> list[FieldError]:
+    """Check everything of a pass-through object that becomes part of a file path.
+
+    Kubernetes' own rules: the API group is a DNS subdomain, the kind ``^[A-Za-z][A-Za-z0-9]*$``,
+    the namespace a DNS-1123 label and the name a DNS-1123 subdomain (RBAC objects use the
+    looser path-segment rule, as the API server does, so ``system:aggregate-to-view`` works).
+    """
+    errs: list[FieldError] = []
+    api, kind = str(data.get("apiVersion")), str(data.get("kind"))
+    group, slash, version = api.rpartition("/")
+    if "/" in group or (slash and not group):
+        errs.append(invalid("apiVersion", api, "must be <version> or <group>/<version>"))
+    else:
+        errs += (
+            [invalid("apiVersion", api, "API group: " + p) for p in dns1123_subdomain_problems(group)] if group else []
+        )
+        if not _VERSION_RE.match(version):
+            errs.append(invalid("apiVersion", api, "version must consist of lower case alphanumeric characters or '-'"))
+    if not _KIND_RE.match(kind):
+        errs.append(
+            invalid(
+                "kind",
+                kind,
+                "must start with a letter and consist of letters and digits (regex used for validation is '^[A-Za-z][A-Za-z0-9]*$')",
+            )
+        )
+    meta = data.get("metadata")
+    if meta is None:
+        return [*errs, required("metadata.name")]
+    if not isinstance(meta, dict):
+        return [*errs, invalid("metadata", meta, "must be an object")]
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if name is None or name == "":
+        errs.append(required("metadata.name"))
+    elif not isinstance(name, str):
+        errs.append(invalid("metadata.name", name, "must be of type string"))
+    else:
+        errs += [invalid("metadata.name", name, p) for p in _name_problems(name, group, kind)]
+    if namespace is not None and namespace != "":
+        if not isinstance(namespace, str):
+            errs.append(invalid("metadata.namespace", namespace, "must be of type string"))
+        else:
+            errs += [invalid("metadata.namespace", namespace, p) for p in dns1123_label_problems(namespace)]
+    return errs
+
+
+def _name_problems(name: str, group: str, kind: str) -> list[str]:
+    if group in _PATH_SEGMENT_NAME_GROUPS:
+        out = []
+        if name in (".", ".."):
+            out.append(f"may not be '{name}'")
+        for bad in ("/", "%"):
+            if bad in name:
+                out.append(f"may not contain '{bad}'")
+        if _CONTROL_CHARS.search(name):
+            out.append("may not contain control characters")
+        if len(name) > 253:
+            out.append("must be no more than 253 characters")
+        return out
+    if group == "" and kind == "Namespace":
+        return dns1123_label_problems(name)
+    return dns1123_subdomain_problems(name)

@@ -9,6 +9,7 @@ can report every broken file at once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ from grove_gitops.errors import InputProblem
 MAX_FILE_BYTES = 2 * 1024 * 1024
 #: Largest number of YAML nodes one document may expand to once aliases are followed.
 MAX_EXPANDED_NODES = 200_000
+#: ``{{ ... }}``: Go template actions. Only consulted when the YAML does not parse, because a
+#: ConfigMap may legitimately hold templates (alert rules, Argo Workflows) as string data.
+_HELM_RE = re.compile(r"\{\{-?\s*[^{}]*?-?\}\}")
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,12 @@ def parse_documents(text: str, display: str) -> tuple[list[Document], list[Input
                 docs.append(Document(display, index, data))
             index += 1
     except yaml.MarkedYAMLError as exc:
+        helm = _HELM_RE.search(text)
+        if helm is not None:
+            line = text.count("\n", 0, helm.start()) + 1
+            return [], [
+                InputProblem(display, "", f"looks like a Helm template; render it first (helm template): line {line}")
+            ]
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = exc.problem or exc.context or "malformed YAML"

@@ -21,7 +21,9 @@ in causal order and a changed object is a changed file.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,12 +34,15 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.errors import OutputError
 from grove_gitops.output.gitopsmeta import annotate, wave_of
+from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
 from grove_gitops.render import CLUSTER_SHARD, PlannedPCS, RenderedObject, RenderPlan, RenderResult
 
 KUSTOMIZATION = "kustomization.yaml"
-META_FILE = "render.meta"
-META_MARKER = "grove-gitops"
+#: Longest file name most filesystems accept, in bytes.
+MAX_NAME_BYTES = 255
+#: Characters kept in a file name; anything else (``:`` of RBAC names, ``/``) becomes ``_``.
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
 
 @dataclass
@@ -51,12 +56,24 @@ class Tree:
 
 
 def object_file_name(obj: dict[str, Any], wave: int) -> str:
+    """``<wave>-<kind>.<group>--<name>.yaml``: one path segment, whatever the object holds.
+
+    Every character outside ``[A-Za-z0-9._-]`` becomes ``_`` (so no ``/``, NUL or ``..``
+    trick can add a segment), and a name longer than a file name may be is cut to a stable
+    prefix plus a hash of the whole name, so distinct objects keep distinct files.
+    """
     api = str(obj.get("apiVersion", ""))
-    group = api.split("/")[0] if "/" in api else ""
-    kind = str(obj.get("kind", "")).lower()
+    group = _UNSAFE_CHARS.sub("_", api.split("/")[0]) if "/" in api else ""
+    kind = _UNSAFE_CHARS.sub("_", str(obj.get("kind", "")).lower())
     kind_group = f"{kind}.{group}" if group else kind
-    name = str(obj.get("metadata", {}).get("name", "")).replace(":", "_").replace("/", "_")
-    return f"{wave + 20:02d}-{kind_group}--{name}.yaml"
+    name = _UNSAFE_CHARS.sub("_", str((obj.get("metadata") or {}).get("name", "")))
+    stem = f"{wave + 20:02d}-{kind_group}--{name}"
+    if len(stem) + len(".yaml") <= MAX_NAME_BYTES:  # ASCII only after the substitution
+        return f"{stem}.yaml"
+    full = f"{wave + 20:02d}-{kind_group}--{(obj.get('metadata') or {}).get('name', '')}"
+    tag = hashlib.sha256(full.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    keep = MAX_NAME_BYTES - len(".yaml") - len(tag) - 1
+    return f"{stem[:keep]}-{tag}.yaml"
 
 
 def _kustomization(resources: list[str], root: bool = False) -> bytes:

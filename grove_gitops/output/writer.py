@@ -8,22 +8,37 @@ so a mistyped ``--out`` cannot wipe someone's files.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from grove_gitops.errors import OutputError
-from grove_gitops.output.layout import META_FILE, META_MARKER, Tree
+from grove_gitops.output.layout import Tree
+from grove_gitops.output.marker import META_FILE, is_output_dir
+
+__all__ = ["is_output_dir", "write_tree"]
+
+#: Longest file name most filesystems (ext4, xfs, btrfs, APFS) accept, in bytes.
+MAX_NAME_BYTES = 255
 
 
-def is_output_dir(path: Path) -> bool:
-    meta = path / META_FILE
-    try:
-        return bool(json.loads(meta.read_text()).get("generator") == META_MARKER)
-    except (OSError, ValueError, AttributeError):
-        return False
+def _checked_target(root: Path, rel: str) -> Path:
+    """``root / rel``, refusing anything that would land outside ``root``.
+
+    Defence in depth: the loader already validates every input that becomes a path, but a
+    bug there must not let a source tree write outside the output (issue 9, section 1).
+    """
+    parts = rel.split("/")
+    if rel.startswith("/") or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
+        raise OutputError(f"refusing to write {rel!r}: not a plain relative path")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise OutputError(f"refusing to write {rel!r}: a file name is longer than {MAX_NAME_BYTES} bytes")
+    target = root / rel
+    if not target.resolve().is_relative_to(root.resolve()):
+        raise OutputError(f"refusing to write {rel!r}: it resolves outside the output directory")
+    return target
 
 
 def write_tree(tree: Tree, out: Path) -> None:
@@ -38,11 +53,14 @@ def write_tree(tree: Tree, out: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
         for rel, data in tree.files.items():
-            target = tmp / rel
+            target = _checked_target(tmp, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         for d in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
             os.chmod(d, 0o755)
+    except OutputError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise OutputError(f"{out}: cannot write the output: {exc}") from exc
