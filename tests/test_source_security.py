@@ -60,17 +60,22 @@ def _rejected(tmp_path: Path, files: dict[str, str], *fragments: str) -> None:
 @pytest.mark.parametrize(
     ("namespace", "fragment"),
     [
-        ("/tmp/x", 'cm.yaml: metadata.namespace: Invalid value: "/tmp/x": a lowercase RFC 1123 label'),
-        ("../../x", 'cm.yaml: metadata.namespace: Invalid value: "../../x"'),
-        (".", 'cm.yaml: metadata.namespace: Invalid value: "."'),
+        ("ABSOLUTE", 'cm.yaml: metadata.namespace: Invalid value: "/'),
+        ("../escape", 'cm.yaml: metadata.namespace: Invalid value: "../escape"'),
+        ("../../escape", 'cm.yaml: metadata.namespace: Invalid value: "../../escape"'),
+        (".", 'cm.yaml: metadata.namespace: Invalid value: ".": a lowercase RFC 1123 label'),
         ("..", 'cm.yaml: metadata.namespace: Invalid value: ".."'),
         (["a", "b"], 'cm.yaml: metadata.namespace: Invalid value: ["a","b"]: must be of type string'),
         (7, "cm.yaml: metadata.namespace: Invalid value: 7: must be of type string"),
     ],
-    ids=["absolute", "relative", "dot", "dotdot", "list", "int"],
+    ids=["absolute", "relative", "relative2", "dot", "dotdot", "list", "int"],
 )
 def test_namespace_that_is_a_path_is_rejected(tmp_path: Path, namespace: object, fragment: str) -> None:
+    # Paths stay inside tmp_path, so a regression writes where _rejected looks, not to /tmp.
+    if namespace == "ABSOLUTE":
+        namespace = str(tmp_path / "escape")
     _rejected(tmp_path, {"a.yaml": pcs_yaml("alpha"), "cm.yaml": _cm(namespace=namespace)}, fragment)
+    assert not (tmp_path / "escape").exists()
 
 
 @pytest.mark.parametrize(

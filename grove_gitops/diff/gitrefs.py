@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 import git
 
 from grove_gitops.diff.errors import GitRefError
-from grove_gitops.load.source import OUTPUT_MARKER_FILE
+from grove_gitops.load.source import IGNORE_FILE, OUTPUT_MARKER_FILE
 
 _SYMLINK_MODE = 0o120000
 _WANTED_SUFFIXES = (".yaml", ".yml")
@@ -87,7 +87,7 @@ def extract(repo: git.Repo, ref: str, source_path: str, dest: Path) -> Extracted
             if not isinstance(item, git.Blob) or item.mode == _SYMLINK_MODE:
                 continue
             name = PurePosixPath(item.path).name
-            if not (name.endswith(_WANTED_SUFFIXES) or name == OUTPUT_MARKER_FILE):
+            if not (name.endswith(_WANTED_SUFFIXES) or name in (OUTPUT_MARKER_FILE, IGNORE_FILE)):
                 continue
             rel = PurePosixPath(item.path).relative_to(sub) if sub else PurePosixPath(item.path)
             if ".." in rel.parts or rel.is_absolute():

@@ -130,3 +130,12 @@ def test_normalize_source_path() -> None:
     assert normalize_source_path("./deploy/") == "deploy"
     with pytest.raises(GitRefError):
         normalize_source_path("/abs")
+
+
+def test_extract_keeps_the_ignore_file(repo: git.Repo, tmp_path: Path) -> None:
+    """``diff --repo`` renders each side as ``render`` would: ``.grove-gitops-ignore`` included."""
+    sha = _commit(
+        repo, {"src/app.yaml": _v(1), "src/.grove-gitops-ignore": "drafts/\n", "src/drafts/x.yaml": "a: [1\n"}, "v1"
+    )
+    extract(repo, sha, "src", tmp_path / "x")
+    assert (tmp_path / "x" / ".grove-gitops-ignore").read_text() == "drafts/\n"
