@@ -239,3 +239,17 @@ def test_help_has_no_rst_markup_and_every_option_is_explained() -> None:
         assert ":func:" not in result.output and ":class:" not in result.output
     watch_help = _run("watch", "--help").output
     assert re.search(r"--out PATH\s+[A-Za-z]", watch_help), watch_help
+
+
+# --- README / .gitignore ------------------------------------------------------------------------
+
+
+def test_readme_says_how_to_run_the_cli_and_rendered_is_ignored() -> None:
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    quick = readme.index("## Quick start")
+    usage = readme.index("## Usage")
+    assert ".venv/bin/grove-gitops" in readme[quick:usage] and "source .venv/bin/activate" in readme[quick:usage]
+    for documented in ("--output json", "acknowledgedWarnings", "15-secret"):
+        assert documented in readme
+    lines = (PROJECT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "rendered/" in lines
