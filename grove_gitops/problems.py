@@ -51,6 +51,20 @@ def from_warning(text: str) -> Problem:
     return Problem(file, field_, message, "warning")
 
 
+def dedup_key(warning: str) -> str:
+    """What makes two warnings the same one.
+
+    A finding about the object in a file (field ``spec...`` / ``metadata...``) is distinct per
+    file. A finding about shared configuration (``scheduler.profiles[...]...``, attributed to
+    whichever PodCliqueSet first needed it) is one warning, whatever file it names: a
+    ``watch`` re-render may attribute it to another file, and it must not print again.
+    """
+    problem = from_warning(warning)
+    if problem.field and not problem.field.startswith(("spec", "metadata")):
+        return f"{problem.field}: {problem.message}"
+    return warning
+
+
 def acknowledged(warning: str, acknowledgements: Iterable[str]) -> bool:
     """Whether RenderConfiguration's ``acknowledgedWarnings`` names this warning (a substring)."""
     return any(ack and ack in warning for ack in acknowledgements)
@@ -71,9 +85,10 @@ class WarningSink:
         """The warnings to show now: new this run and not silenced."""
         shown: list[str] = []
         for warning in warnings:
-            if warning in self.seen:
+            key = dedup_key(warning)
+            if key in self.seen:
                 continue
-            self.seen.add(warning)
+            self.seen.add(key)
             if self.quiet and acknowledged(warning, acknowledgements):
                 continue
             shown.append(warning)

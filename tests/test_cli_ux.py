@@ -122,6 +122,10 @@ def test_each_warning_printed_once_and_quiet_silences_acknowledged(tmp_path: Pat
     assert sink.emit(["x: y: dup", "x: y: dup", "other"], lines.append) == ["x: y: dup", "other"]
     assert sink.emit(["x: y: dup"], lines.append) == []  # a later render of the same run (watch)
     assert lines == ["warning: x: y: dup", "warning: other"]
+    # Shared-configuration findings are one warning whichever PodCliqueSet file they name.
+    config = "scheduler.profiles[default-scheduler].config.gangScheduling: gangScheduling renders ..."
+    assert sink.emit([f"a.yaml: {config}", f"b.yaml: {config}"], lines.append) == [f"a.yaml: {config}"]
+    assert sink.emit(["a.yaml: spec.x: m", "b.yaml: spec.x: m"], lines.append) == ["a.yaml: spec.x: m", "b.yaml: spec.x: m"]
 
     loud = _run("validate", str(src))
     assert loud.stderr.count("names no clique") == 2  # one per file: distinct warnings
