@@ -1,7 +1,10 @@
 """The ``grove-gitops`` command line.
 
 Exit codes (DESIGN contract): 0 ok, 1 invalid input or a failed operation (a clear message,
-never a traceback), 2 usage. Warnings go to stderr and never change the exit code.
+never a traceback), 2 usage. Warnings go to stderr, each distinct one once per run, and never
+change the exit code; ``--output json`` puts every problem in one JSON document on stdout
+instead (see :mod:`grove_gitops.problems`). Help texts are plain text: click prints
+docstrings verbatim, so command docstrings hold no RST markup.
 """
 
 from __future__ import annotations
