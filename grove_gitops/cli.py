@@ -1,7 +1,10 @@
 """The ``grove-gitops`` command line.
 
 Exit codes (DESIGN contract): 0 ok, 1 invalid input or a failed operation (a clear message,
-never a traceback), 2 usage. Warnings go to stderr and never change the exit code.
+never a traceback), 2 usage. Warnings go to stderr, each distinct one once per run, and never
+change the exit code; ``--output json`` puts every problem in one JSON document on stdout
+instead (see :mod:`grove_gitops.problems`). Help texts are plain text: click prints
+docstrings verbatim, so command docstrings hold no RST markup.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import write_tree
+from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 from grove_gitops.render import plan_source
 
 
@@ -29,10 +33,64 @@ def _report(exc: GroveGitopsError) -> None:
         click.echo(f"error: {exc}", err=True)
 
 
+def _error_problems(exc: GroveGitopsError) -> list[Problem]:
+    """The JSON form of a failed run: every input problem, or the one error as a message."""
+    if isinstance(exc, InvalidInputError):
+        return [from_input_problem(p) for p in exc.problems]
+    return [Problem("", "", str(exc), "error")]
+
+
+#: ``--output``: ``text`` for people, ``json`` (one document on stdout) for editors and CI.
+OUTPUT_OPTION = click.option(
+    "--output",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON document on stdout listing every problem as {file, field, message, severity}.",
+)
+QUIET_OPTION = click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print no success line, and no warning listed in RenderConfiguration's acknowledgedWarnings.",
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grove-gitops")
 def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
+
+
+def _check(source: Path, out: Path | None, quiet: bool, output: str) -> None:
+    """What render and validate share: run every check, write OUT when given, report."""
+    as_json = output == "json"
+    try:
+        plan = plan_source(source)
+        tree = build_tree_from_plan(plan)
+        if out is not None:
+            write_tree(tree, out)
+    except GroveGitopsError as exc:
+        if as_json:
+            click.echo(json_document(False, _error_problems(exc)))
+        else:
+            _report(exc)
+        sys.exit(1)
+    sink = WarningSink(quiet=quiet)
+    acks = plan.config.acknowledgedWarnings
+    if as_json:
+        shown = sink.select(tree.warnings, acks)
+        summary = {"podCliqueSets": len(plan.items), "objects": tree.objects, "files": len(tree.files)}
+        click.echo(json_document(True, [from_warning(w) for w in shown], **summary))
+        return
+    sink.emit(tree.warnings, lambda line: click.echo(line, err=True), acks)
+    if quiet:
+        return
+    if out is not None:
+        click.echo(f"rendered {len(plan.items)} PodCliqueSet(s) into {tree.objects} objects, {len(tree.files)} files in {out}")
+    else:
+        click.echo(f"{len(plan.items)} PodCliqueSet(s) valid")
 
 
 @main.command()
@@ -40,46 +98,38 @@ def main() -> None:
 @click.option(
     "--out", "out", required=True, type=click.Path(path_type=Path), help="Output directory (replaced atomically)."
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
-def render(source: Path, out: Path, quiet: bool) -> None:
+@QUIET_OPTION
+@OUTPUT_OPTION
+def render(source: Path, out: Path, quiet: bool, output: str) -> None:
     """Render SOURCE (a directory of YAML files) into OUT."""
-    try:
-        plan = plan_source(source)
-        tree = build_tree_from_plan(plan)
-        write_tree(tree, out)
-    except GroveGitopsError as exc:
-        _report(exc)
-        sys.exit(1)
-    for warning in tree.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    if not quiet:
-        click.echo(f"rendered {len(plan.items)} PodCliqueSet(s) into {tree.objects} objects, {len(tree.files)} files in {out}")
+    _check(source, out, quiet, output)
 
 
 @main.command()
 @click.argument("source", type=click.Path(path_type=Path))
-def validate(source: Path) -> None:
-    """Run every check of ``render`` on SOURCE; write nothing."""
-    try:
-        plan = plan_source(source)
-        tree = build_tree_from_plan(plan)
-    except GroveGitopsError as exc:
-        _report(exc)
-        sys.exit(1)
-    for warning in tree.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    click.echo(f"{len(plan.items)} PodCliqueSet(s) valid")
+@QUIET_OPTION
+@OUTPUT_OPTION
+def validate(source: Path, quiet: bool, output: str) -> None:
+    """Run every check of 'render' on SOURCE; write nothing."""
+    _check(source, None, quiet, output)
 
 
 @main.command()
 @click.argument("source", type=click.Path(path_type=Path, exists=True))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Output directory, replaced atomically after each valid render (an invalid edit keeps the last one).",
+)
 @click.option("--debounce", default=300, show_default=True, help="Milliseconds to wait for more changes.")
-def watch(source: Path, out: Path, debounce: int) -> None:
+@QUIET_OPTION
+def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
     """Re-render SOURCE into OUT whenever a YAML file changes (Ctrl-C to stop)."""
     from grove_gitops.gitops.watch import watch as run_watch
 
-    run_watch(source, out, lambda line: click.echo(line, err=True), debounce_ms=debounce)
+    run_watch(source, out, lambda line: click.echo(line, err=True), debounce_ms=debounce, quiet=quiet)
 
 
 @main.command()

@@ -38,6 +38,7 @@ from grove_gitops.diff.sides import extracted_refs, side_from_rendered, side_fro
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 
 _KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -178,6 +179,17 @@ def _build(
 @click.option(
     "-U", "--context", type=click.IntRange(0, 1000), default=DEFAULT_CONTEXT, show_default=True, help="Diff context."
 )
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print no warning listed in RenderConfiguration's acknowledgedWarnings."
+)
+@click.option(
+    "--output",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON document on stdout with every problem as {file, field, message, severity} and the diff.",
+)
 def diff_command(
     base: str,
     head: str,
@@ -192,6 +204,8 @@ def diff_command(
     base_label: str | None,
     head_label: str | None,
     context: int,
+    quiet: bool,
+    output: str,
 ) -> None:
     """Show what changes between the rendered output of BASE and HEAD (PR review)."""
     if rendered and repo is not None:
@@ -200,32 +214,66 @@ def diff_command(
         raise click.UsageError("--source-path needs --repo")
     if not _KEY_RE.match(key):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only (at most 64)", param_hint="--key")
+    as_json = output == "json"
+    problems: list[Problem] = []
     if fmt == "markdown" and max_chars > GITHUB_COMMENT_LIMIT:
-        click.echo(f"warning: parts of up to {max_chars} characters exceed GitHub's comment limit", err=True)
+        message = f"parts of up to {max_chars} characters exceed GitHub's comment limit"
+        problems.append(Problem("", "--max-chars", message, "warning"))
+        if not as_json:
+            click.echo(f"warning: {message}", err=True)
     try:
         report, hint = _build(base, head, rendered, repo, source_path, (base_label, head_label), context)
-        for warning in report.head.warnings:
-            click.echo(f"warning: head: {warning}", err=True)
+        sink = WarningSink(quiet=quiet)
+        if as_json:
+            shown = sink.select(report.head.warnings, report.head.acknowledged)
+            problems += [from_warning(w) for w in shown]
+        else:
+            sink.emit(report.head.warnings, lambda line: click.echo(line, err=True), report.head.acknowledged, "head: ")
         if fmt == "text":
             text = render_text(report, title)
+            parts = [text]
             if out is not None:
                 _write(out, text)
-            else:
+            elif not as_json:
                 click.echo(text, nl=False)
             parts_note = ""
         else:
             parts = render_markdown(report, title=title, key=key, max_chars=max_chars, rerun_hint=hint)
             if out is not None:
                 write_parts(out, parts)
-            else:
+            elif not as_json:
                 click.echo(f"\n{PART_SEPARATOR}\n".join(parts), nl=False)
             parts_note = f" in {len(parts)} part{'s' if len(parts) != 1 else ''}"
     except _InvalidSidesError as exc:
-        _report_invalid(exc.errors)
+        if as_json:
+            problems += [from_input_problem(p, e.side) for e in exc.errors for p in e.error.problems]
+            click.echo(json_document(False, problems))
+        else:
+            _report_invalid(exc.errors)
         sys.exit(1)
     except GroveGitopsError as exc:
-        click.echo(f"error: {exc}", err=True)
+        if as_json:
+            click.echo(json_document(False, [*problems, Problem("", "", str(exc), "error")]))
+        else:
+            click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    if as_json:
+        totals = report.totals()
+        click.echo(
+            json_document(
+                True,
+                problems,
+                identical=report.identical,
+                totals={
+                    "added": totals.added,
+                    "removed": totals.removed,
+                    "modified": totals.modified,
+                    "replaced": totals.replaced,
+                },
+                diff=None if out is not None else parts,
+            )
+        )
+        return
     where = f" to {out}" if out is not None else ""
     if report.identical:
         click.echo(f"no changes: {report.base.label} and {report.head.label} render identically{where}", err=True)

@@ -27,7 +27,7 @@ from grove_gitops.validation.config import validate_binding, validate_operator_c
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
 from grove_gitops.validation.mnnvl import validate_mnnvl
-from grove_gitops.validation.podcliqueset import validate_spec
+from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
 
@@ -140,6 +140,7 @@ def _validate_pcs(
     errs += topo_errs
     inputs.warnings += [f"{item.file}: {w}" for w in topo_warnings]
     errs += validate_spec(pcs)
+    inputs.warnings += [f"{item.file}: {w}" for w in starts_after_warnings(pcs)]
     errs += validate_mnnvl(pcs, opcfg.network.autoMNNVLEnabled)
     default = opcfg.scheduler.defaultProfileName
     errs += validate_scheduler_names(pcs, default, inputs.backends.keys())

@@ -31,8 +31,8 @@ def test_layout_and_kustomizations(tmp_path: Path) -> None:
     assert shard[:4] == [
         "10-role.rbac.authorization.k8s.io--grove.io_pcs_alpha.yaml",
         "10-rolebinding.rbac.authorization.k8s.io--grove.io_pcs_alpha.yaml",
-        "10-secret--alpha-ic-sat.yaml",
         "10-serviceaccount--alpha.yaml",
+        "15-secret--alpha-ic-sat.yaml",
     ]
     assert "20-podgang.scheduler.grove.io--alpha-0.yaml" in shard
     assert all(f"ml/alpha/{name}" in files for name in shard)

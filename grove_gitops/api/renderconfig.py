@@ -24,6 +24,8 @@ class RenderConfig(StrictModel):
     apiVersion: Literal["gitops.grove.io/v1alpha1"] = "gitops.grove.io/v1alpha1"
     kind: Literal["RenderConfiguration"] = "RenderConfiguration"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    #: Substrings of warnings the user has read; ``-q`` then stops printing them.
+    acknowledgedWarnings: list[str] = Field(default_factory=list)
     kubernetesVersion: KubernetesVersion = "1.35"
     defaultNamespace: str = "default"
     initContainerImage: str = DEFAULT_INIT_IMAGE

@@ -20,6 +20,8 @@ class Side:
     label: str
     objects: dict[ObjectKey, TreeObject]
     warnings: list[str] = field(default_factory=list)
+    #: RenderConfiguration's ``acknowledgedWarnings`` of a source side (``-q`` hides those).
+    acknowledged: list[str] = field(default_factory=list)
 
 
 @dataclass

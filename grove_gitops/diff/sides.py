@@ -28,7 +28,7 @@ def side_from_source(root: Path, label: str, side: str) -> Side:
     except InvalidInputError as exc:
         raise SideInvalidError(side, label, exc) from exc
     tree = build_tree(result)
-    return Side(label, load_objects(tree.files), list(result.warnings))
+    return Side(label, load_objects(tree.files), list(result.warnings), list(result.config.acknowledgedWarnings))
 
 
 def side_from_rendered(root: Path, label: str) -> Side:

@@ -3,11 +3,15 @@
 watchfiles batches file events and debounces them; each batch triggers one render. An
 invalid edit prints its errors and leaves the previous output in place (the writer only
 swaps a complete tree in), so a half-typed file never wipes what Argo CD would see.
+
+Every line carries a local timestamp (a terminal left open shows when it last rendered), and
+each distinct warning prints once per ``watch`` run, not on every save.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,10 +21,22 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import write_tree
+from grove_gitops.problems import WarningSink
 from grove_gitops.render import plan_source
 
 
-def render_once(source: Path, out: Path, echo: Callable[[str], None], cache: RenderCache | None = None) -> bool:
+def timestamped(echo: Callable[[str], None]) -> Callable[[str], None]:
+    """``echo`` with each line prefixed by the local time (``HH:MM:SS``)."""
+    return lambda line: echo(f"{time.strftime('%H:%M:%S')} {line}")
+
+
+def render_once(
+    source: Path,
+    out: Path,
+    echo: Callable[[str], None],
+    cache: RenderCache | None = None,
+    sink: WarningSink | None = None,
+) -> bool:
     if cache is not None:
         cache.start()
     try:
@@ -38,8 +54,7 @@ def render_once(source: Path, out: Path, echo: Callable[[str], None], cache: Ren
     finally:
         if cache is not None:
             cache.finish()
-    for warning in tree.warnings:
-        echo(f"warning: {warning}")
+    (sink or WarningSink()).emit(tree.warnings, echo, plan.config.acknowledgedWarnings)
     echo(f"rendered {len(plan.items)} PodCliqueSet(s), {len(tree.files)} files in {out}")
     return True
 
@@ -67,15 +82,18 @@ def watch(
     debounce_ms: int = 300,
     stop: threading.Event | None = None,
     max_renders: int | None = None,
+    quiet: bool = False,
 ) -> int:
     """Render now, then after every batch of changes; returns the number of renders."""
     renders = 1
     cache = RenderCache()  # an edit re-renders only the PodCliqueSets it touched
-    render_once(source, out, echo, cache)
+    sink = WarningSink(quiet=quiet)
+    echo = timestamped(echo)
+    render_once(source, out, echo, cache, sink)
     for _changes in watchfiles.watch(
         source, watch_filter=_relevant(out), debounce=debounce_ms, stop_event=stop, raise_interrupt=False
     ):
-        render_once(source, out, echo, cache)
+        render_once(source, out, echo, cache, sink)
         renders += 1
         if max_renders is not None and renders >= max_renders:
             break

@@ -245,9 +245,26 @@ def _root_readme(summary: _Summary) -> str:
         lines.append(f"| {ns}/{pcs} | `{ns}/{pcs}/` | `{src}` |")
     lines += ["", "| kind | objects |", "| --- | ---: |"]
     lines += [f"| {kind} | {n} |" for kind, n in sorted(summary.kind_counts.items())]
+    lines += ["", *_APPLY_ORDER]
     if summary.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary.warnings]
     return "\n".join(lines) + "\n"
+
+
+#: The root README's explanation of the file-name prefixes (they are ``wave + 20``).
+_APPLY_ORDER = (
+    "## Apply order",
+    "",
+    "A file's prefix is its Argo CD sync wave plus 20, and `kubectl apply -k` / Flux apply the files in that order:",
+    "",
+    "| prefix | wave | objects |",
+    "| --- | ---: | --- |",
+    "| `00-` | -20 | Namespaces, CustomResourceDefinitions |",
+    "| `10-` | -10 | ServiceAccounts, RBAC, ConfigMaps, other prerequisites and cluster-scoped objects |",
+    "| `15-` | -5 | ServiceAccount token Secrets (after their ServiceAccount, or Kubernetes deletes them) |",
+    "| `20-` | 0 | PodGangs, scheduler objects, Services, other objects |",
+    "| `30-` | 10 | Pods (gated until their gang is complete) |",
+)
 
 
 def _meta(summary: _Summary, tree: Tree) -> str:

@@ -339,6 +339,28 @@ def _clique_dependencies(pcs: PodCliqueSet) -> list[FieldError]:
     return errs
 
 
+def starts_after_warnings(pcs: PodCliqueSet) -> list[str]:
+    """``field: message`` warnings for ``startsAfter`` names that are not cliques.
+
+    Grove rejects them only with ``cliqueStartupType: CliqueStartupTypeExplicit`` (see
+    :func:`_clique_dependencies`); under the other startup types it ignores ``startsAfter``,
+    so a typo there passes silently. It is a warning, not an error, to stay as permissive as
+    Grove while still telling the user.
+    """
+    if pcs.spec.template.cliqueStartupType == EXPLICIT:
+        return []
+    names = {c.name for c in pcs.cliques}
+    out: list[str] = []
+    for i, clique in enumerate(pcs.cliques):
+        unknown = [d for d in clique.spec.startsAfter or [] if d and d not in names]
+        if unknown:
+            out.append(
+                f"{_c(i)}.spec.startsAfter: names no clique of this PodCliqueSet: {', '.join(unknown)}"
+                f" (known: {', '.join(sorted(names))}); ignored unless cliqueStartupType is {EXPLICIT}"
+            )
+    return out
+
+
 def _strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
     """Tarjan's algorithm, iterative so a long dependency chain cannot exhaust the stack."""
     index: dict[str, int] = {}
