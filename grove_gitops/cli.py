@@ -57,6 +57,19 @@ QUIET_OPTION = click.option(
 )
 
 
+def _host_port(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``host:port`` (host may be empty = all interfaces; empty value = disabled) or a usage error.
+
+    Checked here so a typo is exit 2 with the option named, not a traceback from the server.
+    """
+    if not value:
+        return value
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or ":" in host:
+        raise click.BadParameter(f"{value!r} is not host:port (e.g. 0.0.0.0:8080)")
+    return value
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grove-gitops")
 def main() -> None:
@@ -145,7 +158,12 @@ def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Private clone (default: ~/.cache).")
 @click.option("--once", is_flag=True, help="One iteration; exit 1 if a source commit failed to render.")
 @click.option("--interval", default=30.0, show_default=True, help="Seconds between iterations.")
-@click.option("--metrics-address", default="", help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).")
+@click.option(
+    "--metrics-address",
+    default="",
+    callback=_host_port,
+    help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).",
+)
 @click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
 def controller(
     repo: str,
@@ -184,7 +202,11 @@ def controller(
 @click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True)
 @click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid).")
 @click.option(
-    "--metrics-address", default="0.0.0.0:8080", show_default=True, help="Serves /healthz, /readyz, /metrics."
+    "--metrics-address",
+    default="0.0.0.0:8080",
+    show_default=True,
+    callback=_host_port,
+    help="Serves /healthz, /readyz, /metrics.",
 )
 @click.option("--kubeconfig", default=None, help="Default: in-cluster config, then ~/.kube/config.")
 @click.option("--concurrency", default=16, show_default=True, help="Parallel pod patches per gang.")

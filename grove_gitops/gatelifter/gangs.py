@@ -11,9 +11,11 @@ PodClique objects exist under GitOps, so the pods themselves are counted.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from grove_gitops.errors import GroveGitopsError
 
 GATE = "grove.io/podgang-pending-creation"
 GANG_OBJECTS = "gitops.grove.io/gang-objects"
@@ -39,6 +41,7 @@ class Decision:
     complete: bool
     waiting_for: list[str] = field(default_factory=list)
     to_ungate: list[str] = field(default_factory=list)
+    uids: dict[str, str] = field(default_factory=dict)  # pod name -> uid the decision saw
 
 
 def has_gate(pod: K8s) -> bool:
@@ -63,72 +66,144 @@ def is_scheduled(pod: K8s) -> bool:
     return False
 
 
-def referenced_pods(podgang: K8s) -> list[str]:
-    return [ref["name"] for group in podgang["spec"].get("podgroups", []) for ref in group.get("podReferences") or []]
+class MalformedPodGang(GroveGitopsError):
+    """A PodGang the lifter cannot read (a bad annotation or spec).
+
+    Raised per gang, so the loop can report that one gang (one Event, one warning), retry it
+    with backoff, and go on releasing every other gang.
+    """
+
+
+def _names(items: Any, what: str) -> list[dict[str, Any]]:
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise MalformedPodGang(f"{what}: expected a list of objects, got {json.dumps(items)[:80]}")
+    for i in items:
+        if not isinstance(i.get("name"), str) or not i["name"]:
+            raise MalformedPodGang(f"{what}: every entry needs a name, got {json.dumps(i)[:80]}")
+    return list(items)
+
+
+def referenced_pods(podgang: K8s) -> list[tuple[str, str, str]]:
+    """(podgroup, namespace, name) of every pod the PodGang references.
+
+    A reference without a namespace means the PodGang's own namespace; one with a namespace
+    means exactly that namespace (never a same-named pod elsewhere).
+    """
+    spec = podgang.get("spec")
+    if not isinstance(spec, dict):
+        raise MalformedPodGang("spec: expected an object")
+    own_ns = str((podgang.get("metadata") or {}).get("namespace", ""))
+    out = []
+    for group in _names(spec.get("podgroups") or [], "spec.podgroups"):
+        for ref in _names(group.get("podReferences") or [], f"spec.podgroups[{group['name']}].podReferences"):
+            ns = ref.get("namespace") or own_ns
+            out.append((str(group["name"]), str(ns), str(ref["name"])))
+    return out
 
 
 def gang_objects(podgang: K8s) -> list[ObjectRef]:
-    """The backend objects the renderer listed for this gang (empty when none)."""
+    """The backend objects the renderer listed for this gang (empty when none).
+
+    A malformed annotation raises :class:`MalformedPodGang`: silently treating it as "no
+    objects" would release pods before their PodGroup exists.
+    """
     meta = podgang.get("metadata") or {}
     raw = (meta.get("annotations") or {}).get(GANG_OBJECTS)
     if not raw:
         return []
+    where = f"metadata.annotations[{GANG_OBJECTS}]"
     try:
         items = json.loads(raw)
-    except ValueError:
-        return []
+    except ValueError as exc:
+        raise MalformedPodGang(f"{where}: not JSON ({exc})") from exc
     ns = str(meta.get("namespace", ""))
-    return [ObjectRef(str(i["apiVersion"]), str(i["kind"]), ns, str(i["name"])) for i in items if isinstance(i, dict)]
+    out = []
+    for i in _names(items, where):
+        if not isinstance(i.get("apiVersion"), str) or not isinstance(i.get("kind"), str):
+            raise MalformedPodGang(f"{where}: every entry needs apiVersion and kind, got {json.dumps(i)[:80]}")
+        out.append(ObjectRef(i["apiVersion"], i["kind"], ns, i["name"]))
+    return out
 
 
-def base_gang_scheduled(base: K8s, pods: Iterable[K8s]) -> list[str]:
-    """Podgroups of the base gang below minReplicas scheduled pods (empty = scheduled)."""
+def _label(pod: K8s, key: str) -> str | None:
+    value = ((pod.get("metadata") or {}).get("labels") or {}).get(key)
+    return value if isinstance(value, str) else None
+
+
+def belongs_to(pod: K8s, podgang: K8s) -> bool:
+    """Whether the pod's ``grove.io/podgang`` label names this PodGang (same namespace).
+
+    Only that PodGang may release the pod: another PodGang that merely lists it does not.
+    """
+    meta = podgang.get("metadata") or {}
+    pod_meta = pod.get("metadata") or {}
+    return _label(pod, PODGANG_LABEL) == meta.get("name") and pod_meta.get("namespace") == meta.get("namespace")
+
+
+def base_gang_scheduled(base: K8s, pods: Mapping[tuple[str, str], K8s]) -> list[str]:
+    """Podgroups of the base gang below minReplicas scheduled pods (empty = scheduled).
+
+    Only pods the base PodGang references count: after a template change the old base pods
+    keep the same label while they are being retired, and must not satisfy the count.
+    """
     base_name = base["metadata"]["name"]
     counts: dict[str, int] = {}
-    for pod in pods:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        if labels.get(PODGANG_LABEL) == base_name and not is_terminating(pod) and is_scheduled(pod):
-            counts[labels.get(PODCLIQUE_LABEL, "")] = counts.get(labels.get(PODCLIQUE_LABEL, ""), 0) + 1
-    return [
-        f"base PodGang {base_name}: podgroup {g['name']} has {counts.get(g['name'], 0)}/{g['minReplicas']} scheduled pods"
-        for g in base["spec"].get("podgroups", [])
-        if counts.get(g["name"], 0) < int(g.get("minReplicas", 0))
-    ]
+    for group, ns, name in referenced_pods(base):
+        pod = pods.get((ns, name))
+        if pod is not None and belongs_to(pod, base) and not is_terminating(pod) and is_scheduled(pod):
+            counts[group] = counts.get(group, 0) + 1
+    out = []
+    for g in _names(base["spec"].get("podgroups") or [], "spec.podgroups"):
+        try:
+            need = int(g.get("minReplicas", 0))
+        except (TypeError, ValueError) as exc:
+            raise MalformedPodGang(f"spec.podgroups[{g['name']}].minReplicas: not an integer") from exc
+        if counts.get(g["name"], 0) < need:
+            out.append(f"base PodGang {base_name}: podgroup {g['name']} has {counts.get(g['name'], 0)}/{need} scheduled pods")
+    return out
 
 
 def decide(
     podgang: K8s | None,
-    pods_by_name: Mapping[str, K8s],
+    pods: Mapping[tuple[str, str], K8s],
     object_exists: Callable[[ObjectRef], bool],
     podgang_by_name: Mapping[str, K8s],
-    namespace_pods: Iterable[K8s],
 ) -> Decision:
-    """Whether the gang is complete and which of its pods still carry the gate."""
+    """Whether the gang is complete and which of its pods still carry the gate.
+
+    ``pods`` is keyed by (namespace, name). Backend objects are checked last, and only when
+    everything else is in place, so a waiting gang costs no API calls.
+    """
     if podgang is None:
         return Decision(False, ["PodGang"])
     waiting: list[str] = []
-    refs = referenced_pods(podgang)
     present = []
-    for name in refs:
-        pod = pods_by_name.get(name)
+    for _group, ns, name in referenced_pods(podgang):
+        pod = pods.get((ns, name))
         if pod is None or is_terminating(pod):
-            waiting.append(f"pod {name}")
+            waiting.append(f"pod {ns}/{name}")
+        elif not belongs_to(pod, podgang):
+            waiting.append(f"pod {ns}/{name} is labelled for PodGang {_label(pod, PODGANG_LABEL)!r}")
         else:
             present.append(pod)
-    for ref in gang_objects(podgang):
-        if not object_exists(ref):
-            waiting.append(f"{ref.kind} {ref.name} ({ref.api_version})")
-    bases = {
-        ((p.get("metadata") or {}).get("labels") or {}).get(BASE_PODGANG_LABEL)
-        for p in present
-        if ((p.get("metadata") or {}).get("labels") or {}).get(BASE_PODGANG_LABEL)
-    }
-    for base_name in sorted(b for b in bases if b):
+    objects = gang_objects(podgang)  # parsed even while waiting: a malformed gang is reported at once
+    bases = sorted({b for b in (_label(p, BASE_PODGANG_LABEL) for p in present) if b})
+    for base_name in bases:
         base = podgang_by_name.get(base_name)
         if base is None:
             waiting.append(f"base PodGang {base_name}")
         else:
-            waiting.extend(base_gang_scheduled(base, namespace_pods))
+            waiting.extend(base_gang_scheduled(base, pods))
+    if not waiting:
+        for ref in objects:
+            if not object_exists(ref):
+                waiting.append(f"{ref.kind} {ref.name} ({ref.api_version})")
     if waiting:
         return Decision(False, waiting)
-    return Decision(True, [], sorted(p["metadata"]["name"] for p in present if has_gate(p)))
+    gated = sorted((p for p in present if has_gate(p)), key=lambda p: str(p["metadata"]["name"]))
+    return Decision(
+        True,
+        [],
+        [str(p["metadata"]["name"]) for p in gated],
+        {str(p["metadata"]["name"]): str(p["metadata"].get("uid", "")) for p in gated},
+    )

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 log = logging.getLogger("grove_gitops.gatelifter.leader")
 
@@ -51,6 +52,9 @@ class LeaderElector:
         self.lost = threading.Event()
         self._leader = False
         self._last_renew = 0.0
+        self.last_contact = time.monotonic()  # last API answer of any kind (health)
+        # A renewal must never block past the deadline: a hanging API server is a failed renewal.
+        self.timeout = (min(5.0, renew_deadline / 2), renew_deadline / 2)
 
     @property
     def is_leader(self) -> bool:
@@ -72,16 +76,36 @@ class LeaderElector:
         )
         return client.V1Lease(metadata=meta, spec=spec)
 
+    def healthy(self, stale_after: float) -> bool:
+        """The campaign/renew loop has heard from the API server within ``stale_after`` seconds."""
+        return time.monotonic() - self.last_contact < stale_after
+
     def try_acquire_or_renew(self) -> bool:
-        """One attempt; True when we hold the Lease afterwards."""
+        """One attempt; True when we hold the Lease afterwards.
+
+        Any failure (an API error, a refused or reset connection, a timeout, a bad answer)
+        is a failed attempt, never an exception: the renew loop must survive it, and a leader
+        whose renewals keep failing must drop leadership.
+        """
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            return self._attempt()
+        except (HTTPError, OSError, ValueError, TypeError) as exc:
+            log.warning("lease attempt failed: %s", type(exc).__name__)
+            return False
+
+    def _attempt(self) -> bool:
+        try:
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self.timeout)
+            self.last_contact = time.monotonic()
         except ApiException as exc:
+            self.last_contact = time.monotonic()
             if exc.status != 404:
                 log.warning("reading lease failed: %s", exc.status)
                 return False
             try:
-                self.api.create_namespaced_lease(self.namespace, self._lease_body(None))
+                self.api.create_namespaced_lease(
+                    self.namespace, self._lease_body(None), _request_timeout=self.timeout
+                )
                 return True
             except ApiException as create_exc:
                 log.info("lost the race to create the lease (%s)", create_exc.status)
@@ -94,7 +118,9 @@ class LeaderElector:
             if renewed is not None and self.clock() < renewed + dt.timedelta(seconds=duration):
                 return False  # held by someone else and not expired
         try:
-            self.api.replace_namespaced_lease(self.name, self.namespace, self._lease_body(lease))
+            self.api.replace_namespaced_lease(
+                self.name, self.namespace, self._lease_body(lease), _request_timeout=self.timeout
+            )
             return True
         except ApiException as exc:
             log.info("lease update conflict (%s)", exc.status)
@@ -126,12 +152,12 @@ class LeaderElector:
     def _release(self) -> None:
         """Hand over quickly on a clean shutdown: expire our own Lease."""
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self.timeout)
             if lease.spec is not None and lease.spec.holder_identity == self.identity:
                 lease.spec.holder_identity = None
                 lease.spec.renew_time = None
                 lease.spec.acquire_time = None
-                self.api.replace_namespaced_lease(self.name, self.namespace, lease)
-        except ApiException:
-            pass
+                self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=self.timeout)
+        except (ApiException, HTTPError, OSError, ValueError):
+            pass  # best effort: the Lease expires on its own
         self._leader = False

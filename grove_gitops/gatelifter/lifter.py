@@ -32,7 +32,8 @@ from grove_gitops.gatelifter.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, R
 from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.gatelifter")
-SELECTOR = "app.kubernetes.io/managed-by=grove-gitops"
+MANAGED_BY, MANAGER = "app.kubernetes.io/managed-by", "grove-gitops"
+SELECTOR = f"{MANAGED_BY}={MANAGER}"
 Key = tuple[str, str]  # (namespace, name)
 
 
@@ -72,7 +73,8 @@ class GateLifter:
         self._dirty: set[Key] = set()
         self._waiting: dict[Key, float] = {}  # gang -> time it became complete-pending (for metrics)
         self._complete_since: dict[Key, float] = {}
-        self._known_objects: set[G.ObjectRef] = set()
+        self._bad: dict[Key, tuple[int, float]] = {}  # malformed gang -> (failures, retry at)
+        self._reported: dict[Key, str] = {}  # malformed gang -> the problem already reported
         self._scaled_by_base: dict[Key, set[Key]] = {}
         self._synced = {"pods": threading.Event(), "podgangs": threading.Event()}
         self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="ungate")
@@ -118,6 +120,7 @@ class GateLifter:
                     self._dirty.update(self._scaled_by_base.get(gang, ()))
             else:
                 self._dirty.add(key)
+                self._bad.pop(key, None)  # a changed PodGang is read again at once
             self._wake.notify_all()
 
     def _replace(self, kind: str, items: list[Raw]) -> None:
@@ -180,32 +183,46 @@ class GateLifter:
                 log.warning("%s watch broke (%s); re-listing", kind, type(exc).__name__)
                 stop.wait(self._backoff(failures))
 
-    def _backoff(self, attempt: int) -> float:
+    def _backoff(self, attempt: int, slow: bool = False) -> float:
+        """Exponential backoff; ``slow`` (a malformed object, fixed only by a person) starts
+        at one second and tops out at five minutes."""
+        if slow:
+            return float(min(300.0, 2 ** max(0, attempt - 1)))
         return float(min(self.config.backoff_max, self.config.backoff_base * 2 ** max(0, attempt - 1)))
 
     # -- decisions ---------------------------------------------------------------------
     def _object_exists(self, ref: G.ObjectRef) -> bool:
-        if ref in self._known_objects:
-            return True
+        """Ask the API server every time: a backend object deleted since the last check must
+        not be remembered as present (decide() asks only once everything else is in place)."""
         try:
-            found = self.kube.object_exists(ref)
+            return self.kube.object_exists(ref)
         except ApiException as exc:
             self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))
             return False
         except (HTTPError, OSError):
+            self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="connection")
             return False
-        if found:
-            self._known_objects.add(ref)
-        return found
 
     def evaluate(self, key: Key) -> G.Decision:
         with self._lock:
             podgang = self.podgangs.get(key)
-            ns = key[0]
-            pods_by_name = {name: pod for (pns, name), pod in self.pods.items() if pns == ns}
-            gangs_by_name = {name: gang for (gns, name), gang in self.podgangs.items() if gns == ns}
-            ns_pods = list(pods_by_name.values())
-        return G.decide(podgang, pods_by_name, self._object_exists, gangs_by_name, ns_pods)
+            pods = dict(self.pods)
+            gangs_by_name = {name: gang for (gns, name), gang in self.podgangs.items() if gns == key[0]}
+        return G.decide(podgang, pods, self._object_exists, gangs_by_name)
+
+    def _report_bad(self, key: Key, problem: str) -> None:
+        """One warning and one Event per distinct problem of a gang; then retry with backoff."""
+        failures = self._bad.get(key, (0, 0.0))[0] + 1
+        self._bad[key] = (failures, time.monotonic() + self._backoff(failures, slow=True))
+        self.registry.inc("grove_gitops_lifter_malformed_podgangs_total", "PodGangs that could not be read")
+        if self._reported.get(key) == problem:
+            return
+        self._reported[key] = problem
+        log.warning("PodGang %s/%s cannot be evaluated: %s", key[0], key[1], problem)
+        with self._lock:
+            gang = self.podgangs.get(key)
+        if gang is not None:
+            self.kube.emit_event(key[0], gang, "MalformedPodGang", f"gate-lifter cannot evaluate this PodGang: {problem}")
 
     def sync_gang(self, key: Key) -> bool:
         """Evaluate one gang and release it if complete; True when nothing is left to wait for."""
@@ -220,8 +237,28 @@ class GateLifter:
         """
         done: dict[Key, bool] = {}
         releasing: dict[Key, tuple[float, list[Future[bool]]]] = {}
+        now = time.monotonic()
         for key in keys:
-            decision = self.evaluate(key)
+            bad = self._bad.get(key)
+            if bad is not None and now < bad[1]:
+                self._waiting.setdefault(key, now)  # re-checked once its backoff has passed
+                done[key] = False
+                continue
+            try:
+                decision = self.evaluate(key)
+            except G.MalformedPodGang as exc:
+                self._report_bad(key, str(exc))
+                self._waiting.setdefault(key, now)
+                done[key] = False
+                continue
+            except Exception as exc:  # one gang's surprise must never block the others
+                log.exception("evaluating PodGang %s/%s failed", key[0], key[1])
+                self._report_bad(key, f"{type(exc).__name__}: {exc}")
+                self._waiting.setdefault(key, now)
+                done[key] = False
+                continue
+            self._bad.pop(key, None)
+            self._reported.pop(key, None)
             if not decision.complete:
                 if key in self.podgangs:
                     self._waiting.setdefault(key, time.monotonic())
@@ -232,7 +269,10 @@ class GateLifter:
             if not self.active():
                 done[key] = False
                 continue
-            futures = [self._pool.submit(self._ungate, key[0], name) for name in decision.to_ungate]
+            futures = [
+                self._pool.submit(self._ungate, key[0], name, decision.uids.get(name, ""))
+                for name in decision.to_ungate
+            ]
             releasing[key] = (complete_at, futures)
         for key, (complete_at, futures) in releasing.items():
             results = [f.result() for f in futures]
@@ -251,12 +291,19 @@ class GateLifter:
             done[key] = True
         return done
 
-    def _ungate(self, namespace: str, name: str) -> bool:
-        """Remove our gate from one pod; True when the pod no longer carries it."""
+    def _ungate(self, namespace: str, name: str, uid: str) -> bool:
+        """Remove our gate from the pod the decision saw; True when it no longer carries it.
+
+        The JSON patch is guarded by ``test`` ops on ``metadata.uid``, on the managed-by label
+        and on the gate's position, so a pod re-created under the same name (by anyone) before
+        the watch caught up is never ungated by a decision made about its predecessor.
+        """
         with self._lock:
             pod = self.pods.get((namespace, name))
         for attempt in range(1, self.config.max_retries + 1):
-            if pod is None:
+            if pod is None or not uid or (pod.get("metadata") or {}).get("uid") != uid:
+                return False  # gone or replaced: the loop decides about the new pod afresh
+            if ((pod.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY) != MANAGER:
                 return False
             index = G.gate_index(pod)
             if index is None:
@@ -264,6 +311,8 @@ class GateLifter:
             if not self.active():
                 return False
             ops = [
+                {"op": "test", "path": "/metadata/uid", "value": uid},
+                {"op": "test", "path": "/metadata/labels/" + MANAGED_BY.replace("~", "~0").replace("/", "~1"), "value": MANAGER},
                 {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": G.GATE},
                 {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
             ]

@@ -39,3 +39,40 @@ def test_leadership_is_lost_when_renewals_fail_and_handed_over_on_release() -> N
         stop_a.set()
         ta.join(5)
         assert not ta.is_alive() and not tb.is_alive()
+
+
+def test_leader_drops_leadership_when_the_api_server_is_unreachable() -> None:
+    """Connection refused (not an ApiException) used to kill the renew thread while is_leader stayed set."""
+    server = FakeApiServer().start()
+    a = elector(server, "a")
+    stop = threading.Event()
+    thread = threading.Thread(target=a.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert a.acquired.wait(5)
+        server.stop()  # the port now refuses connections
+        assert a.lost.wait(5) and not a.is_leader
+        assert not a.healthy(stale_after=0.5)
+    finally:
+        stop.set()
+        thread.join(5)
+        server.stop()
+    assert not thread.is_alive()
+
+
+def test_leader_drops_leadership_when_the_api_server_hangs() -> None:
+    """A renewal that never answers is a failed renewal: request timeouts are set."""
+    with FakeApiServer() as server:
+        a = elector(server, "a")
+        stop = threading.Event()
+        thread = threading.Thread(target=a.run, args=(stop,), daemon=True)
+        thread.start()
+        assert a.acquired.wait(5)
+        server.faults.delay(30, resource="leases")
+        started = time.monotonic()
+        assert a.lost.wait(5) and not a.is_leader
+        assert time.monotonic() - started < 3
+        server.faults.clear()
+        stop.set()
+        thread.join(5)
+        assert not thread.is_alive()
