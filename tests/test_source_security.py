@@ -15,11 +15,13 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cli import main
 from grove_gitops.errors import OutputError
 from grove_gitops.load import source as source_mod
-from grove_gitops.output.layout import Tree, object_file_name
+from grove_gitops.output.layout import Tree, build_tree, object_file_name
 from grove_gitops.output.writer import write_tree
+from grove_gitops.render import RenderedObject, RenderResult
 from tests.support import pcs_yaml, write_source
 
 
@@ -171,6 +173,13 @@ def test_object_file_name_is_one_segment_whatever_the_object_says() -> None:
     ):
         name = object_file_name(obj, 0)
         assert "/" not in name and "\\" not in name and "\0" not in name and name not in (".", "..")
+
+
+@pytest.mark.parametrize("shard", ["../x/_resources", "/abs/_resources", "ml/../..", "ml", "ml/a/b"])
+def test_layout_refuses_a_shard_that_is_not_namespace_and_name(shard: str) -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}}
+    with pytest.raises(OutputError, match="refusing to write into"):
+        build_tree(RenderResult(RenderConfig(), objects=[RenderedObject(shard, obj)]))
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
 from grove_gitops.render import CLUSTER_SHARD, PlannedPCS, RenderedObject, RenderPlan, RenderResult
+from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 
 KUSTOMIZATION = "kustomization.yaml"
 #: Longest file name most filesystems accept, in bytes.
@@ -74,6 +75,20 @@ def object_file_name(obj: dict[str, Any], wave: int) -> str:
     tag = hashlib.sha256(full.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     keep = MAX_NAME_BYTES - len(".yaml") - len(tag) - 1
     return f"{stem[:keep]}-{tag}.yaml"
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_shard(shard: str) -> None:
+    """A shard is ``_cluster`` or ``<namespace>/<podcliqueset or _resources>``.
+
+    The loader and Grove's validation already guarantee this; checked again because a shard
+    becomes two path segments of the output.
+    """
+    if shard == CLUSTER_SHARD:
+        return
+    ns, _, sub = shard.partition("/")
+    if dns1123_label_problems(ns) or (sub != "_resources" and dns1123_subdomain_problems(sub)):
+        raise OutputError(f"refusing to write into {shard!r}: not <namespace>/<name>")
 
 
 def _kustomization(resources: list[str], root: bool = False) -> bytes:
@@ -118,6 +133,7 @@ def _add_objects(tree: Tree, summary: _Summary, objects: Iterable[RenderedObject
         obj = {**item.obj, "metadata": dict(item.obj.get("metadata") or {})}
         wave = wave_of(obj, item.shard == CLUSTER_SHARD)
         annotate(obj, wave, flavour)
+        _check_shard(item.shard)
         path = f"{item.shard}/{object_file_name(obj, wave)}"
         if path in tree.files or path in files:
             kind, oname = obj.get("kind"), obj.get("metadata", {}).get("name")
