@@ -25,6 +25,9 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 #: so an object above 1.5 MiB applies nowhere. Checked on the YAML written for rendered
 #: objects, and on compact JSON for pass-through objects before rendering.
 MAX_OBJECT_BYTES = 1536 * 1024
+#: Deepest nesting of lists and mappings accepted. Real manifests stay below 20 levels;
+#: the limit keeps recursive code later on (pydantic, hashing, serialising) far from its own.
+MAX_DEPTH = 100
 #: Largest number of YAML nodes one document may expand to once aliases are followed.
 MAX_EXPANDED_NODES = 200_000
 
@@ -120,25 +123,27 @@ def json_problem(data: Any) -> tuple[str, str] | None:
 
     Kubernetes turns YAML into JSON before it looks at it, so every later stage may assume
     str/int/float/bool/None/list/dict-with-str-keys. Explicit tags (``!!timestamp``,
-    ``!!binary``, ``!!set``), non-string keys (``1:``, ``on:``) and ``.nan`` would otherwise
+    ``!!binary``, ``!!set``), non-string keys (``1:``, ``on:``), ``.nan`` and absurd nesting would otherwise
     reach code that sorts, hashes or serialises them and crash there. Returns
     ``(field path, message)`` or None. Iterative, so deep nesting cannot overflow the stack.
     """
-    stack: list[tuple[str, Any]] = [("", data)]
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
     while stack:
-        path, value = stack.pop()
+        path, value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return path, f"nesting is deeper than {MAX_DEPTH} levels"
         if isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
                 return path, f"{value} is not a JSON number"
         elif isinstance(value, _JSON_SCALARS):
             continue
         elif isinstance(value, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+            stack.extend((f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value))
         elif isinstance(value, dict):
             for k, v in value.items():
                 if not isinstance(k, str):
                     return path, f"mapping key {k!r} is {type_name(k)}, not a string (quote it)"
-                stack.append((f"{path}.{k}" if path else k, v))
+                stack.append((f"{path}.{k}" if path else k, v, depth + 1))
         else:
             return path, f"{type_name(value)} value is not allowed (Kubernetes manifests are JSON; quote it)"
     return None
