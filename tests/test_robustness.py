@@ -58,16 +58,31 @@ def _run_both(src: Path, out: Path) -> tuple[int, list[str]]:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (CM + "metadata: {name: x, labels: {a: [1, 2]}}\n", "w.yaml: metadata.labels.a: value must be a string, not list"),
-        (CM + "metadata: {name: x, labels: {a: 5}}\n", "w.yaml: metadata.labels.a: value must be a string, not integer"),
-        (CM + "metadata: {name: x, annotations: {a: null}}\n", "w.yaml: metadata.annotations.a: value must be a string, not null"),
+        (
+            CM + "metadata: {name: x, labels: {a: [1, 2]}}\n",
+            "w.yaml: metadata.labels.a: value must be a string, not list",
+        ),
+        (
+            CM + "metadata: {name: x, labels: {a: 5}}\n",
+            "w.yaml: metadata.labels.a: value must be a string, not integer",
+        ),
+        (
+            CM + "metadata: {name: x, annotations: {a: null}}\n",
+            "w.yaml: metadata.annotations.a: value must be a string, not null",
+        ),
         (CM + "metadata: {name: x, annotations: [a]}\n", "w.yaml: metadata.annotations: must be a mapping, not list"),
         (CM + "metadata: {name: x, namespace: [a]}\n", "w.yaml: metadata.namespace: must be a string, not list"),
         (CM + 'metadata: {name: "x\\0y"}\n', "w.yaml: metadata.name: must not contain a NUL byte"),
-        (CM + "metadata: {name: x}\ndata: {1: a, b: c}\n", "w.yaml: data: document 1: mapping key 1 is integer, not a string"),
+        (
+            CM + "metadata: {name: x}\ndata: {1: a, b: c}\n",
+            "w.yaml: data: document 1: mapping key 1 is integer, not a string",
+        ),
         (CM + "metadata: {name: x}\ndata: {on: a}\n", "w.yaml: data: document 1: mapping key True is boolean"),
         (CM + "metadata: {name: x}\ndata: {a: .nan}\n", "w.yaml: data.a: document 1: nan is not a JSON number"),
-        ("apiVersion: scheduler.grove.io/v1alpha1\nkind: PodGang\nmetadata: {name: g, namespace: ml}\n", "w.yaml: spec: Required value"),
+        (
+            "apiVersion: scheduler.grove.io/v1alpha1\nkind: PodGang\nmetadata: {name: g, namespace: ml}\n",
+            "w.yaml: spec: Required value",
+        ),
         (
             "apiVersion: scheduler.grove.io/v1alpha1\nkind: PodGang\nmetadata: {name: g, namespace: ml}\nspec: {podgroups: [{name: a}]}\n",
             "w.yaml: spec.podgroups[0].minReplicas: Required value",
@@ -93,14 +108,18 @@ def test_explicit_yaml_tags_in_a_podspec(tagged: str, what: str, tmp_path: Path)
     code, errors = _run_both(src, tmp_path / "out")
     assert code == 1
     field = "spec.template.cliques[0].spec.podSpec.containers[0].env[0].value"
-    assert errors == [f"error: w.yaml: {field}: document 1: {what} value is not allowed (Kubernetes manifests are JSON; quote it)"]
+    assert errors == [
+        f"error: w.yaml: {field}: document 1: {what} value is not allowed (Kubernetes manifests are JSON; quote it)"
+    ]
 
 
 def test_mixed_key_types_in_a_podspec(tmp_path: Path) -> None:
     text = _pcs().replace("{containers:", "{1: x, containers:", 1)
     code, errors = _run_both(write_source(tmp_path / "src", {"w.yaml": text}), tmp_path / "out")
     assert code == 1
-    assert errors == ["error: w.yaml: spec.template.cliques[0].spec.podSpec: document 1: mapping key 1 is integer, not a string (quote it)"]
+    assert errors == [
+        "error: w.yaml: spec.template.cliques[0].spec.podSpec: document 1: mapping key 1 is integer, not a string (quote it)"
+    ]
 
 
 def test_deep_nesting_is_refused_before_any_recursive_code() -> None:
