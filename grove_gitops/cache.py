@@ -28,6 +28,7 @@ class CachedShard:
     kind_counts: dict[str, int]
     gangs: list[tuple[str, str, str]]  # (PodGang, scheduler, podgroups)
     warnings: list[str]
+    pods: int = 0  # counted against maxPodsPerRender on a cache hit too
 
 
 @dataclass

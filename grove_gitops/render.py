@@ -26,6 +26,7 @@ from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
+from grove_gitops.validation.limits import check_pod_limit, count_pods
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
@@ -134,6 +135,9 @@ def _validate_pcs(
     pcs = item.obj
     opcfg = inputs.opcfg
     apply_defaults(pcs, inputs.render.defaultNamespace)
+    _, too_many = check_pod_limit(pcs, inputs.render.limits)
+    if too_many:
+        return too_many  # nothing below may iterate over a billion replicas
     tas = opcfg.topologyAwareScheduling.enabled
     errs = validate_cel(pcs)
     topo_errs, topo_warnings = validate_topology(pcs, tas, inputs.bindings)
@@ -164,6 +168,7 @@ class PlannedPCS:
     digest: str
     pcs: PodCliqueSet | None
     warnings: list[str]
+    pods: int = 0
 
 
 @dataclass
@@ -223,12 +228,14 @@ def plan_source(root: Path, cache: RenderCache | None = None) -> RenderPlan:
     global_digest = _global_digest(inputs, claim_templates)
     seen: dict[tuple[str, str], str] = {}
     items: list[PlannedPCS] = []
+    total_pods = 0
+    max_pods = inputs.render.limits.maxPodsPerRender
     for raw in source.podcliquesets:
         doc_digest = digest(global_digest, raw.file, raw.obj)
         cached = cache.get_shard(doc_digest) if cache is not None else None
         errs: list[FieldError] = []
         if cached is not None:
-            key, pcs, warnings = cached.key, None, list(cached.warnings)
+            key, pcs, warnings, pods = cached.key, None, list(cached.warnings), cached.pods
         else:
             pcs, parse_problems = parse_pcs(raw)
             if pcs is None:
@@ -239,6 +246,14 @@ def plan_source(root: Path, cache: RenderCache | None = None) -> RenderPlan:
             warnings = inputs.warnings[before:]
             del inputs.warnings[before:]
             key = (pcs.namespace, pcs.name)
+            pods = count_pods(pcs)
+        if pods <= inputs.render.limits.maxPodsPerPodCliqueSet and total_pods <= max_pods < total_pods + pods:
+            message = (
+                f"the render would have more than {max_pods} pods (RenderConfiguration limits.maxPodsPerRender): "
+                f"{total_pods} before this PodCliqueSet, {pods} in it"
+            )
+            errs.append(FieldError("spec.replicas", "Too many", message))
+        total_pods += pods
         if key in seen:
             errs.append(
                 invalid("metadata.name", key[1], f"PodCliqueSet {key[0]}/{key[1]} is also defined in {seen[key]}")
@@ -246,7 +261,7 @@ def plan_source(root: Path, cache: RenderCache | None = None) -> RenderPlan:
         seen.setdefault(key, raw.file)
         problems += _problems(raw.file, errs)
         if not errs:
-            items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings))
+            items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods))
     if problems:
         raise InvalidInputError(problems)
 

@@ -20,6 +20,19 @@ KubernetesVersion = Literal["1.35", "1.36", "1.37"]
 GitOpsFlavour = Literal["argocd", "flux", "both"]
 
 
+#: Defaults far above real deployments (the largest Grove examples have a few hundred pods)
+#: yet low enough that a render stays within seconds and a PodGang within etcd's object limit.
+DEFAULT_MAX_PODS_PER_PCS = 20_000
+DEFAULT_MAX_PODS_PER_RENDER = 50_000
+
+
+class RenderLimits(StrictModel):
+    """Pod counts checked before expansion, so a typo in ``replicas`` cannot hang a render."""
+
+    maxPodsPerPodCliqueSet: int = Field(default=DEFAULT_MAX_PODS_PER_PCS, ge=1)
+    maxPodsPerRender: int = Field(default=DEFAULT_MAX_PODS_PER_RENDER, ge=1)
+
+
 class RenderConfig(StrictModel):
     apiVersion: Literal["gitops.grove.io/v1alpha1"] = "gitops.grove.io/v1alpha1"
     kind: Literal["RenderConfiguration"] = "RenderConfiguration"
@@ -30,3 +43,4 @@ class RenderConfig(StrictModel):
     defaultNamespace: str = "default"
     initContainerImage: str = DEFAULT_INIT_IMAGE
     gitops: GitOpsFlavour = "both"
+    limits: RenderLimits = Field(default_factory=RenderLimits)

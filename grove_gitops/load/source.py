@@ -14,6 +14,7 @@ leave the source tree and reports folders it cannot read instead of skipping the
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES, Document, load_documents
+from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, load_documents, type_name
 from grove_gitops.output.marker import META_FILE, is_output_dir
 
 if TYPE_CHECKING:
@@ -342,6 +343,12 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
         if errs:
             out.problems.extend(InputProblem(doc.file, f"{prefix}{e.path}", e.message()) for e in errs)
             return
+        shape = passthrough_shape_problems(doc.file, data)
+        if shape:
+            out.problems.extend(
+                InputProblem(p.file, f"{prefix}{p.field}" if p.field else prefix.rstrip("."), p.message) for p in shape
+            )
+            return
         out.passthrough.append(Sourced(doc.file, data))
 
 
@@ -448,3 +455,65 @@ def _name_problems(name: str, group: str, kind: str) -> list[str]:
     if group == "" and kind == "Namespace":
         return dns1123_label_problems(name)
     return dns1123_subdomain_problems(name)
+
+
+#: Pass-through kinds whose contents the renderer reads (the output README lists gangs).
+_PODGANG_KIND = ("scheduler.grove.io", "PodGang")
+
+
+def passthrough_shape_problems(file: str, data: dict[str, Any]) -> list[InputProblem]:
+    """Shape problems of a pass-through object that the API server would refuse too.
+
+    Objects we do not model are copied as they are, but the renderer still reads their
+    ``metadata`` (file names, shards, GitOps annotations): label and annotation values must be
+    strings, as Kubernetes requires, and name and namespace strings without NUL bytes (they
+    become file names). A pass-through PodGang is summarised in the README, so it needs
+    ``spec.podgroups``.
+    """
+    problems: list[InputProblem] = []
+    meta = data["metadata"]
+    for key in ("name", "namespace"):
+        value = meta.get(key)
+        if key in meta and value is not None and not isinstance(value, str):
+            problems.append(InputProblem(file, f"metadata.{key}", f"must be a string, not {type_name(value)}"))
+        elif isinstance(value, str) and "\x00" in value:
+            problems.append(InputProblem(file, f"metadata.{key}", "must not contain a NUL byte"))
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            problems.append(InputProblem(file, f"metadata.{key}", f"must be a mapping, not {type_name(value)}"))
+            continue
+        for k, v in value.items():
+            if not isinstance(v, str):
+                problems.append(
+                    InputProblem(file, f"metadata.{key}.{k}", f"value must be a string, not {type_name(v)}")
+                )
+    size = len(json.dumps(data, separators=(",", ":")).encode())
+    if size > MAX_OBJECT_BYTES:
+        problems.append(
+            InputProblem(
+                file, "", f"object is {size} bytes, above the {MAX_OBJECT_BYTES} byte limit of what etcd stores"
+            )
+        )
+    api = str(data.get("apiVersion", ""))
+    if (api.split("/")[0], data.get("kind")) == _PODGANG_KIND:
+        problems += _podgang_problems(file, data)
+    return problems
+
+
+def _podgang_problems(file: str, data: dict[str, Any]) -> list[InputProblem]:
+    spec = data.get("spec")
+    if not isinstance(spec, dict):
+        return [InputProblem(file, "spec", "Required value")]
+    groups = spec.get("podgroups")
+    if not isinstance(groups, list):
+        return [InputProblem(file, "spec.podgroups", "Required value: a list")]
+    problems = []
+    for i, group in enumerate(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("name"), str):
+            problems.append(InputProblem(file, f"spec.podgroups[{i}].name", "Required value"))
+        elif not isinstance(group.get("minReplicas"), int) or isinstance(group.get("minReplicas"), bool):
+            problems.append(InputProblem(file, f"spec.podgroups[{i}].minReplicas", "Required value: an integer"))
+    return problems

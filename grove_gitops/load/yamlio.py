@@ -21,6 +21,14 @@ from grove_gitops.errors import InputProblem
 #: Largest source file accepted. A PodCliqueSet is a few KiB; etcd refuses objects above
 #: ~1.5 MiB, so nothing legitimate comes near this.
 MAX_FILE_BYTES = 2 * 1024 * 1024
+#: Largest rendered object accepted, in serialised bytes. The API server takes requests up to
+#: 3 MiB, but etcd stores an object only up to its default ``--max-request-bytes`` of 1.5 MiB,
+#: so an object above 1.5 MiB applies nowhere. Checked on the YAML written for rendered
+#: objects, and on compact JSON for pass-through objects before rendering.
+MAX_OBJECT_BYTES = 1536 * 1024
+#: Deepest nesting of lists and mappings accepted. Real manifests stay below 20 levels;
+#: the limit keeps recursive code later on (pydantic, hashing, serialising) far from its own.
+MAX_DEPTH = 100
 #: Largest number of YAML nodes one document may expand to once aliases are followed.
 MAX_EXPANDED_NODES = 200_000
 #: ``{{ ... }}``: Go template actions. Only consulted when the YAML does not parse, because a
@@ -94,6 +102,57 @@ def _check_node(root: yaml.Node) -> None:
     size(root)
 
 
+_JSON_SCALARS = (str, int, bool, type(None))
+
+
+def type_name(value: object) -> str:
+    """The user's word for a loaded value's type (YAML/JSON terms, not Python's)."""
+    names = {
+        "NoneType": "null",
+        "bool": "boolean",
+        "int": "integer",
+        "float": "number",
+        "str": "string",
+        "list": "list",
+        "dict": "mapping",
+        "datetime": "timestamp",
+        "date": "timestamp",
+        "bytes": "binary",
+    }
+    return names.get(type(value).__name__, type(value).__name__)
+
+
+def json_problem(data: Any) -> tuple[str, str] | None:
+    """The first place where ``data`` is not what JSON (and so the API server) can hold.
+
+    Kubernetes turns YAML into JSON before it looks at it, so every later stage may assume
+    str/int/float/bool/None/list/dict-with-str-keys. Explicit tags (``!!timestamp``,
+    ``!!binary``, ``!!set``), non-string keys (``1:``, ``on:``), ``.nan`` and absurd nesting would otherwise
+    reach code that sorts, hashes or serialises them and crash there. Returns
+    ``(field path, message)`` or None. Iterative, so deep nesting cannot overflow the stack.
+    """
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack:
+        path, value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return path, f"nesting is deeper than {MAX_DEPTH} levels"
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                return path, f"{value} is not a JSON number"
+        elif isinstance(value, _JSON_SCALARS):
+            continue
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    return path, f"mapping key {k!r} is {type_name(k)}, not a string (quote it)"
+                stack.append((f"{path}.{k}" if path else k, v, depth + 1))
+        else:
+            return path, f"{type_name(value)} value is not allowed (Kubernetes manifests are JSON; quote it)"
+    return None
+
+
 def load_documents(path: Path, display: str) -> tuple[list[Document], list[InputProblem]]:
     """Parse every document of ``path``; ``display`` is the name used in messages."""
     try:
@@ -121,6 +180,10 @@ def parse_documents(text: str, display: str) -> tuple[list[Document], list[Input
                 break
             _check_node(node)
             data = loader.construct_document(node)
+            bad = json_problem(data)
+            if bad is not None:
+                field, message = bad
+                return [], [InputProblem(display, field, f"document {index + 1}: {message}")]
             if data is not None:
                 docs.append(Document(display, index, data))
             index += 1

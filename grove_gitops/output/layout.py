@@ -32,7 +32,8 @@ from typing import Any
 from grove_gitops import __version__
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cache import CachedShard, RenderCache
-from grove_gitops.errors import OutputError
+from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
+from grove_gitops.load.yamlio import MAX_OBJECT_BYTES
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
@@ -91,6 +92,17 @@ def _check_shard(shard: str) -> None:
         raise OutputError(f"refusing to write into {shard!r}: not <namespace>/<name>")
 
 
+def _too_large(source: str, obj: dict[str, Any], size: int) -> InputProblem:
+    meta = obj.get("metadata") or {}
+    ident = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+    return InputProblem(
+        source,
+        "",
+        f"rendered {obj.get('kind')} {ident} is {size} bytes, above the {MAX_OBJECT_BYTES} byte limit "
+        "of what etcd stores (fewer pods per PodCliqueSet or replica keeps gangs smaller)",
+    )
+
+
 def _kustomization(resources: list[str], root: bool = False) -> bytes:
     return _kustomization_bytes(tuple(resources), root)
 
@@ -125,8 +137,13 @@ def _gang_row(obj: dict[str, Any]) -> tuple[str, str, str]:
     return str(obj["metadata"]["name"]), str(scheduler), groups
 
 
-def _add_objects(tree: Tree, summary: _Summary, objects: Iterable[RenderedObject], files: dict[str, bytes]) -> None:
-    """Serialise objects into ``files`` (one per object) and record them in the summary."""
+def _add_objects(
+    tree: Tree, summary: _Summary, objects: Iterable[RenderedObject], files: dict[str, bytes], source: str
+) -> None:
+    """Serialise objects into ``files`` (one per object) and record them in the summary.
+
+    ``source`` names the file the objects come from, for the object-size error.
+    """
     flavour = summary.config.gitops
     for item in objects:
         # Only metadata.annotations changes: copy that path, share the rest (no deep copy).
@@ -138,7 +155,10 @@ def _add_objects(tree: Tree, summary: _Summary, objects: Iterable[RenderedObject
         if path in tree.files or path in files:
             kind, oname = obj.get("kind"), obj.get("metadata", {}).get("name")
             raise OutputError(f"two objects map to the same output file {path} ({kind} {oname})")
-        files[path] = dump_object(obj).encode()
+        data = dump_object(obj).encode()
+        if len(data) > MAX_OBJECT_BYTES:
+            raise InvalidInputError([_too_large(source, obj, len(data))])
+        files[path] = data
         kind = str(obj.get("kind"))
         summary.shard_counts.setdefault(item.shard, Counter())[kind] += 1
         if kind == "PodGang":
@@ -160,7 +180,7 @@ def build_tree(result: RenderResult) -> Tree:
     """The output tree of a fully materialised render."""
     tree, summary = Tree(), _Summary(result.config, list(result.warnings))
     files: dict[str, bytes] = {}
-    _add_objects(tree, summary, result.objects, files)
+    _add_objects(tree, summary, result.objects, files, "render")
     _merge(tree, summary, files)
     summary.podcliquesets.update(result.podcliquesets)
     _finish(tree, summary)
@@ -186,7 +206,7 @@ def build_tree_from_plan(plan: RenderPlan, cache: RenderCache | None = None) -> 
         summary.warnings += cached.warnings
         summary.podcliquesets[item.key] = item.file
     files: dict[str, bytes] = {}
-    _add_objects(tree, summary, plan.extra, files)
+    _add_objects(tree, summary, plan.extra, files, "render")
     _merge(tree, summary, files)
     _finish(tree, summary)
     return tree
@@ -197,12 +217,12 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard
     objects, warnings = plan.expand(item)
     own = _Summary(plan.config)
     files: dict[str, bytes] = {}
-    _add_objects(tree, own, objects, files)
+    _add_objects(tree, own, objects, files, item.file)
     counts = {f"{shard}\0{kind}": n for shard, counter in own.shard_counts.items() for kind, n in counter.items()}
     gangs = [row for rows in own.shard_gangs.values() for row in rows]
     shard = f"{item.key[0]}/{item.key[1]}"
     files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own).encode()
-    return CachedShard(item.key, item.file, files, counts, gangs, item.warnings + warnings)
+    return CachedShard(item.key, item.file, files, counts, gangs, item.warnings + warnings, item.pods)
 
 
 def _finish(tree: Tree, summary: _Summary) -> None:
