@@ -28,7 +28,7 @@ from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.podcliqueset import validate_spec
-from grove_gitops.validation.podspec import validate_pod_specs
+from grove_gitops.validation.podspec import object_errors, validate_pod_specs
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
 
@@ -272,6 +272,8 @@ def plan_source(root: Path, cache: RenderCache | None = None) -> RenderPlan:
         problems += _problems(raw.file, errs)
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings))
+    for passthrough in source.passthrough:
+        problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
     if problems:
         raise InvalidInputError(problems)
 

@@ -247,3 +247,46 @@ def test_backend_is_skipped_when_the_scheduler_name_is_invalid(tmp_path: Path) -
         render(tmp_path, doc)
     assert all("koord-scheduler does not" not in str(p) for p in info.value.problems)
     assert any("schedulerName" in str(p) for p in info.value.problems)
+
+
+SERVICE = """apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: ml, labels: {app: web}}
+spec:
+  selector: {app: web}
+  prots:
+  - {port: 80000, targetPort: http}
+"""
+CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: ml}\ndate: {k: v}\n"
+CUSTOM = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: ml}\nspec: {anything: [1]}\n"
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: ml}
+spec:
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      containers:
+      - {name: c, image: x, ports: [{containerPort: 80000}]}
+"""
+
+
+def test_passthrough_builtins_are_checked_on_their_own_field_paths(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, text in {"svc.yaml": SERVICE, "cm.yaml": CONFIGMAP, "cr.yaml": CUSTOM, "deploy.yaml": DEPLOYMENT}.items():
+        (src / name).write_text(text)
+    result = CliRunner().invoke(main, ["validate", str(src)])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert "svc.yaml: spec.prots: unknown field" in result.output
+    assert "cm.yaml: date: unknown field" in result.output
+    assert "deploy.yaml: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 80000" in result.output
+    assert "cr.yaml" not in result.output  # custom resources have no built-in schema to judge them by
+
+
+def test_valid_passthrough_builtins_pass(tmp_path: Path) -> None:
+    good = SERVICE.replace("prots", "ports").replace("80000", "80")
+    result = render_files(tmp_path, {"svc.yaml": good, "cm.yaml": CONFIGMAP.replace("date", "data"), "cr.yaml": CUSTOM})
+    assert {o.obj["kind"] for o in result.objects} == {"Service", "ConfigMap", "Widget"}

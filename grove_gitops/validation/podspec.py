@@ -23,14 +23,14 @@ import hashlib
 import importlib.resources
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required
 
-__all__ = ["parse_quantity", "pod_spec_errors", "resource_errors", "validate_pod_specs"]
+__all__ = ["object_errors", "parse_quantity", "pod_spec_errors", "resource_errors", "validate_pod_specs"]
 
 # --------------------------------------------------------------------------------------------------
 # Quantity grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go):
@@ -163,9 +163,9 @@ def _container_resource_errors(pod: Mapping[str, Any], path: str) -> list[FieldE
 
 
 @functools.lru_cache(maxsize=4)
-def _pod_validator(kube_version: str) -> Any:
-    """The compiled strict ``v1 Pod`` validator of Kubernetes ``kube_version`` (``"1.35"``)."""
-    import jsonschema
+def _schema_folder(kube_version: str) -> tuple[Any, Any]:
+    """The strict schema folder of Kubernetes ``kube_version`` (``"1.35"``) and its crawled
+    ``_definitions.json`` registry, loaded once (the file is about 1.5 MB)."""
     import referencing
 
     root = importlib.resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
@@ -175,10 +175,36 @@ def _pod_validator(kube_version: str) -> Any:
         raise ValueError(f"kubernetes-validate has no schemas for Kubernetes {kube_version}")
     folder = root.joinpath(dirs[-1])
     definitions = json.loads(folder.joinpath("_definitions.json").read_text("utf-8"))
-    schema = json.loads(folder.joinpath("pod-v1.json").read_text("utf-8"))
-    registry = referencing.Resource.from_contents(definitions) @ referencing.Registry()
-    registry = referencing.Resource.from_contents(schema) @ registry.crawl()
-    return jsonschema.Draft202012Validator(schema, registry=registry)
+    return folder, (referencing.Resource.from_contents(definitions) @ referencing.Registry()).crawl()
+
+
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+[a-z0-9]*")
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(kube_version: str, api_version: str, kind: str) -> Any:
+    """The compiled strict validator of a built-in kind, or ``None`` when the version has no schema
+    for exactly this group/version/kind (custom resources, unknown kinds: not judged here).
+
+    File names follow kubernetes-validate (``<kind>-<group prefix>-<version>.json``); the file's
+    ``x-kubernetes-group-version-kind`` must name this kind, since embedded types share the scheme.
+    """
+    import jsonschema
+    import referencing
+
+    if not (_API_VERSION.fullmatch(api_version) and _KIND.fullmatch(kind)):
+        return None  # never let input shape a file name
+    folder, registry = _schema_folder(kube_version)
+    munged = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    file = folder.joinpath(f"{kind.lower()}-{munged}.json")
+    if not file.is_file():
+        return None
+    schema = json.loads(file.read_text("utf-8"))
+    group, _, version = api_version.rpartition("/")
+    if {"group": group, "version": version, "kind": kind} not in (schema.get("x-kubernetes-group-version-kind") or []):
+        return None
+    return jsonschema.Draft202012Validator(schema, registry=referencing.Resource.from_contents(schema) @ registry)
 
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -198,16 +224,27 @@ def _format_errors(value: object, path: tuple[str | int, ...]) -> Iterator[tuple
             yield path, f"must be between {lowest} and 65535, inclusive"
 
 
-#: Port fields and their lowest valid value (``hostPort: 0`` means "no host port").
-_PORT_FIELDS = {"containerPort": 1, "hostPort": 0}
+#: Port fields and their lowest valid value (``hostPort: 0`` / ``nodePort: 0`` mean "none"): container
+#: and host ports, Service ports and target ports, probe and webhook ports (a name is a string).
+_PORT_FIELDS = {"containerPort": 1, "hostPort": 0, "port": 1, "targetPort": 1, "nodePort": 0}
 
 
 def _schema_errors(pod_spec: Mapping[str, Any], kube_version: str, path: str) -> list[FieldError]:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": pod_spec}
+    errs = _object_schema_errors(_validator(kube_version, "v1", "Pod"), pod, lambda where: [path, *where[1:]])
+    for where, message in _format_errors(pod_spec, ()):
+        errs.append(invalid(join_path([path, *where]), _value_at(pod_spec, where), message))
+    return errs
+
+
+def _object_schema_errors(
+    validator: Any, obj: Mapping[str, Any], to_source: Callable[[tuple[str | int, ...]], list[str | int]]
+) -> list[FieldError]:
+    """Schema errors of ``obj`` as field errors; ``to_source`` maps a path in ``obj`` to the user's."""
     errs: list[FieldError] = []
-    for error in _pod_validator(kube_version).iter_errors(pod):
-        where = tuple(error.absolute_path)[1:]  # drop "spec"
-        base = join_path([path, *where])
+    for error in validator.iter_errors(obj):
+        where = tuple(error.absolute_path)
+        base = join_path(to_source(where))
         if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
             declared = (error.schema or {}).get("properties") or {}
             errs += [
@@ -220,8 +257,6 @@ def _schema_errors(pod_spec: Mapping[str, Any], kube_version: str, path: str) ->
         else:
             message = str(error.message)
             errs.append(invalid(base, error.instance, message if len(message) < 200 else message[:197] + "..."))
-    for where, message in _format_errors(pod_spec, ()):
-        errs.append(invalid(join_path([path, *where]), _value_at(pod_spec, where), message))
     return errs
 
 
@@ -281,3 +316,26 @@ def validate_pod_specs(pcs: PodCliqueSet, kube_version: str) -> list[FieldError]
     for i, clique in enumerate(pcs.cliques):
         errs += pod_spec_errors(clique.spec.podSpec, kube_version, f"spec.template.cliques[{i}].spec.podSpec")
     return errs
+
+
+def object_errors(obj: Mapping[str, Any], kube_version: str) -> list[FieldError]:
+    """A pass-through built-in object (ConfigMap, Service, Deployment, ...) against the strict schema
+    of ``kube_version``, on the file's own field paths (``spec.ports[0].port``).
+
+    Kinds without a bundled schema (custom resources, unknown kinds) are not judged here.  Errors in
+    ``metadata`` are left out: names, namespaces, labels and annotations have their own checks with
+    Kubernetes' messages, and one mistake should be reported once.
+    """
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return []
+    validator = _validator(kube_version, api_version, kind)
+    if validator is None:
+        return []
+    try:  # JSON's data model, as the API server sees it; YAML-only values are the loader's finding
+        obj = json.loads(json.dumps(obj))
+    except (TypeError, ValueError):
+        return []
+    errs = _object_schema_errors(validator, obj, list)
+    errs += [invalid(join_path(where), _value_at(obj, where), m) for where, m in _format_errors(obj, ())]
+    return [e for e in _dedupe(errs) if e.path != "metadata" and not e.path.startswith(("metadata.", "metadata["))]
