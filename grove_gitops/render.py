@@ -29,6 +29,7 @@ from grove_gitops.validation.fielderrors import FieldError, invalid
 from grove_gitops.validation.limits import check_pod_limit, count_pods
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
+from grove_gitops.validation.podspec import object_errors, validate_pod_specs
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
 
@@ -147,15 +148,40 @@ def _validate_pcs(
     inputs.warnings += [f"{item.file}: {w}" for w in starts_after_warnings(pcs)]
     errs += validate_mnnvl(pcs, opcfg.network.autoMNNVLEnabled)
     default = opcfg.scheduler.defaultProfileName
-    errs += validate_scheduler_names(pcs, default, inputs.backends.keys())
+    scheduler_errs = validate_scheduler_names(pcs, default, inputs.backends.keys())
+    errs += scheduler_errs
     errs += validate_templates(pcs, claim_templates)
-    backend = inputs.backends.get(selected_scheduler(pcs, default)) if pcs.cliques else None
-    if backend is not None and not errs:
-        for finding in backend.validate(pcs):
-            if finding.warning:
-                inputs.warnings.append(f"{item.file}: {finding.field}: {finding.message}")
-            else:
-                errs.append(invalid(finding.field or "spec", "object", finding.message))
+    errs += validate_pod_specs(pcs, inputs.render.kubernetesVersion)
+    errs += _backend_findings(item, inputs, default, scheduler_ok=not scheduler_errs, grove_errs=bool(errs))
+    return errs
+
+
+def _backend_findings(
+    item: Sourced[PodCliqueSet], inputs: _Inputs, default: str, *, scheduler_ok: bool, grove_errs: bool
+) -> list[FieldError]:
+    """The selected backend's findings, reported beside Grove's own errors in the same run.
+
+    They only depend on the scheduler name resolving to an enabled backend, so they are skipped only
+    when it does not. A backend may assume a spec Grove accepts: when Grove found errors, an exception
+    from the backend means "cannot judge this spec" and its findings are left out (Grove's errors
+    already fail the run); on a spec Grove accepts, an exception is a backend bug and propagates.
+    """
+    pcs = item.obj
+    backend = inputs.backends.get(selected_scheduler(pcs, default)) if pcs.cliques and scheduler_ok else None
+    if backend is None:
+        return []
+    try:
+        findings = list(backend.validate(pcs))
+    except Exception:
+        if grove_errs:
+            return []
+        raise
+    errs: list[FieldError] = []
+    for finding in findings:
+        if finding.warning:
+            inputs.warnings.append(f"{item.file}: {finding.field}: {finding.message}")
+        else:
+            errs.append(invalid(finding.field or "spec", "object", finding.message))
     return errs
 
 
@@ -262,6 +288,8 @@ def plan_source(root: Path, cache: RenderCache | None = None) -> RenderPlan:
         problems += _problems(raw.file, errs)
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods))
+    for passthrough in source.passthrough:
+        problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
     if problems:
         raise InvalidInputError(problems)
 

@@ -103,7 +103,9 @@ def test_resource_sharing_claims_and_injection(tmp_path: Path, crds: CRDRegistry
             assert validate_any(obj, crds, version) == []
 
 
-def test_unknown_pod_fields_are_kept(tmp_path: Path) -> None:
+def test_pod_fields_grove_does_not_model_are_kept(tmp_path: Path) -> None:
+    """Fields of the target Kubernetes version's PodSpec pass through untouched; a field that version
+    does not know is refused (tests/test_podspec_validation.py), as the API server would."""
     text = yaml.safe_dump(
         {
             "apiVersion": "grove.io/v1alpha1",
@@ -119,8 +121,8 @@ def test_unknown_pod_fields_are_kept(tmp_path: Path) -> None:
                                 "roleName": "a",
                                 "replicas": 1,
                                 "podSpec": {
-                                    "containers": [{"name": "c", "image": "x", "futureField": {"x": 1}}],
-                                    "someNewPodField": True,
+                                    "containers": [{"name": "c", "image": "x", "stdin": True}],
+                                    "shareProcessNamespace": True,
                                     "tolerations": [{"key": "gpu", "operator": "Exists"}],
                                     "schedulingGates": [{"name": "user-gate"}],
                                 },
@@ -132,8 +134,8 @@ def test_unknown_pod_fields_are_kept(tmp_path: Path) -> None:
         }
     )
     pod = next(iter(objects_by_kind(render_files(tmp_path, {"k.yaml": text}), "Pod").values()))
-    assert pod["spec"]["someNewPodField"] is True
-    assert pod["spec"]["containers"][0]["futureField"] == {"x": 1}
+    assert pod["spec"]["shareProcessNamespace"] is True
+    assert pod["spec"]["containers"][0]["stdin"] is True
     assert pod["spec"]["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
     assert pod["spec"]["schedulingGates"] == [{"name": "grove.io/podgang-pending-creation"}]  # Grove replaces gates
     assert pod["metadata"]["namespace"] == "default"

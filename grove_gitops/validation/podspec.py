@@ -1,0 +1,341 @@
+"""A clique's ``podSpec`` checked the way the API server will check the pods rendered from it.
+
+Without this a typo (``resource:`` for ``resources:``, ``nodeSelecter:``), an out-of-range port or a
+malformed quantity (``memory: 512GB``) renders with exit 0 and only fails at apply time; a negative
+GPU limit may even be dropped silently.  Two checks run, both on the podSpec *as written* so that errors
+name the user's source path (``spec.template.cliques[1].spec.podSpec.containers[0].resource``):
+
+* the strict OpenAPI-derived JSON schema of ``v1 Pod`` for the target Kubernetes version, from the
+  ``kubernetes-validate`` package (the same schemas the test suite validates rendered objects with);
+  the podSpec is wrapped in a minimal Pod so one compiled validator serves every clique;
+* Kubernetes' resource rules, which the schema cannot express: the quantity grammar
+  (``k8s.io/apimachinery/pkg/api/resource``), non-negative values, ``requests <= limits``, and whole
+  numbers with ``requests == limits`` for extended resources such as ``nvidia.com/gpu``.
+
+Every pod of a clique shares its podSpec, so results are memoised by a digest of the podSpec and the
+Kubernetes version: the cost is per distinct template, not per pod.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.resources
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from decimal import Decimal
+from typing import Any
+
+from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required
+
+__all__ = ["object_errors", "parse_quantity", "pod_spec_errors", "resource_errors", "validate_pod_specs"]
+
+# --------------------------------------------------------------------------------------------------
+# Quantity grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go):
+#   <quantity> ::= <signedNumber><suffix>
+#   <number>   ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+#   <suffix>   ::= <binarySI> | <decimalExponent> | <decimalSI>
+#   binarySI Ki Mi Gi Ti Pi Ei; decimalSI n u m "" k M G T P E; decimalExponent e/E <signedNumber>
+# --------------------------------------------------------------------------------------------------
+
+_QUANTITY = re.compile(
+    r"(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:[eE](?P<exponent>[+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?"
+)
+_MULTIPLIERS: dict[str, Decimal] = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+}
+_QUANTITY_HELP = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' "
+    "(a number with an optional suffix: Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or an exponent e3)"
+)
+# An exponent this large is no real resource amount; refusing it keeps Decimal arithmetic cheap.
+_MAX_EXPONENT = 30
+
+
+def parse_quantity(value: object) -> Decimal | None:
+    """The value of a Kubernetes quantity (``"500m"`` -> 0.5, ``"1Gi"`` -> 1073741824), ``None`` if
+    it does not follow the grammar.  YAML numbers (``memory: 512``) are quantities too."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value)) if value == value and abs(value) != float("inf") else None
+    if not isinstance(value, str):
+        return None
+    match = _QUANTITY.fullmatch(value)
+    if match is None:
+        return None
+    number = Decimal(match["number"])
+    if match["sign"] == "-":
+        number = -number
+    if match["exponent"] is not None:
+        exponent = int(match["exponent"])
+        if abs(exponent) > _MAX_EXPONENT:
+            return None
+        return number.scaleb(exponent)
+    return number * _MULTIPLIERS[match["suffix"] or ""]
+
+
+def _is_extended(name: str) -> bool:
+    """``v1helper.IsExtendedResourceName``: a domain-prefixed name outside ``kubernetes.io``."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def _quantity_map(resources: Mapping[str, Any], key: str, path: str) -> tuple[dict[str, Decimal], list[FieldError]]:
+    raw = resources.get(key)
+    if not isinstance(raw, Mapping):
+        return {}, []  # absent; a wrong type is the schema's finding
+    values: dict[str, Decimal] = {}
+    errs: list[FieldError] = []
+    for name, value in raw.items():
+        where = f"{path}.{key}[{name}]"
+        quantity = parse_quantity(value)
+        if quantity is None:
+            errs.append(invalid(where, value, _QUANTITY_HELP))
+            continue
+        if quantity < 0:
+            errs.append(invalid(where, value, "must be greater than or equal to 0"))
+            continue
+        if isinstance(name, str) and _is_extended(name) and quantity != quantity.to_integral_value():
+            errs.append(invalid(where, value, "must be an integer"))
+            continue
+        values[str(name)] = quantity
+    return values, errs
+
+
+def resource_errors(resources: object, path: str) -> list[FieldError]:
+    """Kubernetes' ``ValidateResourceRequirements`` for one ``resources`` block at ``path``."""
+    if not isinstance(resources, Mapping):
+        return []
+    limits, errs = _quantity_map(resources, "limits", path)
+    requests, request_errs = _quantity_map(resources, "requests", path)
+    errs += request_errs
+    for name, request in requests.items():
+        where = f"{path}.requests[{name}]"
+        raw = resources["requests"][name]
+        limit = limits.get(name)
+        if _is_extended(name):
+            if limit is None:
+                errs.append(
+                    FieldError(where, "Forbidden", f"Limit must be set for non overcommitable resources ({name})")
+                )
+            elif request != limit:
+                errs.append(invalid(where, raw, f"must be equal to {name} limit of {resources['limits'][name]}"))
+        elif limit is not None and request > limit:
+            errs.append(
+                invalid(where, raw, f"must be less than or equal to {name} limit of {resources['limits'][name]}")
+            )
+    return errs
+
+
+def _container_resource_errors(pod: Mapping[str, Any], path: str) -> list[FieldError]:
+    errs = resource_errors(pod.get("resources"), f"{path}.resources")
+    for key in ("containers", "initContainers"):
+        items = pod.get(key)
+        if not isinstance(items, list):
+            continue
+        for j, container in enumerate(items):
+            if isinstance(container, Mapping):
+                errs += resource_errors(container.get("resources"), f"{path}.{key}[{j}].resources")
+    return errs
+
+
+# --------------------------------------------------------------------------------------------------
+# The strict v1 Pod schema of kubernetes-validate, compiled once per Kubernetes version.
+# --------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _schema_folder(kube_version: str) -> tuple[Any, Any]:
+    """The strict schema folder of Kubernetes ``kube_version`` (``"1.35"``) and its crawled
+    ``_definitions.json`` registry, loaded once (the file is about 1.5 MB)."""
+    import referencing
+
+    root = importlib.resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    prefix = f"v{kube_version}."
+    dirs = sorted(p.name for p in root.iterdir() if p.name.startswith(prefix) and p.name.endswith("-local-strict"))
+    if not dirs:
+        raise ValueError(f"kubernetes-validate has no schemas for Kubernetes {kube_version}")
+    folder = root.joinpath(dirs[-1])
+    definitions = json.loads(folder.joinpath("_definitions.json").read_text("utf-8"))
+    return folder, (referencing.Resource.from_contents(definitions) @ referencing.Registry()).crawl()
+
+
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+[a-z0-9]*")
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(kube_version: str, api_version: str, kind: str) -> Any:
+    """The compiled strict validator of a built-in kind, or ``None`` when the version has no schema
+    for exactly this group/version/kind (custom resources, unknown kinds: not judged here).
+
+    File names follow kubernetes-validate (``<kind>-<group prefix>-<version>.json``); the file's
+    ``x-kubernetes-group-version-kind`` must name this kind, since embedded types share the scheme.
+    """
+    import jsonschema
+    import referencing
+
+    if not (_API_VERSION.fullmatch(api_version) and _KIND.fullmatch(kind)):
+        return None  # never let input shape a file name
+    folder, registry = _schema_folder(kube_version)
+    munged = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    file = folder.joinpath(f"{kind.lower()}-{munged}.json")
+    if not file.is_file():
+        return None
+    schema = json.loads(file.read_text("utf-8"))
+    group, _, version = api_version.rpartition("/")
+    if {"group": group, "version": version, "kind": kind} not in (schema.get("x-kubernetes-group-version-kind") or []):
+        return None
+    return jsonschema.Draft202012Validator(schema, registry=referencing.Resource.from_contents(schema) @ registry)
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _format_errors(value: object, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """``format: int32`` is not enforced by jsonschema; the API server refuses out-of-range ports."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _format_errors(item, (*path, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _format_errors(item, (*path, i))
+    elif isinstance(value, int) and not isinstance(value, bool) and path and path[-1] in _PORT_FIELDS:
+        lowest = _PORT_FIELDS[str(path[-1])]
+        if not lowest <= value <= 65535:
+            yield path, f"must be between {lowest} and 65535, inclusive"
+
+
+#: Port fields and their lowest valid value (``hostPort: 0`` / ``nodePort: 0`` mean "none"): container
+#: and host ports, Service ports and target ports, probe and webhook ports (a name is a string).
+_PORT_FIELDS = {"containerPort": 1, "hostPort": 0, "port": 1, "targetPort": 1, "nodePort": 0}
+
+
+def _schema_errors(pod_spec: Mapping[str, Any], kube_version: str, path: str) -> list[FieldError]:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": pod_spec}
+    errs = _object_schema_errors(_validator(kube_version, "v1", "Pod"), pod, lambda where: [path, *where[1:]])
+    for where, message in _format_errors(pod_spec, ()):
+        errs.append(invalid(join_path([path, *where]), _value_at(pod_spec, where), message))
+    return errs
+
+
+def _object_schema_errors(
+    validator: Any, obj: Mapping[str, Any], to_source: Callable[[tuple[str | int, ...]], list[str | int]]
+) -> list[FieldError]:
+    """Schema errors of ``obj`` as field errors; ``to_source`` maps a path in ``obj`` to the user's."""
+    errs: list[FieldError] = []
+    for error in validator.iter_errors(obj):
+        where = tuple(error.absolute_path)
+        base = join_path(to_source(where))
+        if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+            declared = (error.schema or {}).get("properties") or {}
+            errs += [
+                FieldError(join_path([base, str(k)]), "unknown field") for k in error.instance if k not in declared
+            ]
+        elif error.validator == "required" and isinstance(error.instance, Mapping):
+            errs += [required(join_path([base, str(k)])) for k in error.validator_value if k not in error.instance]
+        elif "resources" in where and error.validator == "oneOf":
+            continue  # a quantity of the wrong type; resource_errors names it with the grammar
+        else:
+            message = str(error.message)
+            errs.append(invalid(base, error.instance, message if len(message) < 200 else message[:197] + "..."))
+    return errs
+
+
+def _value_at(pod_spec: Mapping[str, Any], where: tuple[str | int, ...]) -> Any:
+    value: Any = pod_spec
+    for part in where:
+        value = value[part]
+    return value
+
+
+_Found = tuple[tuple[str, str, str, Any], ...]
+#: digest of (podSpec, Kubernetes version) -> its errors, paths relative to the podSpec (``$``).
+_MEMO: dict[str, _Found] = {}
+_MEMO_MAX = 4096
+
+
+def _cached(pod_json: str, kube_version: str) -> _Found:
+    """Validate one distinct template once; every pod and every later render reuses the result."""
+    key = hashlib.sha256(f"{kube_version}\0{pod_json}".encode()).hexdigest()
+    found = _MEMO.get(key)
+    if found is None:
+        pod_spec = json.loads(pod_json)
+        errs = _schema_errors(pod_spec, kube_version, "$") + _container_resource_errors(pod_spec, "$")
+        found = tuple((e.path, e.type, e.detail, e.value) for e in _dedupe(errs))
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[key] = found
+    return found
+
+
+def _dedupe(errs: list[FieldError]) -> list[FieldError]:
+    seen: dict[str, FieldError] = {}
+    for e in errs:
+        seen.setdefault(str(e), e)
+    return list(seen.values())
+
+
+def pod_spec_errors(pod_spec: Mapping[str, Any], kube_version: str, path: str) -> list[FieldError]:
+    """Every schema and resource problem of ``pod_spec``, reported under the source ``path``.
+
+    ``kube_version`` is RenderConfiguration's ``kubernetesVersion`` (``"1.35"``).  A podSpec that is
+    not JSON-serialisable (YAML tags such as ``!!binary``) is left to the loader's own checks.
+    """
+    try:
+        pod_json = json.dumps(pod_spec, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return []
+    out: list[FieldError] = []
+    for rel, kind, detail, value in _cached(pod_json, kube_version):
+        out.append(FieldError(path + rel[1:], kind, detail, value))
+    return out
+
+
+def validate_pod_specs(pcs: PodCliqueSet, kube_version: str) -> list[FieldError]:
+    """:func:`pod_spec_errors` for every clique of ``pcs``, on ``spec.template.cliques[i].spec.podSpec``."""
+    errs: list[FieldError] = []
+    for i, clique in enumerate(pcs.cliques):
+        errs += pod_spec_errors(clique.spec.podSpec, kube_version, f"spec.template.cliques[{i}].spec.podSpec")
+    return errs
+
+
+def object_errors(obj: Mapping[str, Any], kube_version: str) -> list[FieldError]:
+    """A pass-through built-in object (ConfigMap, Service, Deployment, ...) against the strict schema
+    of ``kube_version``, on the file's own field paths (``spec.ports[0].port``).
+
+    Kinds without a bundled schema (custom resources, unknown kinds) are not judged here.  Errors in
+    ``metadata`` are left out: names, namespaces, labels and annotations have their own checks with
+    Kubernetes' messages, and one mistake should be reported once.
+    """
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return []
+    validator = _validator(kube_version, api_version, kind)
+    if validator is None:
+        return []
+    try:  # JSON's data model, as the API server sees it; YAML-only values are the loader's finding
+        obj = json.loads(json.dumps(obj))
+    except (TypeError, ValueError):
+        return []
+    errs = _object_schema_errors(validator, obj, list)
+    errs += [invalid(join_path(where), _value_at(obj, where), m) for where, m in _format_errors(obj, ())]
+    return [e for e in _dedupe(errs) if e.path != "metadata" and not e.path.startswith(("metadata.", "metadata["))]
