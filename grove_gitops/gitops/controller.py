@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grove_gitops.cache import RenderCache
-from grove_gitops.errors import GitPushRejectedError, GroveGitopsError, InvalidInputError
+from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
@@ -77,6 +77,10 @@ def _pause(point: str) -> None:
         time.sleep(float(seconds))
 
 
+class ControllerUsageError(GroveGitopsError):
+    """The controller was started with options that cannot work (exit 2, like a CLI usage error)."""
+
+
 class Controller:
     def __init__(
         self,
@@ -85,7 +89,7 @@ class Controller:
         before_push: Callable[[], None] | None = None,
     ) -> None:
         if config.folder_mode and not config.output_path.strip("/"):
-            raise GroveGitopsError("folder mode (output branch = source branch) needs an --output-path")
+            raise ControllerUsageError("folder mode (output branch = source branch) needs an --output-path")
         self.config = config
         self.registry = registry or Registry()
         self.before_push = before_push
@@ -93,7 +97,7 @@ class Controller:
         #: Rendered PodCliqueSets of earlier source commits: unchanged ones are not re-expanded.
         self.cache = RenderCache()
         #: A private export of the source path, updated file by file from commit to commit.
-        self._source_dir = config.workdir.parent / f".{config.workdir.name}.source"
+        self._source_dir = self.workspace.source_dir
         self._exported: dict[str, str] | None = None
         self.last_error: str | None = None
         self.last_success = time.monotonic()
@@ -150,18 +154,27 @@ class Controller:
     def _render_commit(self, commit: SourceCommit, result: IterationResult) -> None:
         cfg = self.config
         started = time.monotonic()
-        self._exported = self.workspace.export(commit.sha, cfg.source_path, self._source_dir, self._exported)
         self.cache.start()
         try:
+            try:
+                self._exported = self.workspace.export(commit.sha, cfg.source_path, self._source_dir, self._exported)
+            except BaseException:
+                self._exported = None  # the export directory's content is unknown: start over next time
+                raise
             plan = plan_source(self._source_dir, self.cache)
             tree = build_tree_from_plan(plan, self.cache)
         except InvalidInputError as exc:
             prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
-            lines = [f"{prefix}{p}" for p in exc.problems]
-            result.failed[commit.sha] = lines
-            self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
-            for line in lines:
-                log.error("source commit %s: %s", commit.sha[:12], line)
+            self._fail(commit, result, [f"{prefix}{p}" for p in exc.problems])
+            return
+        except GitError:
+            raise  # the repository, not the commit: the iteration fails and is retried
+        except Exception as exc:
+            # Anything else is a bug met on this commit's content. Skipping it like an invalid
+            # commit keeps a later fix (or revert) reachable; the traceback goes to the log.
+            log.debug("source commit %s: render crashed", commit.sha[:12], exc_info=True)
+            self.registry.inc("grove_gitops_render_crashes_total", "Source commits whose render raised unexpectedly")
+            self._fail(commit, result, [f"cannot render: {type(exc).__name__}: {redact(str(exc))}"])
             return
         finally:
             self.cache.finish()
@@ -176,6 +189,12 @@ class Controller:
         else:
             result.unchanged.append(commit.sha)
             log.info("source commit %s: output unchanged, nothing to commit", commit.sha[:12])
+
+    def _fail(self, commit: SourceCommit, result: IterationResult, lines: list[str]) -> None:
+        result.failed[commit.sha] = lines
+        self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
+        for line in lines:
+            log.error("source commit %s: %s", commit.sha[:12], line)
 
     def _record(self, result: IterationResult) -> None:
         done = result.rendered + result.unchanged

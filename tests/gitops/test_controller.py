@@ -196,8 +196,16 @@ def _controller_process(remote: Remote, once: bool, pause: str = "") -> subproce
     if pause:
         env["GROVE_GITOPS_TEST_PAUSE"] = pause
     args = [
-        sys.executable, "-m", "grove_gitops.cli", "controller", "--repo", str(remote.bare),
-        "--source-path", "src", "--workdir", str(remote.root / "work" / "clone"),
+        sys.executable,
+        "-m",
+        "grove_gitops.cli",
+        "controller",
+        "--repo",
+        str(remote.bare),
+        "--source-path",
+        "src",
+        "--workdir",
+        str(remote.root / "work" / "clone"),
     ]
     if once:
         args.append("--once")
@@ -265,7 +273,7 @@ def test_credentials_never_logged(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     with pytest.raises(GitError) as info:
         ctl.__enter__()
     assert "s3cr3t-token" not in str(info.value)
-    assert "https://***@127.0.0.1:1/org/repo.git" in str(info.value)
+    assert "https://127.0.0.1:1/org/repo.git" in str(info.value)  # credentials stripped, not only masked
     assert redact("fatal: unable to access 'https://x:abc123@h/r'") == "fatal: unable to access 'https://***@h/r'"
 
 
@@ -297,3 +305,149 @@ def test_damaged_workdir_is_recloned(remote: Remote) -> None:
     sha = remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2")
     with Controller(cfg) as ctl:
         assert ctl.run_once().rendered == [sha]
+
+
+# -- issue 9: hardening ----------------------------------------------------------------------
+
+
+def _push_crafted_tree(remote: Remote, evil_name: str) -> str:
+    """Push a commit whose ``src`` holds an entry ``evil_name`` (built with git plumbing).
+
+    The entry is a tree holding ``clone/.git/config`` with a ``core.fsmonitor`` command: an
+    export that turned ``..`` into a path would overwrite the controller's own clone config.
+    """
+    dev = remote.dev
+    payload = "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch PWNED\n"
+    blob = _hash_blob(dev, payload)
+    git_dir = _mktree(dev, [f"100644 blob {blob}\tconfig"])
+    clone = _mktree(dev, [f"040000 tree {git_dir}\t.git"])
+    escape = _mktree(dev, [f"040000 tree {clone}\tclone"])
+    good = _hash_blob(dev, pcs_yaml("alpha"))
+    src = _mktree(dev, [f"100644 blob {good}\ta.yaml", f"040000 tree {escape}\t{evil_name}"])
+    root = _mktree(dev, [f"040000 tree {src}\tsrc"])
+    parent = dev.head.commit.hexsha if dev.head.is_valid() else None
+    args = ["git", "commit-tree", root, "-m", "crafted"] + (["-p", parent] if parent else [])
+    sha = str(
+        dev.git.execute(
+            args,
+            env={
+                "GIT_AUTHOR_NAME": "x",
+                "GIT_AUTHOR_EMAIL": "x@x",
+                "GIT_COMMITTER_NAME": "x",
+                "GIT_COMMITTER_EMAIL": "x@x",
+            },
+        )
+    )
+    dev.git.push("origin", f"{sha}:refs/heads/main")
+    return sha
+
+
+def _push_on_top(remote: Remote, parent: str, files: dict[str, str], message: str) -> str:
+    """A normal source commit on top of ``parent`` (git refuses to check a crafted tree out)."""
+    dev = remote.dev
+    for rel, text in files.items():
+        (Path(dev.working_tree_dir or "") / "src" / rel).write_text(text)
+    dev.git.add("-A")
+    commit = dev.index.commit(message, parent_commits=[dev.commit(parent)], author=AUTHOR, committer=AUTHOR)
+    dev.git.push("origin", f"{commit.hexsha}:refs/heads/main", "--force")
+    return str(commit.hexsha)
+
+
+def _hash_blob(repo: git.Repo, text: str) -> str:
+    proc = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        input=text.encode(),
+        cwd=repo.working_tree_dir,
+        capture_output=True,
+        check=True,
+    )
+    return proc.stdout.decode().strip()
+
+
+def _mktree(repo: git.Repo, lines: list[str]) -> str:
+    proc = subprocess.run(
+        ["git", "mktree"],
+        input="".join(f"{line}\n" for line in lines).encode(),
+        cwd=repo.working_tree_dir,
+        capture_output=True,
+        check=True,
+    )
+    return proc.stdout.decode().strip()
+
+
+@pytest.mark.parametrize("evil_name", ["..", ".", ".git", ".GiT", "a\\b"])
+def test_crafted_tree_entry_never_escapes_the_export(remote: Remote, evil_name: str) -> None:
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    cfg = config(remote)
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [first]
+    before = (cfg.workdir / ".git" / "config").read_text()
+    crafted = _push_crafted_tree(remote, evil_name)
+    with Controller(cfg) as ctl:
+        result = ctl.run_once()
+        assert crafted in result.failed and "refusing to export" in "\n".join(result.failed[crafted])
+        assert result.rendered == []
+        after_fix = _push_on_top(remote, crafted, {"b.yaml": pcs_yaml("beta")}, "v3")
+        # The next good commit still renders: the crafted one was skipped like an invalid one.
+        assert ctl.run_once().rendered == [after_fix]
+    config_text = (cfg.workdir / ".git" / "config").read_text()
+    assert "fsmonitor" not in config_text and "PWNED" not in config_text
+    assert config_text.startswith(before.split("[remote")[0])
+    assert not list(remote.root.rglob("PWNED"))
+    assert not (cfg.workdir.parent / "clone" / ".git" / "config").read_text().count("PWNED")
+
+
+def test_token_in_url_is_not_stored_in_the_clone(remote: Remote, tmp_path: Path) -> None:
+    """A ``user:token@`` URL works, but ``.git/config`` only ever holds the bare URL."""
+    from grove_gitops.gitops.repo import split_credentials
+
+    assert split_credentials("https://bot:s3cr%40t@h.example/o/r.git") == ("https://h.example/o/r.git", "bot", "s3cr@t")
+    assert split_credentials("git@h.example:o/r.git") == ("git@h.example:o/r.git", None, None)
+    cfg = ControllerConfig(repo="https://bot:s3cr3t-token@127.0.0.1:1/org/repo.git", workdir=tmp_path / "w" / "clone")
+    ctl = Controller(cfg)
+    assert ctl.workspace.url == "https://127.0.0.1:1/org/repo.git"
+    assert ctl.workspace._env["GROVE_GITOPS_ASKPASS_TOKEN"] == "s3cr3t-token"
+    # A real clone through a URL with credentials (file:// ignores them, the path is what counts).
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as real:
+        real.run_once()
+    assert "s3cr3t" not in (remote.root / "work" / "clone" / ".git" / "config").read_text()
+    # An HTTP remote: git asks GIT_ASKPASS for the password; the clone config never sees it.
+    assert "s3cr3t-token" not in _http_clone_config(remote, tmp_path)
+
+
+def _http_clone_config(remote: Remote, tmp_path: Path) -> str:
+    """Serve the bare remote over dumb HTTP with basic auth; clone with a token in the URL."""
+    import base64
+    import functools
+    import http.server
+    import threading
+
+    subprocess.run(["git", "update-server-info"], cwd=remote.bare, check=True)
+    expected = "Basic " + base64.b64encode(b"bot:s3cr3t-token").decode()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="x"')
+                self.end_headers()
+                return
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(remote.bare)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://bot:s3cr3t-token@127.0.0.1:{server.server_address[1]}/"
+        cfg = ControllerConfig(repo=url, workdir=tmp_path / "http" / "clone", source_path="src")
+        with Controller(cfg) as ctl:
+            ctl.workspace.fetch()
+            assert ctl.workspace.remote_head("main") is not None
+        return (cfg.workdir / ".git" / "config").read_text()
+    finally:
+        server.shutdown()
+        server.server_close()
