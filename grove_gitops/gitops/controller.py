@@ -17,6 +17,8 @@ branch, no source commit is skipped.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import random
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grove_gitops import __version__
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.gitops import trailers
@@ -101,6 +104,13 @@ class Controller:
         self._exported: dict[str, str] | None = None
         self.last_error: str | None = None
         self.last_success = time.monotonic()
+        #: What shapes the output besides the source: a change re-renders the source head.
+        shape = {
+            "version": __version__,
+            "source_path": config.source_path.strip("/"),
+            "output_path": config.output_path.strip("/"),
+        }
+        self.config_digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
     def __enter__(self) -> Controller:
         self.workspace.open()
@@ -117,20 +127,20 @@ class Controller:
             result = IterationResult(push_attempts=attempt)
             ws = self.workspace
             ws.fetch()
-            since = ws.last_rendered(cfg.output_branch)
-            pending = ws.source_commits(cfg.source_branch, since)
+            pending = self._pending()
             ws.checkout_output(cfg.output_branch)
             for commit in pending:
                 self._render_commit(commit, result)
-            if not result.rendered:
+            if not pending:
                 self._record(result)
                 return result
+            examined = ws.record_examined_commit(trailers.examined_message(pending[-1].sha, self.config_digest))
             _pause("before-push")
             if self.before_push is not None:
                 self.before_push()
             started = time.monotonic()
             try:
-                ws.push(cfg.output_branch)
+                ws.push(cfg.output_branch if result.rendered else None, examined, cfg.output_branch)
             except GitPushRejectedError as exc:
                 self.registry.inc("grove_gitops_push_conflicts_total", "Pushes rejected because the branch moved")
                 delay = min(cfg.backoff_max, cfg.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
@@ -142,6 +152,9 @@ class Controller:
                 )
                 time.sleep(delay)
                 continue
+            if not result.rendered:
+                self._record(result)
+                return result
             self.registry.observe(
                 "grove_gitops_push_duration", "Time to push rendered commits", time.monotonic() - started
             )
@@ -150,6 +163,35 @@ class Controller:
             self._record(result)
             return result
         raise GitPushRejectedError(f"gave up after {cfg.max_push_attempts} rejected pushes to {cfg.output_branch!r}")
+
+    def _pending(self) -> list[SourceCommit]:
+        """Source commits to examine, oldest first.
+
+        The resume point is the newer of two records on the remote: the newest rendered
+        commit's ``Grove-Render-Dry-Sha``, and the examined record (a ref under
+        ``refs/grove-gitops/examined/``) that also covers commits whose output did not change
+        or which failed, so none of them is examined twice. A missing output branch (deleted
+        on the remote) ignores the examined record, so the branch is re-created. When the
+        configuration digest of the resume point differs from ours, the source head is
+        rendered again even without a new source commit.
+        """
+        cfg = self.config
+        ws = self.workspace
+        rendered = ws.last_rendered_trailers(cfg.output_branch)
+        point = rendered
+        examined = ws.examined(cfg.output_branch) if rendered is not None else None
+        if rendered is not None and examined is not None and examined.get(trailers.EXAMINED):
+            seen = examined[trailers.EXAMINED]
+            if ws.is_ancestor(rendered[trailers.DRY_SHA], seen):
+                point = {trailers.DRY_SHA: seen, trailers.CONFIG: examined.get(trailers.CONFIG, "")}
+        since = None if point is None else point[trailers.DRY_SHA]
+        pending = ws.source_commits(cfg.source_branch, since)
+        if not pending and point is not None and point.get(trailers.CONFIG, "") != self.config_digest:
+            head = ws.newest_source(cfg.source_branch)
+            if head is not None:
+                log.info("render configuration changed: rendering source commit %s again", head.sha[:12])
+                pending = [head]
+        return pending
 
     def _render_commit(self, commit: SourceCommit, result: IterationResult) -> None:
         cfg = self.config
@@ -183,7 +225,7 @@ class Controller:
         )
         _pause("after-render")
         if self.workspace.replace_path(cfg.output_path, tree.files):
-            self.workspace.commit(trailers.message(commit.sha, commit.subject, cfg.source_path))
+            self.workspace.commit(trailers.message(commit.sha, commit.subject, cfg.source_path, self.config_digest))
             result.rendered.append(commit.sha)
             log.info("rendered source commit %s (%d objects)", commit.sha[:12], tree.objects)
         else:

@@ -50,6 +50,8 @@ _REJECTED = ("rejected", "non-fast-forward", "fetch first", "failed to update re
 MARKER = "grove-gitops-workdir"
 #: Names git itself treats as special in any letter case (``.git`` on case-insensitive disks).
 _FORBIDDEN_COMPONENTS = {"", ".", "..", ".git"}
+#: Remote refs recording, per output branch, the last source commit examined (see controller).
+EXAMINED_REFS = "refs/grove-gitops/examined/"
 
 
 class WorkdirError(GitError):
@@ -231,7 +233,43 @@ class Workspace:
 
     # -- reading ---------------------------------------------------------------------------
     def fetch(self) -> None:
-        self._git("fetch", "--prune", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+        self._git(
+            "fetch",
+            "--prune",
+            "--no-tags",
+            "origin",
+            "+refs/heads/*:refs/remotes/origin/*",
+            f"+{EXAMINED_REFS}*:refs/remotes/origin-examined/*",
+        )
+
+    def examined(self, output_branch: str) -> dict[str, str] | None:
+        """Trailers of the remote's record of the last source commit examined, if any."""
+        try:
+            sha = str(self.repo.git.rev_parse("--verify", "--quiet", f"refs/remotes/origin-examined/{output_branch}"))
+            return trailers.parse(str(self.repo.git.log("-1", "--format=%B", sha)))
+        except git.GitCommandError:
+            return None
+
+    def record_examined_commit(self, message: str) -> str:
+        """A commit (empty tree, no parent) holding ``message``: pushed with :meth:`push`."""
+        empty_tree = self._git("hash-object", "-t", "tree", "-w", "/dev/null")
+        env = {
+            "GIT_AUTHOR_NAME": self.author.name or "grove-gitops",
+            "GIT_AUTHOR_EMAIL": self.author_email,
+            "GIT_COMMITTER_NAME": self.author.name or "grove-gitops",
+            "GIT_COMMITTER_EMAIL": self.author_email,
+        }
+        return str(self.repo.git.execute(["git", "commit-tree", empty_tree, "-m", message], env=env)).strip()
+
+    def newest_source(self, branch: str) -> SourceCommit | None:
+        """The newest source commit on ``branch`` that is not one of our own."""
+        head = self.remote_head(branch)
+        if head is None:
+            return None
+        for commit in self.repo.iter_commits(head, first_parent=True, max_count=2000):
+            if not self.is_own(commit):
+                return SourceCommit(commit.hexsha, str(commit.summary))
+        return None
 
     def remote_head(self, branch: str) -> str | None:
         try:
@@ -245,14 +283,19 @@ class Workspace:
 
     def last_rendered(self, output_branch: str, limit: int = 2000) -> str | None:
         """The source SHA recorded by the newest rendered commit on the output branch."""
+        found = self.last_rendered_trailers(output_branch, limit)
+        return None if found is None else found[trailers.DRY_SHA]
+
+    def last_rendered_trailers(self, output_branch: str, limit: int = 2000) -> dict[str, str] | None:
+        """The trailers of the newest rendered commit on the output branch."""
         head = self.remote_head(output_branch)
         if head is None:
             return None
         for commit in self.repo.iter_commits(head, first_parent=True, max_count=limit):
             message = commit.message if isinstance(commit.message, str) else commit.message.decode()
-            sha = trailers.dry_sha(message)
-            if sha:
-                return sha
+            found = trailers.parse(message)
+            if found.get(trailers.DRY_SHA):
+                return found
         return None
 
     def source_commits(self, branch: str, since: str | None) -> list[SourceCommit]:
@@ -264,7 +307,7 @@ class Workspace:
         head = self.remote_head(branch)
         if head is None:
             raise GitError(f"source branch {branch!r} does not exist on the remote")
-        if since is not None and self._is_ancestor(since, head):
+        if since is not None and self.is_ancestor(since, head):
             commits = list(self.repo.iter_commits(f"{since}..{head}", first_parent=True))
         else:
             commits = [self.repo.commit(head)]
@@ -275,7 +318,7 @@ class Workspace:
             out.append(SourceCommit(commit.hexsha, str(commit.summary)))
         return out
 
-    def _is_ancestor(self, ancestor: str, head: str) -> bool:
+    def is_ancestor(self, ancestor: str, head: str) -> bool:
         try:
             self.repo.git.merge_base("--is-ancestor", ancestor, head)
             return True
@@ -354,6 +397,8 @@ class Workspace:
         if remote is not None:
             self._git("checkout", "--quiet", "--force", "-B", branch, f"refs/remotes/origin/{branch}")
         else:
+            # The branch may still exist locally (deleted on the remote): start it afresh.
+            self._git("update-ref", "-d", f"refs/heads/{branch}")
             self._git("checkout", "--quiet", "--force", "--orphan", branch)
             self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", ".")
         self._git("clean", "-fdxq")
@@ -432,9 +477,13 @@ class Workspace:
         """The remote branch now equals our HEAD: the next checkout may be skipped."""
         self._clean_head = self._pending_head
 
-    def push(self, branch: str) -> None:
+    def push(self, branch: str | None, examined: str | None = None, examined_for: str = "") -> None:
+        """Push HEAD to ``branch`` (fast-forward only) and/or the examined record, atomically."""
+        refspecs = [f"HEAD:refs/heads/{branch}"] if branch else []
+        if examined:
+            refspecs.append(f"+{examined}:{EXAMINED_REFS}{examined_for or branch}")
         try:
-            self.repo.git.execute(["git", "push", "--porcelain", "origin", f"HEAD:refs/heads/{branch}"])
+            self.repo.git.execute(["git", "push", "--porcelain", "--atomic", "origin", *refspecs])
         except git.GitCommandError as exc:
             text = redact(f"{exc.stderr or ''} {exc.stdout or ''}")
             if any(marker in text for marker in _REJECTED):

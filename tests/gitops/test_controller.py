@@ -451,3 +451,84 @@ def _http_clone_config(remote: Remote, tmp_path: Path) -> str:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _run_once_cli(remote: Remote, workdir: Path, **kw: str) -> int:
+    from grove_gitops.gitops.service import run_controller
+
+    args: dict[str, str] = {
+        "source_branch": "main",
+        "source_path": "src",
+        "output_branch": "rendered",
+        "output_path": "",
+    }
+    args.update(kw)
+    return run_controller(
+        repo=str(remote.bare),
+        workdir=workdir,
+        once=True,
+        interval=1,
+        metrics_address="",
+        author="grove-gitops <grove-gitops@users.noreply.local>",
+        **args,
+    )
+
+
+def test_workdir_with_user_files_is_refused_not_wiped(remote: Remote) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    workdir = remote.root / "mine"
+    workdir.mkdir()
+    (workdir / "notes.txt").write_text("precious")
+    assert _run_once_cli(remote, workdir) == 2
+    assert (workdir / "notes.txt").read_text() == "precious"
+    assert sorted(p.name for p in workdir.iterdir()) == ["notes.txt"]
+    # A user's own git repository (no marker) is refused too, even of the same remote.
+    own = remote.root / "dev"
+    assert _run_once_cli(remote, own) == 2
+    assert (own / "src" / "a.yaml").exists()
+    # An empty directory is fine, and so is the controller's own directory on the next run.
+    empty = remote.root / "empty"
+    empty.mkdir()
+    assert _run_once_cli(remote, empty) == 0
+    assert _run_once_cli(remote, empty) == 0
+
+
+def test_workdir_holding_another_remote_is_refused(remote: Remote, tmp_path: Path) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    other = Remote(tmp_path / "other")
+    other.push_source({"b.yaml": pcs_yaml("beta")}, "o1")
+    cfg = config(other)
+    with Controller(cfg) as ctl:
+        ctl.run_once()
+    assert _run_once_cli(remote, cfg.workdir) == 2
+    assert git.Repo(cfg.workdir).remotes.origin.url == str(other.bare)  # left as it was
+
+
+def test_folder_mode_without_output_path_is_a_usage_error(remote: Remote) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    assert _run_once_cli(remote, remote.root / "w", output_branch="main") == 2
+
+
+def test_poison_commit_is_skipped_and_counted(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception on one commit never stops the later ones from rendering."""
+    import grove_gitops.gitops.controller as controller_module
+
+    real = controller_module.plan_source
+
+    def flaky(source: Path, cache: object) -> object:
+        if (source / "poison.yaml").exists():
+            raise KeyError("boom")
+        return real(source, cache)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(controller_module, "plan_source", flaky)
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    registry = Registry()
+    with Controller(config(remote), registry) as ctl:
+        assert ctl.run_once().rendered == [first]
+        poison = remote.push_source({"poison.yaml": "x: 1\n"}, "poison")
+        result = ctl.run_once()
+        assert result.rendered == [] and "KeyError" in result.failed[poison][0]
+        (Path(remote.dev.working_tree_dir or "") / "src" / "poison.yaml").unlink()
+        fixed = remote.push_source({"b.yaml": pcs_yaml("beta")}, "revert poison")
+        assert ctl.run_once().rendered == [fixed]
+    assert "grove_gitops_render_crashes_total 1" in registry.render()
