@@ -532,3 +532,57 @@ def test_poison_commit_is_skipped_and_counted(remote: Remote, monkeypatch: pytes
         fixed = remote.push_source({"b.yaml": pcs_yaml("beta")}, "revert poison")
         assert ctl.run_once().rendered == [fixed]
     assert "grove_gitops_render_crashes_total 1" in registry.render()
+
+
+def test_unchanged_commits_are_examined_once(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    import grove_gitops.gitops.controller as controller_module
+
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as ctl:
+        assert ctl.run_once().rendered == [first]
+    one = remote.push_source({"README.md": "docs only\n"}, "docs 1")
+    two = remote.push_source({"README.md": "docs only, again\n"}, "docs 2")
+    calls: list[Path] = []
+    real = controller_module.plan_source
+
+    def counting(source: Path, cache: object) -> object:
+        calls.append(source)
+        return real(source, cache)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(controller_module, "plan_source", counting)
+    with Controller(config(remote)) as ctl:
+        assert ctl.run_once().unchanged == [one, two]
+    assert len(calls) == 2
+    with Controller(config(remote, workdir=remote.root / "fresh" / "clone")) as ctl:  # a new pod, same remote
+        result = ctl.run_once()
+        assert result.unchanged == [] and result.rendered == [] and result.failed == {}
+        assert ctl.run_once().unchanged == []
+    assert len(calls) == 2
+
+
+def test_output_affecting_flag_change_rerenders_head(remote: Remote) -> None:
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as ctl:
+        assert ctl.run_once().rendered == [sha]
+    with Controller(config(remote, output_path="deploy")) as ctl:
+        assert ctl.run_once().rendered == [sha]
+        assert ctl.run_once().rendered == []  # recorded: not again
+    assert remote.files_at("rendered", "deploy") == expected_files(remote, sha)
+    head = remote.branch_log("rendered")[0]
+    assert trailers.parse(str(head.message))[trailers.CONFIG] == ctl.config_digest
+
+
+def test_deleted_output_branch_is_recreated(remote: Remote) -> None:
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    cfg = config(remote)
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [first]
+    git.Repo(remote.bare).git.branch("-D", "rendered")
+    second = remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2")
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [second]
+    assert remote.files_at("rendered") == expected_files(remote, second)
+    git.Repo(remote.bare).git.branch("-D", "rendered")
+    with Controller(cfg) as ctl:  # no new source commit: the branch is re-created all the same
+        assert ctl.run_once().rendered == [second]
+    assert remote.files_at("rendered") == expected_files(remote, second)
