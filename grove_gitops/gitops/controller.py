@@ -257,6 +257,11 @@ class Controller:
                 self.last_error = redact(str(exc))
                 self.registry.inc("grove_gitops_iteration_failures_total", "Controller iterations that failed")
                 log.error("iteration failed: %s", self.last_error)
+            except Exception as exc:  # the loop never exits; /healthz turns red if it persists
+                self.last_error = redact(f"{type(exc).__name__}: {exc}")
+                self.registry.inc("grove_gitops_iteration_failures_total", "Controller iterations that failed")
+                log.error("iteration failed unexpectedly: %s", self.last_error)
+                log.debug("iteration traceback", exc_info=True)
             stop.wait(interval)
 
     def healthy(self, interval: float) -> bool:

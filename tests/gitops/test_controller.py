@@ -586,3 +586,29 @@ def test_deleted_output_branch_is_recreated(remote: Remote) -> None:
     with Controller(cfg) as ctl:  # no new source commit: the branch is re-created all the same
         assert ctl.run_once().rendered == [second]
     assert remote.files_at("rendered") == expected_files(remote, second)
+
+
+def test_loop_survives_an_unexpected_exception(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    registry = Registry()
+    stop = threading.Event()
+    with Controller(config(remote), registry) as ctl:
+        real = ctl.workspace.fetch
+        calls: list[int] = []
+
+        def fetch() -> None:
+            calls.append(1)
+            if len(calls) == 1:
+                raise KeyError("unexpected")
+            if len(calls) >= 2:
+                stop.set()
+            real()
+
+        monkeypatch.setattr(ctl.workspace, "fetch", fetch)
+        ctl.run_forever(0.01, stop)
+    assert registry.get("grove_gitops_iteration_failures_total") == 1
+    assert [c.hexsha for c in remote.branch_log("rendered")] != [] and trailers.dry_sha(
+        str(remote.branch_log("rendered")[0].message)
+    ) == sha
