@@ -17,6 +17,8 @@ branch, no source commit is skipped.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import random
@@ -26,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grove_gitops import __version__
 from grove_gitops.cache import RenderCache
-from grove_gitops.errors import GitPushRejectedError, GroveGitopsError, InvalidInputError
+from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
@@ -77,6 +80,10 @@ def _pause(point: str) -> None:
         time.sleep(float(seconds))
 
 
+class ControllerUsageError(GroveGitopsError):
+    """The controller was started with options that cannot work (exit 2, like a CLI usage error)."""
+
+
 class Controller:
     def __init__(
         self,
@@ -85,7 +92,7 @@ class Controller:
         before_push: Callable[[], None] | None = None,
     ) -> None:
         if config.folder_mode and not config.output_path.strip("/"):
-            raise GroveGitopsError("folder mode (output branch = source branch) needs an --output-path")
+            raise ControllerUsageError("folder mode (output branch = source branch) needs an --output-path")
         self.config = config
         self.registry = registry or Registry()
         self.before_push = before_push
@@ -93,10 +100,17 @@ class Controller:
         #: Rendered PodCliqueSets of earlier source commits: unchanged ones are not re-expanded.
         self.cache = RenderCache()
         #: A private export of the source path, updated file by file from commit to commit.
-        self._source_dir = config.workdir.parent / f".{config.workdir.name}.source"
+        self._source_dir = self.workspace.source_dir
         self._exported: dict[str, str] | None = None
         self.last_error: str | None = None
         self.last_success = time.monotonic()
+        #: What shapes the output besides the source: a change re-renders the source head.
+        shape = {
+            "version": __version__,
+            "source_path": config.source_path.strip("/"),
+            "output_path": config.output_path.strip("/"),
+        }
+        self.config_digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
     def __enter__(self) -> Controller:
         self.workspace.open()
@@ -113,20 +127,20 @@ class Controller:
             result = IterationResult(push_attempts=attempt)
             ws = self.workspace
             ws.fetch()
-            since = ws.last_rendered(cfg.output_branch)
-            pending = ws.source_commits(cfg.source_branch, since)
+            pending = self._pending()
             ws.checkout_output(cfg.output_branch)
             for commit in pending:
                 self._render_commit(commit, result)
-            if not result.rendered:
+            if not pending:
                 self._record(result)
                 return result
+            examined = ws.record_examined_commit(trailers.examined_message(pending[-1].sha, self.config_digest))
             _pause("before-push")
             if self.before_push is not None:
                 self.before_push()
             started = time.monotonic()
             try:
-                ws.push(cfg.output_branch)
+                ws.push(cfg.output_branch if result.rendered else None, examined, cfg.output_branch)
             except GitPushRejectedError as exc:
                 self.registry.inc("grove_gitops_push_conflicts_total", "Pushes rejected because the branch moved")
                 delay = min(cfg.backoff_max, cfg.backoff_base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
@@ -138,6 +152,9 @@ class Controller:
                 )
                 time.sleep(delay)
                 continue
+            if not result.rendered:
+                self._record(result)
+                return result
             self.registry.observe(
                 "grove_gitops_push_duration", "Time to push rendered commits", time.monotonic() - started
             )
@@ -147,21 +164,59 @@ class Controller:
             return result
         raise GitPushRejectedError(f"gave up after {cfg.max_push_attempts} rejected pushes to {cfg.output_branch!r}")
 
+    def _pending(self) -> list[SourceCommit]:
+        """Source commits to examine, oldest first.
+
+        The resume point is the newer of two records on the remote: the newest rendered
+        commit's ``Grove-Render-Dry-Sha``, and the examined record (a ref under
+        ``refs/grove-gitops/examined/``) that also covers commits whose output did not change
+        or which failed, so none of them is examined twice. A missing output branch (deleted
+        on the remote) ignores the examined record, so the branch is re-created. When the
+        configuration digest of the resume point differs from ours, the source head is
+        rendered again even without a new source commit.
+        """
+        cfg = self.config
+        ws = self.workspace
+        rendered = ws.last_rendered_trailers(cfg.output_branch)
+        point = rendered
+        examined = ws.examined(cfg.output_branch) if rendered is not None else None
+        if rendered is not None and examined is not None and examined.get(trailers.EXAMINED):
+            seen = examined[trailers.EXAMINED]
+            if ws.is_ancestor(rendered[trailers.DRY_SHA], seen):
+                point = {trailers.DRY_SHA: seen, trailers.CONFIG: examined.get(trailers.CONFIG, "")}
+        since = None if point is None else point[trailers.DRY_SHA]
+        pending = ws.source_commits(cfg.source_branch, since)
+        if not pending and point is not None and point.get(trailers.CONFIG, "") != self.config_digest:
+            head = ws.newest_source(cfg.source_branch)
+            if head is not None:
+                log.info("render configuration changed: rendering source commit %s again", head.sha[:12])
+                pending = [head]
+        return pending
+
     def _render_commit(self, commit: SourceCommit, result: IterationResult) -> None:
         cfg = self.config
         started = time.monotonic()
-        self._exported = self.workspace.export(commit.sha, cfg.source_path, self._source_dir, self._exported)
         self.cache.start()
         try:
+            try:
+                self._exported = self.workspace.export(commit.sha, cfg.source_path, self._source_dir, self._exported)
+            except BaseException:
+                self._exported = None  # the export directory's content is unknown: start over next time
+                raise
             plan = plan_source(self._source_dir, self.cache)
             tree = build_tree_from_plan(plan, self.cache)
         except InvalidInputError as exc:
             prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
-            lines = [f"{prefix}{p}" for p in exc.problems]
-            result.failed[commit.sha] = lines
-            self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
-            for line in lines:
-                log.error("source commit %s: %s", commit.sha[:12], line)
+            self._fail(commit, result, [f"{prefix}{p}" for p in exc.problems])
+            return
+        except GitError:
+            raise  # the repository, not the commit: the iteration fails and is retried
+        except Exception as exc:
+            # Anything else is a bug met on this commit's content. Skipping it like an invalid
+            # commit keeps a later fix (or revert) reachable; the traceback goes to the log.
+            log.debug("source commit %s: render crashed", commit.sha[:12], exc_info=True)
+            self.registry.inc("grove_gitops_render_crashes_total", "Source commits whose render raised unexpectedly")
+            self._fail(commit, result, [f"cannot render: {type(exc).__name__}: {redact(str(exc))}"])
             return
         finally:
             self.cache.finish()
@@ -170,12 +225,18 @@ class Controller:
         )
         _pause("after-render")
         if self.workspace.replace_path(cfg.output_path, tree.files):
-            self.workspace.commit(trailers.message(commit.sha, commit.subject, cfg.source_path))
+            self.workspace.commit(trailers.message(commit.sha, commit.subject, cfg.source_path, self.config_digest))
             result.rendered.append(commit.sha)
             log.info("rendered source commit %s (%d objects)", commit.sha[:12], tree.objects)
         else:
             result.unchanged.append(commit.sha)
             log.info("source commit %s: output unchanged, nothing to commit", commit.sha[:12])
+
+    def _fail(self, commit: SourceCommit, result: IterationResult, lines: list[str]) -> None:
+        result.failed[commit.sha] = lines
+        self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
+        for line in lines:
+            log.error("source commit %s: %s", commit.sha[:12], line)
 
     def _record(self, result: IterationResult) -> None:
         done = result.rendered + result.unchanged
@@ -196,6 +257,11 @@ class Controller:
                 self.last_error = redact(str(exc))
                 self.registry.inc("grove_gitops_iteration_failures_total", "Controller iterations that failed")
                 log.error("iteration failed: %s", self.last_error)
+            except Exception as exc:  # the loop never exits; /healthz turns red if it persists
+                self.last_error = redact(f"{type(exc).__name__}: {exc}")
+                self.registry.inc("grove_gitops_iteration_failures_total", "Controller iterations that failed")
+                log.error("iteration failed unexpectedly: %s", self.last_error)
+                log.debug("iteration traceback", exc_info=True)
             stop.wait(interval)
 
     def healthy(self, interval: float) -> bool:

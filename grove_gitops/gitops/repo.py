@@ -6,9 +6,19 @@ never got pushed, a stale ``index.lock``) is discarded. If the clone itself is d
 deleted and cloned again. An exclusive ``flock`` on the working directory keeps two
 controllers from sharing one clone.
 
-Credentials: a token in ``GROVE_GITOPS_GIT_TOKEN`` is handed to git through
-``GIT_ASKPASS`` (never written into a URL, a config file or a log line); otherwise git's own
-credential helpers and SSH agent apply. Every git error is redacted before it is raised.
+Credentials: a token in ``GROVE_GITOPS_GIT_TOKEN``, or a ``user:token@`` in the repository URL,
+is handed to git through ``GIT_ASKPASS`` (never written into the clone's URL, a config file or
+a log line); otherwise git's own credential helpers and SSH agent apply. Every git error is
+redacted before it is raised.
+
+Ownership: the controller only ever deletes a work directory it created itself. A directory
+it creates (or finds empty) gets a marker inside ``.git``; any other non-empty directory, or
+a clone of a different remote, is refused with :class:`WorkdirError` and left untouched.
+
+Exports: a source commit is untrusted input. Its tree entry names are checked before any of
+them becomes a path (no ``.``, ``..``, ``.git`` in any case, ``/``, ``\\`` or NUL in a
+component), and every written path must resolve inside the export directory; a commit that
+breaks this is refused with :class:`InvalidInputError` before anything is written.
 """
 
 from __future__ import annotations
@@ -24,15 +34,56 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import git
 
-from grove_gitops.errors import GitError, GitPushRejectedError
+from grove_gitops.errors import GitError, GitPushRejectedError, InputProblem, InvalidInputError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.redact import redact, register_secret
 
 TOKEN_ENV = "GROVE_GITOPS_GIT_TOKEN"
 _REJECTED = ("rejected", "non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref", "stale info")
+
+
+#: Written inside ``.git`` of a work directory the controller created (``git clean`` keeps it).
+MARKER = "grove-gitops-workdir"
+#: Names git itself treats as special in any letter case (``.git`` on case-insensitive disks).
+_FORBIDDEN_COMPONENTS = {"", ".", "..", ".git"}
+#: Remote refs recording, per output branch, the last source commit examined (see controller).
+EXAMINED_REFS = "refs/grove-gitops/examined/"
+
+
+class WorkdirError(GitError):
+    """The work directory holds something the controller did not create: a usage error."""
+
+
+def split_credentials(url: str) -> tuple[str, str | None, str | None]:
+    """``https://user:token@host/x`` -> (``https://host/x``, user, token); other URLs unchanged.
+
+    The credentials go to git through ``GIT_ASKPASS`` instead, so the clone's ``.git/config``
+    (readable by anything that reads the work directory) never holds them.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or "@" not in parts.netloc:
+        return url, None, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, sep, password = userinfo.partition(":")
+    if not sep:
+        return url, None, None
+    return urlunsplit(parts._replace(netloc=hostport)), unquote(user) or None, unquote(password)
+
+
+def unsafe_tree_path(name: str) -> str | None:
+    """Why the tree path ``name`` (as ``ls-tree -z`` prints it) must not become a file, or None."""
+    if "\0" in name:
+        return "holds a NUL byte"
+    for component in name.split("/"):
+        if component.lower() in _FORBIDDEN_COMPONENTS:
+            return f"has a path component {component!r}"
+        if "\\" in component:
+            return f"has a path component {component!r} with a backslash"
+    return None
 
 
 @dataclass(frozen=True)
@@ -41,10 +92,17 @@ class SourceCommit:
     subject: str
 
 
+_ASKPASS_USER = "GROVE_GITOPS_ASKPASS_USER"
+_ASKPASS_TOKEN = "GROVE_GITOPS_ASKPASS_TOKEN"
+
+
 def _askpass_script(directory: Path) -> Path:
+    """A script that answers git's prompts from the git process's environment (never a file)."""
     script = directory / "askpass.sh"
     script.write_text(
-        f'#!/bin/sh\ncase "$1" in Username*) echo x-access-token ;; *) printf "%s\\n" "${TOKEN_ENV}" ;; esac\n'
+        "#!/bin/sh\n"
+        f'case "$1" in Username*) printf "%s\\n" "${{{_ASKPASS_USER}:-x-access-token}}" ;;'
+        f' *) printf "%s\\n" "${_ASKPASS_TOKEN}" ;; esac\n'
     )
     script.chmod(stat.S_IRWXU)
     return script
@@ -54,7 +112,7 @@ class Workspace:
     """One working clone of ``url`` under ``workdir``."""
 
     def __init__(self, url: str, workdir: Path, author_name: str, author_email: str) -> None:
-        self.url = url
+        self.url, user, password = split_credentials(url)
         self.workdir = workdir
         self.author = git.Actor(author_name, author_email)
         self.author_email = author_email
@@ -65,11 +123,19 @@ class Workspace:
         self._pending_head: str | None = None
         self._written: dict[str, bytes] | None = None  # what the output path holds, if known
         self._env: dict[str, str] = {"GIT_TERMINAL_PROMPT": "0"}
-        token = os.environ.get(TOKEN_ENV)
+        token = password or os.environ.get(TOKEN_ENV)
         if token:
             register_secret(token)
             helper_dir = Path(tempfile.mkdtemp(prefix="grove-gitops-askpass-"))
             self._env["GIT_ASKPASS"] = str(_askpass_script(helper_dir))
+            self._env[_ASKPASS_TOKEN] = token
+            if password and user:
+                self._env[_ASKPASS_USER] = user
+
+    @property
+    def source_dir(self) -> Path:
+        """The controller's private export of source commits, inside the clone's ``.git``."""
+        return self.workdir / ".git" / "grove-gitops-source"
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self) -> None:
@@ -82,7 +148,11 @@ class Workspace:
             self.close()
             raise GitError(f"{self.workdir}: another grove-gitops controller is using this work directory") from exc
         try:
+            self._check_ownership()
             self._repo = self._reuse() or self._clone()
+        except WorkdirError:
+            self.close()
+            raise
         except git.GitCommandError as exc:
             self.close()
             raise GitError(redact(f"cannot clone {self.url}: {str(exc.stderr).strip() or exc}")) from exc
@@ -95,6 +165,30 @@ class Workspace:
             self._lock.close()
             self._lock = None
 
+    def _owned(self) -> bool:
+        return (self.workdir / ".git" / MARKER).is_file()
+
+    def _check_ownership(self) -> None:
+        """Refuse a work directory that holds anything the controller did not put there."""
+        if not self.workdir.exists():
+            return
+        if not self.workdir.is_dir():
+            raise WorkdirError(f"{self.workdir}: --workdir exists and is not a directory; refusing to use it")
+        if not self._owned() and any(self.workdir.iterdir()):
+            raise WorkdirError(
+                f"{self.workdir}: --workdir is not empty and was not created by grove-gitops;"
+                " refusing to use it (give an empty or new directory)"
+            )
+        try:
+            origin = git.Repo(self.workdir).remotes.origin.url
+        except (git.GitError, ValueError, OSError, AttributeError):
+            return  # a damaged clone of our own: re-cloned below
+        if split_credentials(origin)[0] != self.url:
+            raise WorkdirError(
+                f"{self.workdir}: --workdir holds a clone of another repository"
+                f" ({redact(split_credentials(origin)[0])}); refusing to replace it"
+            )
+
     def _reuse(self) -> git.Repo | None:
         if not (self.workdir / ".git").is_dir():
             return None
@@ -103,20 +197,26 @@ class Workspace:
                 stale.unlink()  # we hold the flock: any lock file is a leftover of a killed run
             repo = git.Repo(self.workdir)
             repo.git.update_environment(**self._env)
-            if repo.remotes.origin.url != self.url:
-                repo.close()
-                raise ValueError("different remote")
+            if repo.remotes.origin.url != self.url:  # a URL with credentials from an older version
+                repo.git.remote("set-url", "origin", self.url)
             repo.git.rev_parse("--git-dir")
             return repo
         except (git.GitError, ValueError, OSError, AttributeError):
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._wipe()
             return None
 
+    def _wipe(self) -> None:
+        """Delete the work directory, only ever one the controller created (marker checked)."""
+        if self._owned():
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        elif self.workdir.exists() and any(self.workdir.iterdir()):
+            raise WorkdirError(f"{self.workdir}: damaged clone not created by grove-gitops; refusing to delete it")
+
     def _clone(self) -> git.Repo:
-        if self.workdir.exists():
-            shutil.rmtree(self.workdir)
+        self._wipe()
         repo = git.Repo.clone_from(self.url, self.workdir, env=self._env, no_checkout=True)
         repo.git.update_environment(**self._env)
+        (self.workdir / ".git" / MARKER).write_text("created by grove-gitops controller; safe to delete\n")
         return repo
 
     @property
@@ -133,7 +233,43 @@ class Workspace:
 
     # -- reading ---------------------------------------------------------------------------
     def fetch(self) -> None:
-        self._git("fetch", "--prune", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+        self._git(
+            "fetch",
+            "--prune",
+            "--no-tags",
+            "origin",
+            "+refs/heads/*:refs/remotes/origin/*",
+            f"+{EXAMINED_REFS}*:refs/remotes/origin-examined/*",
+        )
+
+    def examined(self, output_branch: str) -> dict[str, str] | None:
+        """Trailers of the remote's record of the last source commit examined, if any."""
+        try:
+            sha = str(self.repo.git.rev_parse("--verify", "--quiet", f"refs/remotes/origin-examined/{output_branch}"))
+            return trailers.parse(str(self.repo.git.log("-1", "--format=%B", sha)))
+        except git.GitCommandError:
+            return None
+
+    def record_examined_commit(self, message: str) -> str:
+        """A commit (empty tree, no parent) holding ``message``: pushed with :meth:`push`."""
+        empty_tree = self._git("hash-object", "-t", "tree", "-w", "/dev/null")
+        env = {
+            "GIT_AUTHOR_NAME": self.author.name or "grove-gitops",
+            "GIT_AUTHOR_EMAIL": self.author_email,
+            "GIT_COMMITTER_NAME": self.author.name or "grove-gitops",
+            "GIT_COMMITTER_EMAIL": self.author_email,
+        }
+        return str(self.repo.git.execute(["git", "commit-tree", empty_tree, "-m", message], env=env)).strip()
+
+    def newest_source(self, branch: str) -> SourceCommit | None:
+        """The newest source commit on ``branch`` that is not one of our own."""
+        head = self.remote_head(branch)
+        if head is None:
+            return None
+        for commit in self.repo.iter_commits(head, first_parent=True, max_count=2000):
+            if not self.is_own(commit):
+                return SourceCommit(commit.hexsha, str(commit.summary))
+        return None
 
     def remote_head(self, branch: str) -> str | None:
         try:
@@ -147,14 +283,19 @@ class Workspace:
 
     def last_rendered(self, output_branch: str, limit: int = 2000) -> str | None:
         """The source SHA recorded by the newest rendered commit on the output branch."""
+        found = self.last_rendered_trailers(output_branch, limit)
+        return None if found is None else found[trailers.DRY_SHA]
+
+    def last_rendered_trailers(self, output_branch: str, limit: int = 2000) -> dict[str, str] | None:
+        """The trailers of the newest rendered commit on the output branch."""
         head = self.remote_head(output_branch)
         if head is None:
             return None
         for commit in self.repo.iter_commits(head, first_parent=True, max_count=limit):
             message = commit.message if isinstance(commit.message, str) else commit.message.decode()
-            sha = trailers.dry_sha(message)
-            if sha:
-                return sha
+            found = trailers.parse(message)
+            if found.get(trailers.DRY_SHA):
+                return found
         return None
 
     def source_commits(self, branch: str, since: str | None) -> list[SourceCommit]:
@@ -166,7 +307,7 @@ class Workspace:
         head = self.remote_head(branch)
         if head is None:
             raise GitError(f"source branch {branch!r} does not exist on the remote")
-        if since is not None and self._is_ancestor(since, head):
+        if since is not None and self.is_ancestor(since, head):
             commits = list(self.repo.iter_commits(f"{since}..{head}", first_parent=True))
         else:
             commits = [self.repo.commit(head)]
@@ -177,7 +318,7 @@ class Workspace:
             out.append(SourceCommit(commit.hexsha, str(commit.summary)))
         return out
 
-    def _is_ancestor(self, ancestor: str, head: str) -> bool:
+    def is_ancestor(self, ancestor: str, head: str) -> bool:
         try:
             self.repo.git.merge_base("--is-ancestor", ancestor, head)
             return True
@@ -200,6 +341,12 @@ class Workspace:
                 continue
             meta, _, name = entry.partition("\t")
             mode, kind, blob = meta.split(" ")
+            reason = unsafe_tree_path(name)
+            if reason is not None:
+                shown = repr(name[len(prefix) + 1 :] if prefix and name.startswith(prefix + "/") else name)[1:-1]
+                raise InvalidInputError(
+                    [InputProblem(shown, "", f"tree entry {reason}; refusing to export commit {sha[:12]}")]
+                )
             if kind != "blob" or mode == "120000":
                 continue
             rel = name[len(prefix) + 1 :] if prefix else name
@@ -213,16 +360,27 @@ class Workspace:
         if known is None and dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True, exist_ok=True)
+        root = dest.resolve()
         for rel in previous.keys() - current.keys():
             with contextlib.suppress(FileNotFoundError):
-                (dest / rel).unlink()
+                self._inside(root, rel).unlink()
         for rel, blob in current.items():
             if previous.get(rel) == blob:
                 continue
-            target = dest / rel
+            target = self._inside(root, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(self.repo.odb.stream(bytes.fromhex(blob)).read())
         return current
+
+    @staticmethod
+    def _inside(root: Path, rel: str) -> Path:
+        """``root / rel``, asserting it resolves inside ``root`` (defence in depth)."""
+        target = (root / rel).resolve()
+        if not target.is_relative_to(root) or target == root:
+            raise InvalidInputError(
+                [InputProblem(repr(rel)[1:-1], "", "tree entry resolves outside the export directory")]
+            )
+        return target
 
     # -- writing ---------------------------------------------------------------------------
     def checkout_output(self, branch: str) -> None:
@@ -239,6 +397,8 @@ class Workspace:
         if remote is not None:
             self._git("checkout", "--quiet", "--force", "-B", branch, f"refs/remotes/origin/{branch}")
         else:
+            # The branch may still exist locally (deleted on the remote): start it afresh.
+            self._git("update-ref", "-d", f"refs/heads/{branch}")
             self._git("checkout", "--quiet", "--force", "--orphan", branch)
             self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", ".")
         self._git("clean", "-fdxq")
@@ -317,9 +477,13 @@ class Workspace:
         """The remote branch now equals our HEAD: the next checkout may be skipped."""
         self._clean_head = self._pending_head
 
-    def push(self, branch: str) -> None:
+    def push(self, branch: str | None, examined: str | None = None, examined_for: str = "") -> None:
+        """Push HEAD to ``branch`` (fast-forward only) and/or the examined record, atomically."""
+        refspecs = [f"HEAD:refs/heads/{branch}"] if branch else []
+        if examined:
+            refspecs.append(f"+{examined}:{EXAMINED_REFS}{examined_for or branch}")
         try:
-            self.repo.git.execute(["git", "push", "--porcelain", "origin", f"HEAD:refs/heads/{branch}"])
+            self.repo.git.execute(["git", "push", "--porcelain", "--atomic", "origin", *refspecs])
         except git.GitCommandError as exc:
             text = redact(f"{exc.stderr or ''} {exc.stdout or ''}")
             if any(marker in text for marker in _REJECTED):

@@ -10,9 +10,10 @@ import threading
 from pathlib import Path
 
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.gitops.controller import Controller, ControllerConfig
+from grove_gitops.gitops.controller import Controller, ControllerConfig, ControllerUsageError
 from grove_gitops.gitops.metrics import HealthServer, Registry
 from grove_gitops.gitops.redact import redact
+from grove_gitops.gitops.repo import WorkdirError
 
 
 class _RedactingFormatter(logging.Formatter):
@@ -90,6 +91,9 @@ def run_controller(
                 if server is not None:
                     server.stop()
             return 0
+    except (ControllerUsageError, WorkdirError) as exc:
+        log.error("usage error: %s", redact(str(exc)))
+        return 2
     except GroveGitopsError as exc:
         log.error("%s", redact(str(exc)))
         return 1

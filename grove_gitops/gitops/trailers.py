@@ -3,6 +3,9 @@
 ``Grove-Render-Dry-Sha`` names the source commit a rendered commit was made from; it is how
 the controller finds where to resume and how it recognises (and ignores) its own commits.
 Argo CD's ``Argocd-reference-commit-sha`` is added so Argo tooling shows the link too.
+``Grove-Render-Config`` is a digest of what shapes the output besides the source (the
+grove-gitops version and output-affecting flags): when it differs from the running
+controller's, the source head is rendered again without waiting for a new source commit.
 """
 
 from __future__ import annotations
@@ -12,15 +15,19 @@ from grove_gitops import __version__
 DRY_SHA = "Grove-Render-Dry-Sha"
 VERSION = "Grove-Render-Version"
 ARGO_REFERENCE = "Argocd-reference-commit-sha"
+CONFIG = "Grove-Render-Config"
+EXAMINED = "Grove-Render-Examined"
 
 
-def message(source_sha: str, source_subject: str, source_path: str) -> str:
+def message(source_sha: str, source_subject: str, source_path: str, config: str = "") -> str:
     subject = f"Render {source_sha[:12]}: {source_subject}".strip()
     if len(subject) > 120:
         subject = subject[:117] + "..."
     where = source_path or "."
     body = f"Rendered {where} of source commit {source_sha} with grove-gitops {__version__}."
     trailers = f"{DRY_SHA}: {source_sha}\n{VERSION}: {__version__}\n{ARGO_REFERENCE}: {source_sha}"
+    if config:
+        trailers += f"\n{CONFIG}: {config}"
     return f"{subject}\n\n{body}\n\n{trailers}\n"
 
 
@@ -39,3 +46,8 @@ def parse(commit_message: str) -> dict[str, str]:
 
 def dry_sha(commit_message: str) -> str | None:
     return parse(commit_message).get(DRY_SHA)
+
+
+def examined_message(source_sha: str, config: str) -> str:
+    """Message of the bookkeeping commit that records the last source commit examined."""
+    return f"grove-gitops: examined {source_sha[:12]}\n\n{EXAMINED}: {source_sha}\n{CONFIG}: {config}\n"

@@ -196,8 +196,16 @@ def _controller_process(remote: Remote, once: bool, pause: str = "") -> subproce
     if pause:
         env["GROVE_GITOPS_TEST_PAUSE"] = pause
     args = [
-        sys.executable, "-m", "grove_gitops.cli", "controller", "--repo", str(remote.bare),
-        "--source-path", "src", "--workdir", str(remote.root / "work" / "clone"),
+        sys.executable,
+        "-m",
+        "grove_gitops.cli",
+        "controller",
+        "--repo",
+        str(remote.bare),
+        "--source-path",
+        "src",
+        "--workdir",
+        str(remote.root / "work" / "clone"),
     ]
     if once:
         args.append("--once")
@@ -265,7 +273,7 @@ def test_credentials_never_logged(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     with pytest.raises(GitError) as info:
         ctl.__enter__()
     assert "s3cr3t-token" not in str(info.value)
-    assert "https://***@127.0.0.1:1/org/repo.git" in str(info.value)
+    assert "https://127.0.0.1:1/org/repo.git" in str(info.value)  # credentials stripped, not only masked
     assert redact("fatal: unable to access 'https://x:abc123@h/r'") == "fatal: unable to access 'https://***@h/r'"
 
 
@@ -297,3 +305,310 @@ def test_damaged_workdir_is_recloned(remote: Remote) -> None:
     sha = remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2")
     with Controller(cfg) as ctl:
         assert ctl.run_once().rendered == [sha]
+
+
+# -- issue 9: hardening ----------------------------------------------------------------------
+
+
+def _push_crafted_tree(remote: Remote, evil_name: str) -> str:
+    """Push a commit whose ``src`` holds an entry ``evil_name`` (built with git plumbing).
+
+    The entry is a tree holding ``clone/.git/config`` with a ``core.fsmonitor`` command: an
+    export that turned ``..`` into a path would overwrite the controller's own clone config.
+    """
+    dev = remote.dev
+    payload = "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch PWNED\n"
+    blob = _hash_blob(dev, payload)
+    git_dir = _mktree(dev, [f"100644 blob {blob}\tconfig"])
+    clone = _mktree(dev, [f"040000 tree {git_dir}\t.git"])
+    escape = _mktree(dev, [f"040000 tree {clone}\tclone"])
+    good = _hash_blob(dev, pcs_yaml("alpha"))
+    src = _mktree(dev, [f"100644 blob {good}\ta.yaml", f"040000 tree {escape}\t{evil_name}"])
+    root = _mktree(dev, [f"040000 tree {src}\tsrc"])
+    parent = dev.head.commit.hexsha if dev.head.is_valid() else None
+    args = ["git", "commit-tree", root, "-m", "crafted"] + (["-p", parent] if parent else [])
+    sha = str(
+        dev.git.execute(
+            args,
+            env={
+                "GIT_AUTHOR_NAME": "x",
+                "GIT_AUTHOR_EMAIL": "x@x",
+                "GIT_COMMITTER_NAME": "x",
+                "GIT_COMMITTER_EMAIL": "x@x",
+            },
+        )
+    )
+    dev.git.push("origin", f"{sha}:refs/heads/main")
+    return sha
+
+
+def _push_on_top(remote: Remote, parent: str, files: dict[str, str], message: str) -> str:
+    """A normal source commit on top of ``parent`` (git refuses to check a crafted tree out)."""
+    dev = remote.dev
+    for rel, text in files.items():
+        (Path(dev.working_tree_dir or "") / "src" / rel).write_text(text)
+    dev.git.add("-A")
+    commit = dev.index.commit(message, parent_commits=[dev.commit(parent)], author=AUTHOR, committer=AUTHOR)
+    dev.git.push("origin", f"{commit.hexsha}:refs/heads/main", "--force")
+    return str(commit.hexsha)
+
+
+def _hash_blob(repo: git.Repo, text: str) -> str:
+    proc = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        input=text.encode(),
+        cwd=repo.working_tree_dir,
+        capture_output=True,
+        check=True,
+    )
+    return proc.stdout.decode().strip()
+
+
+def _mktree(repo: git.Repo, lines: list[str]) -> str:
+    proc = subprocess.run(
+        ["git", "mktree"],
+        input="".join(f"{line}\n" for line in lines).encode(),
+        cwd=repo.working_tree_dir,
+        capture_output=True,
+        check=True,
+    )
+    return proc.stdout.decode().strip()
+
+
+@pytest.mark.parametrize("evil_name", ["..", ".", ".git", ".GiT", "a\\b"])
+def test_crafted_tree_entry_never_escapes_the_export(remote: Remote, evil_name: str) -> None:
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    cfg = config(remote)
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [first]
+    before = (cfg.workdir / ".git" / "config").read_text()
+    crafted = _push_crafted_tree(remote, evil_name)
+    with Controller(cfg) as ctl:
+        result = ctl.run_once()
+        assert crafted in result.failed and "refusing to export" in "\n".join(result.failed[crafted])
+        assert result.rendered == []
+        after_fix = _push_on_top(remote, crafted, {"b.yaml": pcs_yaml("beta")}, "v3")
+        # The next good commit still renders: the crafted one was skipped like an invalid one.
+        assert ctl.run_once().rendered == [after_fix]
+    config_text = (cfg.workdir / ".git" / "config").read_text()
+    assert "fsmonitor" not in config_text and "PWNED" not in config_text
+    assert config_text.startswith(before.split("[remote")[0])
+    assert not list(remote.root.rglob("PWNED"))
+    assert not (cfg.workdir.parent / "clone" / ".git" / "config").read_text().count("PWNED")
+
+
+def test_token_in_url_is_not_stored_in_the_clone(remote: Remote, tmp_path: Path) -> None:
+    """A ``user:token@`` URL works, but ``.git/config`` only ever holds the bare URL."""
+    from grove_gitops.gitops.repo import split_credentials
+
+    assert split_credentials("https://bot:s3cr%40t@h.example/o/r.git") == ("https://h.example/o/r.git", "bot", "s3cr@t")
+    assert split_credentials("git@h.example:o/r.git") == ("git@h.example:o/r.git", None, None)
+    cfg = ControllerConfig(repo="https://bot:s3cr3t-token@127.0.0.1:1/org/repo.git", workdir=tmp_path / "w" / "clone")
+    ctl = Controller(cfg)
+    assert ctl.workspace.url == "https://127.0.0.1:1/org/repo.git"
+    assert ctl.workspace._env["GROVE_GITOPS_ASKPASS_TOKEN"] == "s3cr3t-token"
+    # A real clone through a URL with credentials (file:// ignores them, the path is what counts).
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as real:
+        real.run_once()
+    assert "s3cr3t" not in (remote.root / "work" / "clone" / ".git" / "config").read_text()
+    # An HTTP remote: git asks GIT_ASKPASS for the password; the clone config never sees it.
+    assert "s3cr3t-token" not in _http_clone_config(remote, tmp_path)
+
+
+def _http_clone_config(remote: Remote, tmp_path: Path) -> str:
+    """Serve the bare remote over dumb HTTP with basic auth; clone with a token in the URL."""
+    import base64
+    import functools
+    import http.server
+    import threading
+
+    subprocess.run(["git", "update-server-info"], cwd=remote.bare, check=True)
+    expected = "Basic " + base64.b64encode(b"bot:s3cr3t-token").decode()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="x"')
+                self.end_headers()
+                return
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(remote.bare)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://bot:s3cr3t-token@127.0.0.1:{server.server_address[1]}/"
+        cfg = ControllerConfig(repo=url, workdir=tmp_path / "http" / "clone", source_path="src")
+        with Controller(cfg) as ctl:
+            ctl.workspace.fetch()
+            assert ctl.workspace.remote_head("main") is not None
+        return (cfg.workdir / ".git" / "config").read_text()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _run_once_cli(remote: Remote, workdir: Path, **kw: str) -> int:
+    from grove_gitops.gitops.service import run_controller
+
+    args: dict[str, str] = {
+        "source_branch": "main",
+        "source_path": "src",
+        "output_branch": "rendered",
+        "output_path": "",
+    }
+    args.update(kw)
+    return run_controller(
+        repo=str(remote.bare),
+        workdir=workdir,
+        once=True,
+        interval=1,
+        metrics_address="",
+        author="grove-gitops <grove-gitops@users.noreply.local>",
+        **args,
+    )
+
+
+def test_workdir_with_user_files_is_refused_not_wiped(remote: Remote) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    workdir = remote.root / "mine"
+    workdir.mkdir()
+    (workdir / "notes.txt").write_text("precious")
+    assert _run_once_cli(remote, workdir) == 2
+    assert (workdir / "notes.txt").read_text() == "precious"
+    assert sorted(p.name for p in workdir.iterdir()) == ["notes.txt"]
+    # A user's own git repository (no marker) is refused too, even of the same remote.
+    own = remote.root / "dev"
+    assert _run_once_cli(remote, own) == 2
+    assert (own / "src" / "a.yaml").exists()
+    # An empty directory is fine, and so is the controller's own directory on the next run.
+    empty = remote.root / "empty"
+    empty.mkdir()
+    assert _run_once_cli(remote, empty) == 0
+    assert _run_once_cli(remote, empty) == 0
+
+
+def test_workdir_holding_another_remote_is_refused(remote: Remote, tmp_path: Path) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    other = Remote(tmp_path / "other")
+    other.push_source({"b.yaml": pcs_yaml("beta")}, "o1")
+    cfg = config(other)
+    with Controller(cfg) as ctl:
+        ctl.run_once()
+    assert _run_once_cli(remote, cfg.workdir) == 2
+    assert git.Repo(cfg.workdir).remotes.origin.url == str(other.bare)  # left as it was
+
+
+def test_folder_mode_without_output_path_is_a_usage_error(remote: Remote) -> None:
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    assert _run_once_cli(remote, remote.root / "w", output_branch="main") == 2
+
+
+def test_poison_commit_is_skipped_and_counted(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected exception on one commit never stops the later ones from rendering."""
+    import grove_gitops.gitops.controller as controller_module
+
+    real = controller_module.plan_source
+
+    def flaky(source: Path, cache: object) -> object:
+        if (source / "poison.yaml").exists():
+            raise KeyError("boom")
+        return real(source, cache)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(controller_module, "plan_source", flaky)
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    registry = Registry()
+    with Controller(config(remote), registry) as ctl:
+        assert ctl.run_once().rendered == [first]
+        poison = remote.push_source({"poison.yaml": "x: 1\n"}, "poison")
+        result = ctl.run_once()
+        assert result.rendered == [] and "KeyError" in result.failed[poison][0]
+        (Path(remote.dev.working_tree_dir or "") / "src" / "poison.yaml").unlink()
+        fixed = remote.push_source({"b.yaml": pcs_yaml("beta")}, "revert poison")
+        assert ctl.run_once().rendered == [fixed]
+    assert "grove_gitops_render_crashes_total 1" in registry.render()
+
+
+def test_unchanged_commits_are_examined_once(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    import grove_gitops.gitops.controller as controller_module
+
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as ctl:
+        assert ctl.run_once().rendered == [first]
+    one = remote.push_source({"README.md": "docs only\n"}, "docs 1")
+    two = remote.push_source({"README.md": "docs only, again\n"}, "docs 2")
+    calls: list[Path] = []
+    real = controller_module.plan_source
+
+    def counting(source: Path, cache: object) -> object:
+        calls.append(source)
+        return real(source, cache)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(controller_module, "plan_source", counting)
+    with Controller(config(remote)) as ctl:
+        assert ctl.run_once().unchanged == [one, two]
+    assert len(calls) == 2
+    with Controller(config(remote, workdir=remote.root / "fresh" / "clone")) as ctl:  # a new pod, same remote
+        result = ctl.run_once()
+        assert result.unchanged == [] and result.rendered == [] and result.failed == {}
+        assert ctl.run_once().unchanged == []
+    assert len(calls) == 2
+
+
+def test_output_affecting_flag_change_rerenders_head(remote: Remote) -> None:
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    with Controller(config(remote)) as ctl:
+        assert ctl.run_once().rendered == [sha]
+    with Controller(config(remote, output_path="deploy")) as ctl:
+        assert ctl.run_once().rendered == [sha]
+        assert ctl.run_once().rendered == []  # recorded: not again
+    assert remote.files_at("rendered", "deploy") == expected_files(remote, sha)
+    head = remote.branch_log("rendered")[0]
+    assert trailers.parse(str(head.message))[trailers.CONFIG] == ctl.config_digest
+
+
+def test_deleted_output_branch_is_recreated(remote: Remote) -> None:
+    first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    cfg = config(remote)
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [first]
+    git.Repo(remote.bare).git.branch("-D", "rendered")
+    second = remote.push_source({"b.yaml": pcs_yaml("beta")}, "v2")
+    with Controller(cfg) as ctl:
+        assert ctl.run_once().rendered == [second]
+    assert remote.files_at("rendered") == expected_files(remote, second)
+    git.Repo(remote.bare).git.branch("-D", "rendered")
+    with Controller(cfg) as ctl:  # no new source commit: the branch is re-created all the same
+        assert ctl.run_once().rendered == [second]
+    assert remote.files_at("rendered") == expected_files(remote, second)
+
+
+def test_loop_survives_an_unexpected_exception(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
+    registry = Registry()
+    stop = threading.Event()
+    with Controller(config(remote), registry) as ctl:
+        real = ctl.workspace.fetch
+        calls: list[int] = []
+
+        def fetch() -> None:
+            calls.append(1)
+            if len(calls) == 1:
+                raise KeyError("unexpected")
+            if len(calls) >= 2:
+                stop.set()
+            real()
+
+        monkeypatch.setattr(ctl.workspace, "fetch", fetch)
+        ctl.run_forever(0.01, stop)
+    assert registry.get("grove_gitops_iteration_failures_total") == 1
+    assert [c.hexsha for c in remote.branch_log("rendered")] != [] and trailers.dry_sha(
+        str(remote.branch_log("rendered")[0].message)
+    ) == sha
