@@ -34,7 +34,7 @@ spec:
         replicas: 2
         podSpec:
           containers:
-          - {name: gpu, image: x, resources: {requests: {nvidia.com/gpu: 4}}}
+          - {name: gpu, image: x, resources: {requests: {nvidia.com/gpu: 4}, limits: {nvidia.com/gpu: 4}}}
           - {name: sidecar, image: x}
     - name: decode
       spec:

@@ -168,7 +168,7 @@ def test_quantity_grammar_rejects(text: object) -> None:
         ),
         (
             {"requests": {"nvidia.com/gpu": 1}},
-            ["r.requests[nvidia.com/gpu]: Forbidden: Limit must be set for non overcommitable resources (nvidia.com/gpu)"],
+            ["r.limits[nvidia.com/gpu]: Required value: Limit must be set for non overcommitable resources"],
         ),
         ({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}, []),
         ({"requests": {"kubernetes.io/batch-cpu": "500m"}}, []),

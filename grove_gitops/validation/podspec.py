@@ -131,11 +131,9 @@ def resource_errors(resources: object, path: str) -> list[FieldError]:
         where = f"{path}.requests[{name}]"
         raw = resources["requests"][name]
         limit = limits.get(name)
-        if _is_extended(name):
+        if _is_extended(name) or name.startswith("hugepages-"):  # not helper.IsOvercommitAllowed
             if limit is None:
-                errs.append(
-                    FieldError(where, "Forbidden", f"Limit must be set for non overcommitable resources ({name})")
-                )
+                errs.append(required(f"{path}.limits[{name}]", "Limit must be set for non overcommitable resources"))
             elif request != limit:
                 errs.append(invalid(where, raw, f"must be equal to {name} limit of {resources['limits'][name]}"))
         elif limit is not None and request > limit:
