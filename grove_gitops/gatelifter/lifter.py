@@ -2,15 +2,19 @@
 
 Level-triggered: every event only marks gangs *dirty*; a worker re-evaluates dirty gangs
 from the cache (and gangs still waiting, every ``recheck`` seconds, because a missing
-backend object appears without any event we watch). A release removes the gate from every
-gated pod of the gang with one JSON patch per pod, guarded by a ``test`` op on the gate, with
-bounded concurrency; the PATCH response updates the cache at once, so a pod is never patched
+backend object appears without any event we watch; its existence is asked of the API server
+at every decision, never cached). A pod is released only by the PodGang its
+``grove.io/podgang`` label names, once that PodGang is complete. A release removes the gate
+from every gated pod of the gang with one JSON patch per pod, guarded by ``test`` ops on the
+pod's uid, the managed-by label and the gate's position, with bounded concurrency; the PATCH response updates the cache at once, so a pod is never patched
 twice. Then the PodGang gets Grove's ``Initialized`` condition.
 
 API failures: 409 and a failed ``test`` (422) re-read the pod and retry; 404 means the pod
 is gone (GitOps will re-create it gated, and it is released again once the gang is
 complete); 5xx and timeouts back off; a watch that ends with 410 re-lists. Losing
 leadership stops everything at once (the ``active`` callback is checked before each patch).
+A PodGang that cannot be read gets one Event and one warning and is retried with backoff; it
+never blocks other gangs. Every loop records its progress for ``/healthz`` (:meth:`healthy`).
 """
 
 from __future__ import annotations
@@ -140,6 +144,8 @@ class GateLifter:
             else:
                 self._dirty.add(key)
                 self._bad.pop(key, None)  # a changed PodGang is read again at once
+                if event_type == "DELETED":
+                    self._reported.pop(key, None)
             self._wake.notify_all()
 
     def _replace(self, kind: str, items: list[Raw]) -> None:

@@ -1,6 +1,8 @@
 """Process wiring for ``grove-gitops gate-lifter``: config, leader election, health, logs.
 
-Every replica serves ``/healthz`` (alive) and ``/readyz`` (caches synced, or standing by as
+Every replica serves ``/healthz`` (the election loop hears from the API server and, on the
+leader, every lifter loop is alive and making progress; otherwise 503, so the kubelet restarts
+it) and ``/readyz`` (caches synced, or standing by as
 a follower) and ``/metrics``; only the Lease holder lifts gates. When leadership is lost the
 lifter stops before its next patch and the process exits non-zero, so Kubernetes restarts it
 as a fresh candidate — the simplest way to be sure no stale work continues.
