@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from kubernetes import client, watch
@@ -31,7 +32,11 @@ def _json(response: Any) -> Raw:
 
 class Kube:
     def __init__(
-        self, api_client: client.ApiClient, field_manager: str = "grove-gitops-gate-lifter", pool_size: int = 32
+        self,
+        api_client: client.ApiClient,
+        field_manager: str = "grove-gitops-gate-lifter",
+        pool_size: int = 32,
+        request_timeout: float = 10.0,
     ) -> None:
         config = api_client.configuration
         if (config.connection_pool_maxsize or 0) < pool_size:
@@ -46,6 +51,9 @@ class Kube:
         self.field_manager = field_manager
         self._plurals: dict[tuple[str, str], str] = {}
         self._plural_lock = threading.Lock()
+        # Every request has a connect and read timeout: a hanging API server must end in an
+        # error the loops retry with backoff, never in a thread blocked forever.
+        self.timeout = (min(5.0, request_timeout), request_timeout)
 
     def raw(self, method: str, path: str, body: Raw | None = None) -> Raw:
         """A request the generated API classes do not offer, as raw JSON; errors raise ApiException."""
@@ -55,7 +63,7 @@ class Kube:
         m, url, hdrs, data, _ = self.api_client.param_serialize(
             method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
         )
-        response = self.api_client.call_api(m, url, header_params=hdrs, body=data)
+        response = self.api_client.call_api(m, url, header_params=hdrs, body=data, _request_timeout=self.timeout)
         response.read()
         payload = response.data or b"{}"
         if response.status >= 400:
@@ -67,8 +75,8 @@ class Kube:
     # -- lists and watches -------------------------------------------------------------
     def list_pods(self, namespace: str | None, selector: str) -> Raw:
         if namespace:
-            return _json(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))
-        return _json(self.core.list_pod_for_all_namespaces(label_selector=selector, _preload_content=False))
+            return _json(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False, _request_timeout=self.timeout))
+        return _json(self.core.list_pod_for_all_namespaces(label_selector=selector, _preload_content=False, _request_timeout=self.timeout))
 
     def list_podgangs(self, namespace: str | None, selector: str) -> Raw:
         if namespace:
@@ -80,23 +88,37 @@ class Kube:
                     PODGANG_PLURAL,
                     label_selector=selector,
                     _preload_content=False,
+                    _request_timeout=self.timeout,
                 )
             )
         return _json(
             self.custom.list_cluster_custom_object(
-                PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL, label_selector=selector, _preload_content=False
+                PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL, label_selector=selector, _preload_content=False,
+                _request_timeout=self.timeout,
             )
         )
 
     def watch_pods(
-        self, namespace: str | None, selector: str, resource_version: str, timeout: int, read_timeout: float
+        self,
+        namespace: str | None,
+        selector: str,
+        resource_version: str,
+        timeout: int,
+        read_timeout: float,
+        on_connect: Callable[[], None] | None = None,
     ) -> Iterator[Raw]:
         func = self.core.list_namespaced_pod if namespace else self.core.list_pod_for_all_namespaces
         args = (namespace,) if namespace else ()
-        return self._stream(func, args, selector, resource_version, timeout, read_timeout)
+        return self._stream(func, args, selector, resource_version, timeout, read_timeout, on_connect)
 
     def watch_podgangs(
-        self, namespace: str | None, selector: str, resource_version: str, timeout: int, read_timeout: float
+        self,
+        namespace: str | None,
+        selector: str,
+        resource_version: str,
+        timeout: int,
+        read_timeout: float,
+        on_connect: Callable[[], None] | None = None,
     ) -> Iterator[Raw]:
         func: Any
         if namespace:
@@ -105,17 +127,34 @@ class Kube:
         else:
             func = self.custom.list_cluster_custom_object
             args = (PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL)
-        return self._stream(func, args, selector, resource_version, timeout, read_timeout)
+        return self._stream(func, args, selector, resource_version, timeout, read_timeout, on_connect)
 
     def _stream(
-        self, func: Any, args: tuple[str, ...], selector: str, resource_version: str, timeout: int, read_timeout: float
+        self,
+        func: Any,
+        args: tuple[str, ...],
+        selector: str,
+        resource_version: str,
+        timeout: int,
+        read_timeout: float,
+        on_connect: Callable[[], None] | None = None,
     ) -> Iterator[Raw]:
         """Raw watch events; a 410 (or any ERROR event) is raised as :class:`ApiException`.
 
         ``read_timeout`` bounds how long one read may block, so a quiet stream ends with a
         urllib3 ``ReadTimeoutError`` and the caller can check for shutdown and resume from the
-        last resourceVersion.
+        last resourceVersion. ``on_connect`` is called once the server has answered the watch
+        request (headers received): the liveness signal of a quiet but healthy stream.
         """
+        if on_connect is not None:
+            inner = func
+
+            @functools.wraps(inner)
+            def func(*a: Any, **kw: Any) -> Any:
+                response = inner(*a, **kw)
+                on_connect()
+                return response
+
         w = watch.Watch()
         try:
             for event in w.stream(
@@ -137,12 +176,13 @@ class Kube:
 
     # -- objects -----------------------------------------------------------------------
     def read_pod(self, namespace: str, name: str) -> Raw:
-        return _json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+        return _json(self.core.read_namespaced_pod(name, namespace, _preload_content=False, _request_timeout=self.timeout))
 
     def patch_pod_json(self, namespace: str, name: str, ops: list[Raw]) -> Raw:
         return _json(
             self.core.patch_namespaced_pod(
-                name, namespace, ops, field_manager=self.field_manager, _preload_content=False
+                name, namespace, ops, field_manager=self.field_manager, _preload_content=False,
+                _request_timeout=self.timeout,
             )
         )
 
@@ -155,6 +195,7 @@ class Kube:
             name,
             {"status": status},
             _content_type="application/merge-patch+json",
+            _request_timeout=self.timeout,
         )
 
     def plural(self, api_version: str, kind: str) -> str | None:
@@ -188,7 +229,8 @@ class Kube:
             if "/" in ref.api_version:
                 group, version = ref.api_version.split("/", 1)
                 self.custom.get_namespaced_custom_object(
-                    group, version, ref.namespace, plural, ref.name, _preload_content=False
+                    group, version, ref.namespace, plural, ref.name, _preload_content=False,
+                    _request_timeout=self.timeout,
                 )
             else:
                 self.raw("GET", f"/api/{ref.api_version}/namespaces/{ref.namespace}/{plural}/{ref.name}")
@@ -204,7 +246,7 @@ class Kube:
             return None
         group, version = api_version.split("/", 1)
         try:
-            return _json(self.custom.get_cluster_custom_object(group, version, plural, name, _preload_content=False))
+            return _json(self.custom.get_cluster_custom_object(group, version, plural, name, _preload_content=False, _request_timeout=self.timeout))
         except ApiException as exc:
             if exc.status == 404:
                 return None

@@ -53,8 +53,9 @@ class LeaderElector:
         self._leader = False
         self._last_renew = 0.0
         self.last_contact = time.monotonic()  # last API answer of any kind (health)
-        # A renewal must never block past the deadline: a hanging API server is a failed renewal.
-        self.timeout = (min(5.0, renew_deadline / 2), renew_deadline / 2)
+        # A hanging API server is a failed renewal: each request times out after the deadline
+        # (urllib3 may retry a GET a few times; is_leader turns false on time regardless).
+        self.timeout = (min(5.0, renew_deadline), renew_deadline)
 
     @property
     def is_leader(self) -> bool:

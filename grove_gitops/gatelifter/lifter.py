@@ -2,15 +2,19 @@
 
 Level-triggered: every event only marks gangs *dirty*; a worker re-evaluates dirty gangs
 from the cache (and gangs still waiting, every ``recheck`` seconds, because a missing
-backend object appears without any event we watch). A release removes the gate from every
-gated pod of the gang with one JSON patch per pod, guarded by a ``test`` op on the gate, with
-bounded concurrency; the PATCH response updates the cache at once, so a pod is never patched
+backend object appears without any event we watch; its existence is asked of the API server
+at every decision, never cached). A pod is released only by the PodGang its
+``grove.io/podgang`` label names, once that PodGang is complete. A release removes the gate
+from every gated pod of the gang with one JSON patch per pod, guarded by ``test`` ops on the
+pod's uid, the managed-by label and the gate's position, with bounded concurrency; the PATCH response updates the cache at once, so a pod is never patched
 twice. Then the PodGang gets Grove's ``Initialized`` condition.
 
 API failures: 409 and a failed ``test`` (422) re-read the pod and retry; 404 means the pod
 is gone (GitOps will re-create it gated, and it is released again once the gang is
 complete); 5xx and timeouts back off; a watch that ends with 410 re-lists. Losing
 leadership stops everything at once (the ``active`` callback is checked before each patch).
+A PodGang that cannot be read gets one Event and one warning and is retried with backoff; it
+never blocks other gangs. Every loop records its progress for ``/healthz`` (:meth:`healthy`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class LifterConfig:
     max_retries: int = 5
     backoff_base: float = 0.05
     backoff_max: float = 2.0
+    stale_after: float = 30.0  # /healthz fails when a loop has not made progress for this long
 
 
 class GateLifter:
@@ -79,10 +84,28 @@ class GateLifter:
         self._synced = {"pods": threading.Event(), "podgangs": threading.Event()}
         self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="ungate")
         self.patches = 0
+        now = time.monotonic()
+        # Last progress of each loop: a list, a watch the server answered or an event (watchers),
+        # one pass (worker). healthy() compares them with stale_after.
+        self.progress: dict[str, float] = {"pods": now, "podgangs": now, "worker": now}
+        self._threads: list[threading.Thread] = []
 
     # -- cache maintenance -------------------------------------------------------------
     def ready(self) -> bool:
         return all(e.is_set() for e in self._synced.values())
+
+    def _progress(self, loop: str) -> None:
+        self.progress[loop] = time.monotonic()
+
+    def healthy(self) -> bool:
+        """Every loop thread is alive and has made progress within ``stale_after`` seconds.
+
+        With an unreachable or hanging API server the watchers stop making progress, so the
+        liveness probe fails and Kubernetes restarts the process instead of leaving it idle.
+        """
+        now = time.monotonic()
+        alive = all(t.is_alive() for t in self._threads)
+        return alive and all(now - t < self.config.stale_after for t in self.progress.values())
 
     def _gang_of_pod(self, pod: Raw) -> list[Key]:
         labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -121,6 +144,8 @@ class GateLifter:
             else:
                 self._dirty.add(key)
                 self._bad.pop(key, None)  # a changed PodGang is read again at once
+                if event_type == "DELETED":
+                    self._reported.pop(key, None)
             self._wake.notify_all()
 
     def _replace(self, kind: str, items: list[Raw]) -> None:
@@ -150,25 +175,30 @@ class GateLifter:
                     item.setdefault("apiVersion", "v1" if kind == "pods" else f"{PODGANG_GROUP}/{PODGANG_VERSION}")
                 self._replace(kind, items)
                 self._synced[kind].set()
+                self._progress(kind)
                 rv = str((listing.get("metadata") or {}).get("resourceVersion", ""))
                 failures = 0
                 while not stop.is_set():
-                    stream = (
-                        self.kube.watch_pods(cfg.namespace, SELECTOR, rv, cfg.watch_timeout, cfg.watch_read_timeout)
-                        if kind == "pods"
-                        else self.kube.watch_podgangs(
-                            cfg.namespace, SELECTOR, rv, cfg.watch_timeout, cfg.watch_read_timeout
-                        )
-                    )
+                    connected = threading.Event()
+
+                    def on_connect(kind: str = kind, connected: threading.Event = connected) -> None:
+                        connected.set()
+                        self._progress(kind)
+
+                    watch = self.kube.watch_pods if kind == "pods" else self.kube.watch_podgangs
+                    stream = watch(cfg.namespace, SELECTOR, rv, cfg.watch_timeout, cfg.watch_read_timeout, on_connect)
                     try:
                         for event in stream:
                             obj = event["object"]
                             rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
                             self._apply(kind, event["type"], obj)
+                            self._progress(kind)
                             if stop.is_set():
                                 break
                     except ReadTimeoutError:
-                        continue  # a quiet stream: resume from the last resourceVersion
+                        if not connected.is_set():
+                            raise  # the server never answered: a hanging API server, back off
+                        self._progress(kind)  # a quiet stream: resume from the last resourceVersion
             except ApiException as exc:
                 failures += 1
                 self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))
@@ -181,6 +211,10 @@ class GateLifter:
                 failures += 1
                 self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="connection")
                 log.warning("%s watch broke (%s); re-listing", kind, type(exc).__name__)
+                stop.wait(self._backoff(failures))
+            except Exception:  # never let the thread die: a dead watcher would stall every release
+                failures += 1
+                log.exception("%s list/watch failed unexpectedly; re-listing", kind)
                 stop.wait(self._backoff(failures))
 
     def _backoff(self, attempt: int, slow: bool = False) -> float:
@@ -381,10 +415,12 @@ class GateLifter:
             threading.Thread(target=self._list_watch, args=(kind, stop), name=f"watch-{kind}", daemon=True)
             for kind in ("pods", "podgangs")
         ]
+        self._threads = [*watchers, threading.current_thread()]
         for t in watchers:
             t.start()
         try:
             while not stop.is_set():
+                self._progress("worker")
                 if not self.active():
                     stop.wait(0.1)
                     continue

@@ -1,6 +1,8 @@
 """Process wiring for ``grove-gitops gate-lifter``: config, leader election, health, logs.
 
-Every replica serves ``/healthz`` (alive) and ``/readyz`` (caches synced, or standing by as
+Every replica serves ``/healthz`` (the election loop hears from the API server and, on the
+leader, every lifter loop is alive and making progress; otherwise 503, so the kubelet restarts
+it) and ``/readyz`` (caches synced, or standing by as
 a follower) and ``/metrics``; only the Lease holder lifts gates. When leadership is lost the
 lifter stops before its next patch and the process exits non-zero, so Kubernetes restarts it
 as a fresh candidate — the simplest way to be sure no stale work continues.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 import kubernetes
 
+from grove_gitops.errors import GroveGitopsError
 from grove_gitops.gatelifter.drift import DriftChecker
 from grove_gitops.gatelifter.kube import Kube
 from grove_gitops.gatelifter.leader import LeaderElector
@@ -58,13 +61,26 @@ class ServiceOptions:
 
 
 def _api_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
+    """The API client, or a :class:`GroveGitopsError` naming what is missing (never a traceback)."""
     if kubeconfig:
-        client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        try:
+            client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        except (kubernetes.config.ConfigException, OSError) as exc:
+            raise GroveGitopsError(f"{kubeconfig}: cannot load kubeconfig: {exc}") from None
         return client
     try:
         kubernetes.config.load_incluster_config()
     except kubernetes.config.ConfigException:
-        kubernetes.config.load_kube_config()
+        default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        try:
+            kubernetes.config.load_kube_config(config_file=default)
+        except (kubernetes.config.ConfigException, OSError) as exc:
+            if not os.path.exists(default.split(os.pathsep)[0]):
+                raise GroveGitopsError(
+                    "no Kubernetes configuration: not running in a cluster (KUBERNETES_SERVICE_HOST is unset) "
+                    f"and no kubeconfig at {default} (pass --kubeconfig or set KUBECONFIG)"
+                ) from None
+            raise GroveGitopsError(f"{default}: cannot load kubeconfig: {exc}") from None
     return kubernetes.client.ApiClient()
 
 
@@ -81,7 +97,11 @@ def run_gate_lifter(opts: ServiceOptions) -> int:
     root.propagate = False
     log = logging.getLogger("grove_gitops.gatelifter")
 
-    api = _api_client(opts.kubeconfig)
+    try:
+        api = _api_client(opts.kubeconfig)
+    except GroveGitopsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     kube = Kube(api)
     registry = Registry()
     elector = LeaderElector(
@@ -103,6 +123,18 @@ def run_gate_lifter(opts: ServiceOptions) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    election = threading.Thread(target=elector.run, args=(stop,), name="leader-election", daemon=True)
+    worker: threading.Thread | None = None
+    stale_after = max(lifter.config.stale_after, 2 * opts.lease_duration)
+
+    def healthy() -> bool:
+        """Alive and making progress: the election loop hears from the API server, and the
+        lifter's loops (once leading) are alive and moving."""
+        if stop.is_set() or not election.is_alive() or not elector.healthy(stale_after):
+            return False
+        return worker is None or (worker.is_alive() and lifter.healthy())
+
+    election.start()
     server = None
     if opts.metrics_address:
         host, _, port = opts.metrics_address.rpartition(":")
@@ -110,26 +142,35 @@ def run_gate_lifter(opts: ServiceOptions) -> int:
             registry,
             host or "0.0.0.0",
             int(port),
-            healthy=lambda: not stop.is_set(),
+            healthy=healthy,
             ready=lambda: lifter.ready() or not elector.is_leader,
         ).start()
-    election = threading.Thread(target=elector.run, args=(stop,), name="leader-election", daemon=True)
-    election.start()
     lost = False
     try:
         while not stop.is_set() and not elector.acquired.wait(0.5):
-            pass
+            if not stop.is_set() and not election.is_alive():
+                log.error("leader election stopped unexpectedly; exiting")
+                return 1
         if stop.is_set():
             return 0
-        worker = threading.Thread(target=lifter.run, args=(stop,), name="lifter", daemon=True)
-        worker.start()
+        thread = threading.Thread(target=lifter.run, args=(stop,), name="lifter", daemon=True)
+        thread.start()
+        worker = thread  # seen by healthy() only once running
         while not stop.is_set():
             if elector.lost.wait(min(opts.drift_interval, 1.0)):
                 lost = True
                 log.error("leadership lost; stopping")
                 stop.set()
                 break
-            drift.maybe_check(opts.drift_interval)
+            if not stop.is_set() and (not worker.is_alive() or not election.is_alive()):
+                log.error("a lifter thread stopped unexpectedly; exiting so Kubernetes restarts the pod")
+                lost = True
+                stop.set()
+                break
+            try:
+                drift.maybe_check(opts.drift_interval)
+            except Exception:  # drift checks are advisory; log, and try again next interval
+                log.exception("drift check failed")
         worker.join(timeout=10)
     finally:
         stop.set()
