@@ -11,7 +11,8 @@ random leaves or subtrees of its documents with hazardous values, and runs ``val
 - on exit 1, OUT (holding an earlier render) is left byte for byte as it was.
 
 The default profile (``tests/conftest.py``) is derandomised and bounded for CI; run
-``pytest tests/test_fuzz.py --hypothesis-profile long`` to search further.
+``pytest tests/test_fuzz.py --hypothesis-profile long --timeout 0`` to search further
+(the suite-wide 300 s pytest-timeout would stop it).
 """
 
 from __future__ import annotations
