@@ -12,7 +12,7 @@ from tests.support import CRDS
 # for a longer random one.
 _FUZZ_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 settings.register_profile(
-    "ci", derandomize=True, max_examples=150, deadline=None, suppress_health_check=_FUZZ_HEALTH, print_blob=True
+    "ci", derandomize=True, max_examples=200, deadline=None, suppress_health_check=_FUZZ_HEALTH, print_blob=True
 )
 settings.register_profile("long", max_examples=5000, deadline=None, suppress_health_check=_FUZZ_HEALTH)
 settings.load_profile("ci")

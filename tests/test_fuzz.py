@@ -11,7 +11,8 @@ random leaves or subtrees of its documents with hazardous values, and runs ``val
 - on exit 1, OUT (holding an earlier render) is left byte for byte as it was.
 
 The default profile (``tests/conftest.py``) is derandomised and bounded for CI; run
-``pytest tests/test_fuzz.py --hypothesis-profile long`` to search further.
+``pytest tests/test_fuzz.py --hypothesis-profile long --timeout 0`` to search further
+(the suite-wide 300 s pytest-timeout would stop it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 import yaml
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from grove_gitops.cli import main
@@ -80,6 +81,15 @@ _hazards = st.recursive(
 ).filter(lambda v: not isinstance(v, set) or len(v) > 0) | st.sampled_from([_deep(60), _deep(300)])
 
 
+# JSON-compatible values that often pass validation, so the expansion and writer see them too.
+_plausible = st.one_of(
+    st.text(max_size=20),
+    st.integers(0, 10**6),
+    st.sampled_from(["\x00", "x" * 300, "../../x", "a/b", "{{ .Values.x }}"]),
+    st.dictionaries(st.text(min_size=1, max_size=5), st.text(max_size=5), max_size=2),
+)
+
+
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every position below ``node`` (dict keys and list indexes), in a stable order."""
     out: list[tuple[Any, ...]] = []
@@ -107,11 +117,13 @@ def mutated_trees(draw: st.DrawFn) -> Tree:
         if not paths:
             docs[d] = copy.deepcopy(draw(_hazards))
             continue
-        path = draw(st.sampled_from(paths))
+        free_form = [p for p in paths if "podSpec" in p[:-1]]  # reaches the renderer more often
+        path = draw(st.sampled_from(free_form if free_form and draw(st.booleans()) else paths))
         parent = docs[d]
         for step in path[:-1]:
             parent = parent[step]
-        value = copy.deepcopy(draw(_hazards))  # never share (and later mutate) a drawn value
+        # never share (and later mutate) a drawn value
+        value = copy.deepcopy(draw(_plausible if draw(st.integers(0, 2)) == 0 else _hazards))
         if draw(st.booleans()) and isinstance(parent, dict):
             parent[draw(st.sampled_from([1, True, None, "x\x00", path[-1]]))] = value  # a key of another type
         else:
@@ -161,6 +173,7 @@ def test_cli_survives_mutated_sources(tree: Tree) -> None:
         try:
             _write(src, tree)
         except (yaml.YAMLError, UnicodeEncodeError, RecursionError):
+            event("unwritable")
             return  # PyYAML cannot write this tree; nothing to feed the CLI
         shutil.copytree(_PRIOR_OUT, out)
         before = _snapshot(out)
@@ -169,6 +182,7 @@ def test_cli_survives_mutated_sources(tree: Tree) -> None:
         files = set(tree) | {"render"}
         v_errors = _check_output(validated, files)
         r_errors = _check_output(rendered, files)
+        event(f"exit {rendered.exit_code}")
         assert validated.exit_code == rendered.exit_code, (validated.output, rendered.output)
         assert v_errors == r_errors
         if rendered.exit_code == 1:
