@@ -73,6 +73,7 @@ def _run_both(src: Path, out: Path) -> tuple[int, list[str]]:
         (CM + "metadata: {name: x, annotations: [a]}\n", "w.yaml: metadata.annotations: must be a mapping, not list"),
         (CM + "metadata: {name: x, namespace: [a]}\n", "w.yaml: metadata.namespace: must be a string, not list"),
         (CM + 'metadata: {name: "x\\0y"}\n', "w.yaml: metadata.name: must not contain a NUL byte"),
+        ('apiVersion: v1\nkind: "Config\\0Map"\nmetadata: {name: x}\n', "w.yaml: kind: must not contain a NUL byte"),
         (
             CM + "metadata: {name: x}\ndata: {1: a, b: c}\n",
             "w.yaml: data: document 1: mapping key 1 is integer, not a string",
