@@ -29,7 +29,7 @@ from grove_gitops.validation.fielderrors import FieldError, invalid
 from grove_gitops.validation.limits import check_pod_limit, count_pods
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
-from grove_gitops.validation.podspec import object_errors, validate_pod_specs
+from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
 
@@ -290,6 +290,9 @@ def plan_source(root: Path, cache: RenderCache | None = None) -> RenderPlan:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods))
     for passthrough in source.passthrough:
         problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
+        unknown = unknown_builtin_kind(passthrough.obj, inputs.render.kubernetesVersion)
+        if unknown is not None:
+            inputs.warnings.append(f"{passthrough.file}: {unknown}")
     if problems:
         raise InvalidInputError(problems)
 

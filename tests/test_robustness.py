@@ -73,6 +73,7 @@ def _run_both(src: Path, out: Path) -> tuple[int, list[str]]:
         (CM + "metadata: {name: x, annotations: [a]}\n", "w.yaml: metadata.annotations: must be a mapping, not list"),
         (CM + "metadata: {name: x, namespace: [a]}\n", "w.yaml: metadata.namespace: Invalid value: [\"a\"]: must be of type string"),
         (CM + 'metadata: {name: "x\\0y"}\n', "w.yaml: metadata.name: Invalid value: \"x\\u0000y\": a lowercase RFC 1123 subdomain"),
+        ('apiVersion: v1\nkind: "Config\\0Map"\nmetadata: {name: x}\n', "w.yaml: kind: "),
         (
             CM + "metadata: {name: x}\ndata: {1: a, b: c}\n",
             "w.yaml: data: document 1: mapping key 1 is integer, not a string",

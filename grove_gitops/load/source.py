@@ -471,6 +471,9 @@ def passthrough_shape_problems(file: str, data: dict[str, Any]) -> list[InputPro
     ``spec.podgroups``.
     """
     problems: list[InputProblem] = []
+    for key in ("apiVersion", "kind"):  # both become part of a file name
+        if "\x00" in data[key]:
+            problems.append(InputProblem(file, key, "must not contain a NUL byte"))
     meta = data["metadata"]
     for key in ("name", "namespace"):
         value = meta.get(key)

@@ -337,3 +337,33 @@ def object_errors(obj: Mapping[str, Any], kube_version: str) -> list[FieldError]
     errs = _object_schema_errors(validator, obj, list)
     errs += [invalid(join_path(where), _value_at(obj, where), m) for where, m in _format_errors(obj, ())]
     return [e for e in _dedupe(errs) if e.path != "metadata" and not e.path.startswith(("metadata.", "metadata["))]
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin_groups(kube_version: str) -> frozenset[str]:
+    """The API groups Kubernetes ``kube_version`` itself serves (``""`` is the core group).
+
+    Read from the version's schema definitions, so CRD groups that merely end in ``.k8s.io``
+    (Gateway API, snapshots) are not mistaken for built-in ones.
+    """
+    folder, _ = _schema_folder(kube_version)
+    definitions = json.loads(folder.joinpath("_definitions.json").read_text("utf-8"))
+    return frozenset(
+        gvk.get("group", "")
+        for schema in definitions.get("$defs", {}).values()
+        for gvk in schema.get("x-kubernetes-group-version-kind") or []
+    )
+
+
+def unknown_builtin_kind(obj: Mapping[str, Any], kube_version: str) -> str | None:
+    """A warning when a pass-through object claims a built-in API group but Kubernetes
+    ``kube_version`` serves no such kind at that version (a typo, or an API removed or not yet
+    added): the apply would fail, but the object may come from an aggregated API, so it is not
+    an error."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    group = api_version.rpartition("/")[0]
+    if group not in _builtin_groups(kube_version) or _validator(kube_version, api_version, kind) is not None:
+        return None
+    return f"kind: {api_version} {kind} is not a built-in kind of Kubernetes {kube_version}"
