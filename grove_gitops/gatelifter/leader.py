@@ -53,9 +53,10 @@ class LeaderElector:
         self._leader = False
         self._last_renew = 0.0
         self.last_contact = time.monotonic()  # last API answer of any kind (health)
-        # A hanging API server is a failed renewal: each request times out after the deadline
-        # (urllib3 may retry a GET a few times; is_leader turns false on time regardless).
-        self.timeout = (min(5.0, renew_deadline), renew_deadline)
+        # A hanging API server is a failed renewal: each request times out (after a full lease
+        # duration, lenient so a slow but working server under load does not cost leadership;
+        # is_leader turns false at renew_deadline on its own, so no stale patch is sent meanwhile).
+        self.timeout = (min(5.0, lease_duration), lease_duration)
 
     @property
     def is_leader(self) -> bool:
