@@ -44,7 +44,7 @@ def test_health_readiness_and_metrics(tmp_path: Path) -> None:
             [
                 sys.executable, "-m", "grove_gitops.cli", "gate-lifter", "--kubeconfig", str(config),
                 "--identity", "solo", "--lease-namespace", "default", "--metrics-address", f"127.0.0.1:{port}",
-                "--lease-duration", "2", "--renew-deadline", "1.5", "--retry-period", "0.25",
+                "--lease-duration", "10", "--renew-deadline", "8", "--retry-period", "0.25",
             ],
             cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
