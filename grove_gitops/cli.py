@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from grove_gitops import __version__
+from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.layout import build_tree_from_plan
@@ -40,15 +41,7 @@ def _error_problems(exc: GroveGitopsError) -> list[Problem]:
     return [Problem("", "", str(exc), "error")]
 
 
-#: ``--output``: ``text`` for people, ``json`` (one document on stdout) for editors and CI.
-OUTPUT_OPTION = click.option(
-    "--output",
-    "output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: one JSON document on stdout listing every problem as {file, field, message, severity}.",
-)
+OUTPUT_OPTION = output_option()
 QUIET_OPTION = click.option(
     "-q",
     "--quiet",

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import click
 
+from grove_gitops.cliopts import output_option
 from grove_gitops.diff.errors import DiffError, SideInvalidError
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
@@ -182,14 +183,7 @@ def _build(
 @click.option(
     "-q", "--quiet", is_flag=True, help="Print no warning listed in RenderConfiguration's acknowledgedWarnings."
 )
-@click.option(
-    "--output",
-    "output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: one JSON document on stdout with every problem as {file, field, message, severity} and the diff.",
-)
+@output_option(", and the diff")
 def diff_command(
     base: str,
     head: str,

@@ -129,3 +129,26 @@ spec:
     podCliqueScalingGroups:
     - {name: prefill, cliqueNames: [pleader, pworker], replicas: 2, minAvailable: 1, topologyConstraint: {pack: {required: rack}}}
 """
+
+
+#: A small valid PodCliqueSet document (router + 2 workers) that tests deep-copy and break.
+SMALL_PCS: dict[str, Any] = {
+    "apiVersion": "grove.io/v1alpha1",
+    "kind": "PodCliqueSet",
+    "metadata": {"name": "demo", "namespace": "ml"},
+    "spec": {
+        "replicas": 1,
+        "template": {
+            "cliques": [
+                {
+                    "name": "router",
+                    "spec": {"roleName": "router", "replicas": 1, "podSpec": {"containers": [{"name": "r", "image": "x"}]}},
+                },
+                {
+                    "name": "worker",
+                    "spec": {"roleName": "worker", "replicas": 2, "podSpec": {"containers": [{"name": "w", "image": "x"}]}},
+                },
+            ]
+        },
+    },
+}

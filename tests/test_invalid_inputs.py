@@ -15,27 +15,8 @@ from click.testing import CliRunner
 
 from grove_gitops.cli import main
 from tests.support import PROJECT, write_source
+from tests.support import SMALL_PCS as BASE
 
-BASE: dict[str, Any] = {
-    "apiVersion": "grove.io/v1alpha1",
-    "kind": "PodCliqueSet",
-    "metadata": {"name": "demo", "namespace": "ml"},
-    "spec": {
-        "replicas": 1,
-        "template": {
-            "cliques": [
-                {
-                    "name": "router",
-                    "spec": {"roleName": "router", "replicas": 1, "podSpec": {"containers": [{"name": "r", "image": "x"}]}},
-                },
-                {
-                    "name": "worker",
-                    "spec": {"roleName": "worker", "replicas": 2, "podSpec": {"containers": [{"name": "w", "image": "x"}]}},
-                },
-            ]
-        },
-    },
-}
 TAS_ON = "apiVersion: operator.config.grove.io/v1alpha1\nkind: OperatorConfiguration\ntopologyAwareScheduling: {enabled: true}\n"
 CTB = """apiVersion: grove.io/v1alpha1
 kind: ClusterTopologyBinding

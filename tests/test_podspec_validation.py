@@ -23,22 +23,9 @@ from grove_gitops.validation import podspec
 from grove_gitops.validation.podspec import parse_quantity, pod_spec_errors, resource_errors
 from tests.backends.test_koordinator import pcs_doc
 from tests.backends.test_koordinator import problems as koord_problems
+from tests.support import SMALL_PCS as BASE
 from tests.support import render_files
 
-BASE: dict[str, Any] = {
-    "apiVersion": "grove.io/v1alpha1",
-    "kind": "PodCliqueSet",
-    "metadata": {"name": "demo", "namespace": "ml"},
-    "spec": {
-        "replicas": 1,
-        "template": {
-            "cliques": [
-                {"name": "router", "spec": {"roleName": "router", "replicas": 1, "podSpec": {"containers": [{"name": "r", "image": "x"}]}}},
-                {"name": "worker", "spec": {"roleName": "worker", "replicas": 2, "podSpec": {"containers": [{"name": "w", "image": "x"}]}}},
-            ]
-        },
-    },
-}
 W = "spec.template.cliques[1].spec.podSpec"
 
 

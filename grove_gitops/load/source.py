@@ -464,23 +464,13 @@ _PODGANG_KIND = ("scheduler.grove.io", "PodGang")
 def passthrough_shape_problems(file: str, data: dict[str, Any]) -> list[InputProblem]:
     """Shape problems of a pass-through object that the API server would refuse too.
 
-    Objects we do not model are copied as they are, but the renderer still reads their
-    ``metadata`` (file names, shards, GitOps annotations): label and annotation values must be
-    strings, as Kubernetes requires, and name and namespace strings without NUL bytes (they
-    become file names). A pass-through PodGang is summarised in the README, so it needs
-    ``spec.podgroups``.
+    Runs after :func:`passthrough_problems` has accepted every path segment (apiVersion, kind,
+    name, namespace), so only what the renderer still reads is checked here: label and
+    annotation values must be strings, as Kubernetes requires, and a pass-through PodGang is
+    summarised in the README, so it needs ``spec.podgroups``.
     """
     problems: list[InputProblem] = []
-    for key in ("apiVersion", "kind"):  # both become part of a file name
-        if "\x00" in data[key]:
-            problems.append(InputProblem(file, key, "must not contain a NUL byte"))
     meta = data["metadata"]
-    for key in ("name", "namespace"):
-        value = meta.get(key)
-        if key in meta and value is not None and not isinstance(value, str):
-            problems.append(InputProblem(file, f"metadata.{key}", f"must be a string, not {type_name(value)}"))
-        elif isinstance(value, str) and "\x00" in value:
-            problems.append(InputProblem(file, f"metadata.{key}", "must not contain a NUL byte"))
     for key in ("labels", "annotations"):
         value = meta.get(key)
         if value is None:
