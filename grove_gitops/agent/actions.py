@@ -1,0 +1,72 @@
+"""What the agent decided to do, as plain values.
+
+The decision modules (release, rollout, healing, scale-in) are pure functions of a
+:class:`~grove_gitops.agent.snapshot.Snapshot`, the agent's :class:`Memory` and the time;
+they return these values, and :mod:`grove_gitops.agent.execute` alone talks to the API
+server. That keeps every rule testable without a server and makes "no step is taken twice"
+a property of one place: the executor guards each delete with the pod's uid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class DeletePod:
+    """Delete one pod (precondition: its uid), e.g. to retire it or to have GitOps re-create it."""
+
+    namespace: str
+    name: str
+    uid: str
+    reason: str  # Event reason: PodRetired, FailedPodDeleted, GangTerminated, UnwantedPodDeleted
+    message: str
+    gang: Key | None = None  # the PodGang the Event is attached to
+
+
+@dataclass(frozen=True)
+class Ungate:
+    """Remove the scheduling gate of one pod the decision saw (uid-guarded JSON patch)."""
+
+    namespace: str
+    name: str
+    uid: str
+    gang: Key
+
+
+@dataclass(frozen=True)
+class SetCondition:
+    """Set one condition on a PodGang's status; ``since`` (epoch seconds) is the
+    lastTransitionTime to record when the status changes (None = now)."""
+
+    gang: Key
+    type: str
+    status: str
+    reason: str
+    message: str
+    since: float | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    gang: Key
+    reason: str
+    message: str
+    type: str = "Normal"
+
+
+Action = DeletePod | Ungate | SetCondition | Event
+
+
+@dataclass
+class Memory:
+    """What the agent remembers between passes. Everything here is either re-derivable from
+    the cluster (and persisted as PodGang conditions where it is not) or only makes the agent
+    more careful after a restart (a grace period starts again)."""
+
+    unwanted_since: dict[Key, float] = field(default_factory=dict)  # pod -> first seen unwanted
+    breach_since: dict[str, float] = field(default_factory=dict)  # breach unit -> breach began
+    ever_healthy: set[str] = field(default_factory=set)  # breach units seen healthy once
+    warned: set[str] = field(default_factory=set)  # problems already logged

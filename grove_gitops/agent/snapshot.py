@@ -1,0 +1,401 @@
+"""What the agent sees: live pods and PodGangs, grouped into workloads and slots.
+
+Pure: built from the watch cache on every pass, so the agent's view is always derived from
+the cluster and a restarted agent resumes where the last one stopped.
+
+- A **workload** is one PodCliqueSet in one namespace (label ``app.kubernetes.io/part-of``).
+- A **slot** is (namespace, ``spec.hostname``), ``<podclique>-<index>``. Its **new** pod is
+  the one a current PodGang references; its **old** pods are managed pods in the slot that
+  no PodGang references. A managed pod whose slot no PodGang wants is **unwanted**.
+- Per PodCliqueSet replica, the renderer's ``gitops.grove.io/day2`` annotation on the
+  PodGangs says the update strategy, ``terminationDelay`` and the minAvailable of every
+  PodClique and scaling group (plain pods carry no PodClique status to read it from).
+
+Anything surprising (a pod without a hostname, two old pods in one slot, a PodGang listing
+a pod of another PodCliqueSet) is recorded as a problem; the actions never delete in its
+presence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grove_gitops.gatelifter import gangs as G
+
+Key = tuple[str, str]  # (namespace, name)
+WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
+Raw = Mapping[str, Any]
+
+DAY2_ANNOTATION = "gitops.grove.io/day2"
+MANAGED_BY, MANAGER = "app.kubernetes.io/managed-by", "grove-gitops"
+PART_OF = "app.kubernetes.io/part-of"
+PCS_REPLICA_INDEX = "grove.io/podcliqueset-replica-index"
+POD_INDEX = "grove.io/podclique-pod-index"
+PCSG = "grove.io/podcliquescalinggroup"
+PCSG_REPLICA_INDEX = "grove.io/podcliquescalinggroup-replica-index"
+TEMPLATE_HASH = "grove.io/pod-template-hash"
+ROLLING_RECREATE, ON_DELETE = "RollingRecreate", "OnDelete"
+DEFAULT_TERMINATION_DELAY = 4 * 3600.0  # Grove's default, spec/grove-day2.md §0.3
+
+
+@dataclass(frozen=True)
+class CliqueSpec:
+    name: str  # PodClique FQN
+    min_available: int
+    replicas: int
+
+
+@dataclass(frozen=True)
+class ScalingGroupSpec:
+    name: str  # PodCliqueScalingGroup FQN
+    min_available: int
+    replicas: int
+    cliques: tuple[str, ...]  # template clique names; replica j's PodClique is f"{name}-{j}-{clique}"
+
+    def podclique(self, replica: int, clique: str) -> str:
+        return f"{self.name}-{replica}-{clique}"
+
+
+@dataclass(frozen=True)
+class Day2:
+    """The renderer's description of one PodCliqueSet replica (``gitops.grove.io/day2``)."""
+
+    pcs: str
+    replica: int
+    strategy: str
+    termination_delay: float
+    cliques: tuple[CliqueSpec, ...] = ()
+    scaling_groups: tuple[ScalingGroupSpec, ...] = ()
+
+    def min_available(self, podclique: str) -> int | None:
+        """minAvailable of a PodClique FQN of this replica (standalone or in a scaling group)."""
+        for c in self.cliques:
+            if c.name == podclique:
+                return c.min_available
+        return None
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise G.MalformedPodGang(f"{where}: expected a non-negative integer, got {json.dumps(value)[:40]}")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise G.MalformedPodGang(f"{where}: expected a non-empty string, got {json.dumps(value)[:40]}")
+    return value
+
+
+def parse_day2(podgang: Raw) -> Day2 | None:
+    """The ``gitops.grove.io/day2`` annotation, or None when absent (an older render).
+
+    Raises :class:`~grove_gitops.gatelifter.gangs.MalformedPodGang` when present but not
+    readable: guessing a strategy or minAvailable could retire pods Grove would keep.
+    """
+    raw = ((podgang.get("metadata") or {}).get("annotations") or {}).get(DAY2_ANNOTATION)
+    if raw is None:
+        return None
+    where = f"metadata.annotations[{DAY2_ANNOTATION}]"
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        raise G.MalformedPodGang(f"{where}: not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise G.MalformedPodGang(f"{where}: expected a JSON object")
+    strategy = data.get("updateStrategy", ROLLING_RECREATE)
+    if strategy not in (ROLLING_RECREATE, ON_DELETE):
+        raise G.MalformedPodGang(f"{where}.updateStrategy: unknown strategy {json.dumps(strategy)[:40]}")
+    delay = data.get("terminationDelaySeconds", DEFAULT_TERMINATION_DELAY)
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay <= 0:
+        raise G.MalformedPodGang(f"{where}.terminationDelaySeconds: expected a positive number")
+    cliques = []
+    for n, c in enumerate(data.get("cliques") or []):
+        w = f"{where}.cliques[{n}]"
+        if not isinstance(c, dict):
+            raise G.MalformedPodGang(f"{w}: expected an object")
+        cliques.append(CliqueSpec(_str(c.get("name"), f"{w}.name"), _int(c.get("minAvailable"), f"{w}.minAvailable"),
+                                  _int(c.get("replicas"), f"{w}.replicas")))
+    groups = []
+    for n, g in enumerate(data.get("scalingGroups") or []):
+        w = f"{where}.scalingGroups[{n}]"
+        if not isinstance(g, dict) or not isinstance(g.get("cliques"), list):
+            raise G.MalformedPodGang(f"{w}: expected an object with a list of cliques")
+        groups.append(
+            ScalingGroupSpec(
+                _str(g.get("name"), f"{w}.name"),
+                _int(g.get("minAvailable"), f"{w}.minAvailable"),
+                _int(g.get("replicas"), f"{w}.replicas"),
+                tuple(_str(c, f"{w}.cliques") for c in g["cliques"]),
+            )
+        )
+    return Day2(
+        _str(data.get("podCliqueSet"), f"{where}.podCliqueSet"),
+        _int(data.get("replicaIndex"), f"{where}.replicaIndex"),
+        strategy,
+        float(delay),
+        tuple(cliques),
+        tuple(groups),
+    )
+
+
+def _cond(obj: Raw, kind: str) -> bool:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True":
+            return True
+    return False
+
+
+def _label_int(labels: Mapping[str, Any], key: str) -> int | None:
+    value = labels.get(key)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+@dataclass
+class PodView:
+    """One live pod with the facts the day-2 rules read (``spec/grove-day2.md`` §5.3)."""
+
+    namespace: str
+    name: str
+    uid: str
+    raw: Raw
+    hostname: str | None
+    pcs: str | None
+    replica: int | None
+    podclique: str | None
+    index: int | None
+    scaling_group: str | None
+    scaling_group_replica: int | None
+    podgang: str | None
+    template_hash: str | None
+    phase: str
+    ready: bool
+    scheduled: bool
+    terminating: bool
+    gated: bool
+    created: str
+    node_name: str
+    errored: bool
+    started_not_ready: bool
+
+    @property
+    def key(self) -> Key:
+        return self.namespace, self.name
+
+    @property
+    def finished(self) -> bool:
+        """Failed or Succeeded: the kubelet will never run it again."""
+        return self.phase in ("Failed", "Succeeded")
+
+    @property
+    def available(self) -> bool:
+        return self.ready and not self.terminating and not self.finished
+
+
+def pod_view(pod: Raw) -> PodView:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    labels = meta.get("labels") or {}
+    ready = _cond(pod, "Ready")
+    statuses = [s for s in (status.get("containerStatuses") or []) if isinstance(s, dict)]
+    inits = [s for s in (status.get("initContainerStatuses") or []) if isinstance(s, dict)]
+    errored = not ready and any(
+        ((s.get("lastState") or {}).get("terminated") or {}).get("exitCode", 0) not in (0, None)
+        for s in statuses + inits
+    )
+    started_not_ready = not ready and not errored and any(s.get("started") and not s.get("ready") for s in statuses)
+    hostname = spec.get("hostname")
+    return PodView(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        raw=pod,
+        hostname=hostname if isinstance(hostname, str) and hostname else None,
+        pcs=labels.get(PART_OF) if isinstance(labels.get(PART_OF), str) else None,
+        replica=_label_int(labels, PCS_REPLICA_INDEX),
+        podclique=labels.get(G.PODCLIQUE_LABEL) if isinstance(labels.get(G.PODCLIQUE_LABEL), str) else None,
+        index=_label_int(labels, POD_INDEX),
+        scaling_group=labels.get(PCSG) if isinstance(labels.get(PCSG), str) else None,
+        scaling_group_replica=_label_int(labels, PCSG_REPLICA_INDEX),
+        podgang=labels.get(G.PODGANG_LABEL) if isinstance(labels.get(G.PODGANG_LABEL), str) else None,
+        template_hash=labels.get(TEMPLATE_HASH) if isinstance(labels.get(TEMPLATE_HASH), str) else None,
+        phase=str(status.get("phase") or "Pending"),
+        ready=ready,
+        scheduled=_cond(pod, "PodScheduled"),
+        terminating=G.is_terminating(pod),
+        gated=G.has_gate(pod),
+        created=str(meta.get("creationTimestamp") or ""),
+        node_name=str(spec.get("nodeName") or ""),
+        errored=errored,
+        started_not_ready=started_not_ready,
+    )
+
+
+@dataclass
+class GangView:
+    namespace: str
+    name: str
+    raw: Raw
+    pcs: str | None
+    day2: Day2 | None
+    initialized: bool
+    refs: list[tuple[str, str, str]]  # (podgroup, namespace, pod name)
+
+    @property
+    def key(self) -> Key:
+        return self.namespace, self.name
+
+
+@dataclass
+class Slot:
+    namespace: str
+    hostname: str
+    new_name: str | None = None  # the pod a PodGang references for this slot
+    gang: str | None = None  # that PodGang
+    new: PodView | None = None  # the live pod of that name, if applied yet
+    old: list[PodView] = field(default_factory=list)
+
+    @property
+    def ambiguous(self) -> bool:
+        """Two old pods in one slot: something other than grove-gitops made one of them."""
+        return len(self.old) > 1
+
+    @property
+    def free(self) -> bool:
+        """No pod but the new one is live here (terminating pods still hold the hostname)."""
+        return not self.old
+
+
+@dataclass
+class Workload:
+    namespace: str
+    pcs: str
+    replicas: dict[int, Day2] = field(default_factory=dict)
+    gangs: dict[str, GangView] = field(default_factory=dict)
+    slots: dict[str, Slot] = field(default_factory=dict)
+    unwanted: list[PodView] = field(default_factory=list)
+
+    @property
+    def key(self) -> WorkloadKey:
+        return self.namespace, self.pcs
+
+    def replica_slots(self, replica: int) -> list[Slot]:
+        """Slots of one PodCliqueSet replica (by their pods' replica-index label)."""
+        out = []
+        for slot in self.slots.values():
+            pod = slot.new or (slot.old[0] if slot.old else None)
+            if pod is not None and pod.replica == replica:
+                out.append(slot)
+            elif pod is None and slot.gang is not None:
+                day2 = self.gangs[slot.gang].day2 if slot.gang in self.gangs else None
+                if day2 is not None and day2.replica == replica:
+                    out.append(slot)
+        return out
+
+
+@dataclass
+class Snapshot:
+    pods: dict[Key, PodView]
+    gangs: dict[Key, GangView]
+    workloads: dict[WorkloadKey, Workload]
+    referenced: set[Key]  # every pod any PodGang lists: never deleted by rollout or scale-in
+    problems: list[tuple[WorkloadKey | None, str]]
+    malformed: dict[Key, str]  # PodGangs that cannot be read, with the reason
+
+
+def hostname_of(pod_name: str) -> str:
+    """The slot a rendered pod name belongs to: its name without the hash suffix."""
+    return pod_name.rsplit("-", 1)[0]
+
+
+def build(pods: Mapping[Key, Raw], podgangs: Mapping[Key, Raw]) -> Snapshot:
+    """Group the cache into workloads and slots (see the module docstring)."""
+    views = {key: pod_view(p) for key, p in pods.items()}
+    problems: list[tuple[WorkloadKey | None, str]] = []
+    malformed: dict[Key, str] = {}
+    gangs: dict[Key, GangView] = {}
+    for key, raw in podgangs.items():
+        try:
+            day2 = parse_day2(raw)
+            refs = G.referenced_pods(raw)
+        except G.MalformedPodGang as exc:
+            malformed[key] = str(exc)
+            continue
+        labels = (raw.get("metadata") or {}).get("labels") or {}
+        pcs = day2.pcs if day2 is not None else labels.get(PART_OF)
+        gangs[key] = GangView(key[0], key[1], raw, pcs if isinstance(pcs, str) else None, day2, _cond(raw, "Initialized"), refs)
+
+    workloads: dict[WorkloadKey, Workload] = {}
+
+    def workload(ns: str, pcs: str) -> Workload:
+        wl = workloads.get((ns, pcs))
+        if wl is None:
+            wl = workloads[(ns, pcs)] = Workload(ns, pcs)
+        return wl
+
+    referenced: set[Key] = set()
+    for gang in sorted(gangs.values(), key=lambda g: g.key):
+        for _, ns, name in gang.refs:
+            referenced.add((ns, name))
+        if gang.pcs is None:
+            problems.append((None, f"PodGang {gang.namespace}/{gang.name} names no PodCliqueSet; it is only used for gate release"))
+            continue
+        wl = workload(gang.namespace, gang.pcs)
+        wl.gangs[gang.name] = gang
+        if gang.day2 is not None:
+            wl.replicas.setdefault(gang.day2.replica, gang.day2)
+        for _, ns, name in gang.refs:
+            live = views.get((ns, name))
+            if live is not None and (live.pcs != gang.pcs or live.podgang != gang.name):
+                problems.append(
+                    (wl.key, f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name}, which belongs to "
+                     f"PodCliqueSet {live.pcs!r} and PodGang {live.podgang!r}; the reference is ignored")
+                )
+                continue
+            if ns != gang.namespace:
+                problems.append((wl.key, f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name} in another namespace; ignored"))
+                continue
+            host = live.hostname if live is not None and live.hostname else hostname_of(name)
+            slot = wl.slots.get(host)
+            if slot is None:
+                slot = wl.slots[host] = Slot(ns, host)
+            if slot.new_name is not None and slot.new_name != name:
+                problems.append((wl.key, f"slot {ns}/{host} is wanted twice (pods {slot.new_name} and {name}); using {slot.new_name}"))
+                continue
+            slot.new_name, slot.gang, slot.new = name, gang.name, live
+
+    by_host: dict[tuple[str, str], Slot] = {}
+    for wl in workloads.values():
+        for host, slot in wl.slots.items():
+            by_host[(wl.namespace, host)] = slot
+    for key, pod in sorted(views.items()):
+        if key in referenced:
+            continue
+        labels = (pod.raw.get("metadata") or {}).get("labels") or {}
+        if labels.get(MANAGED_BY) != MANAGER:
+            continue  # never ours to retire (the watch selects managed pods; this is a second guard)
+        if pod.hostname is None:
+            problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} has no spec.hostname; it is left alone"))
+            continue
+        slot = by_host.get((pod.namespace, pod.hostname))
+        if slot is not None:
+            slot.old.append(pod)
+            continue
+        wl = workload(pod.namespace, pod.pcs or "")
+        wl.unwanted.append(pod)
+    for wl in workloads.values():
+        for slot in wl.slots.values():
+            if slot.ambiguous:
+                names = ", ".join(p.name for p in slot.old)
+                problems.append((wl.key, f"slot {slot.namespace}/{slot.hostname} holds {len(slot.old)} old pods ({names}); none is deleted"))
+    return Snapshot(views, gangs, workloads, referenced, problems, malformed)
+
+
+def slots_where(slots: Iterable[Slot], *, with_old: bool) -> list[Slot]:
+    return [s for s in slots if bool(s.old) == with_old]
