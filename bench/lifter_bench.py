@@ -9,7 +9,7 @@ The workload is rendered, not synthesised: G single-gang PodCliqueSets of ``benc
 scheduler) with the scheduler rotation of the generator (KAI, Volcano, default), and engine
 replicas nudged by one at a time until the pods add up to exactly P. Everything the render
 produced except the PodGangs is POSTed (in sync-wave order, as Argo CD's first sync would)
-while a ``GateLifter`` runs; once the lifter's cache holds every pod, the G PodGangs are
+while a ``Agent`` runs; once the lifter's cache holds every pod, the G PodGangs are
 POSTed back to back and the clock runs until every pod's gate is gone. Reported: the time
 from the first PodGang's creation (the strict figure) and from the last one's, the PATCH
 requests to pods per released pod, and the CPU time of this process (server, lifter and
@@ -129,8 +129,8 @@ def api_floor(server: Any, kube: Any, pods: list[dict[str, Any]]) -> float:
 
 
 def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
-    from grove_gitops.gatelifter.kube import Kube
-    from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+    from grove_gitops.agent.kube import Kube
+    from grove_gitops.agent.loop import Agent, AgentConfig
     from grove_gitops.gitops.metrics import Registry
     from grove_gitops.testing.fakeapi import FakeApiServer
     from grove_gitops.testing.fakeapi.server import DEFAULT_NAMESPACES
@@ -151,7 +151,7 @@ def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
     with FakeApiServer(namespaces=(*DEFAULT_NAMESPACES, *namespaces)) as server:
         kube = Kube(server.api_client())
         floor_s = api_floor(server, kube, [o for o in objs if o["kind"] == "Pod"])
-        lifter = GateLifter(Kube(server.api_client()), LifterConfig(), Registry())
+        lifter = Agent(Kube(server.api_client()), AgentConfig(), Registry())
         stop = threading.Event()
         thread = threading.Thread(target=lifter.run, args=(stop,), name="lifter", daemon=True)
         thread.start()

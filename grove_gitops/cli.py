@@ -10,7 +10,9 @@ docstrings verbatim, so command docstrings hold no RST markup.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -189,59 +191,76 @@ def controller(
     )
 
 
-@main.command("gate-lifter")
-@click.option("--namespace", default=None, help="Only this namespace (default: all namespaces).")
-@click.option("--lease-namespace", default="grove-gitops", show_default=True)
-@click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True)
-@click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid).")
-@click.option(
-    "--metrics-address",
-    default="0.0.0.0:8080",
-    show_default=True,
-    callback=_host_port,
-    help="Serves /healthz, /readyz, /metrics.",
-)
-@click.option("--kubeconfig", default=None, help="Default: in-cluster config, then ~/.kube/config.")
-@click.option("--concurrency", default=16, show_default=True, help="Parallel pod patches per gang.")
-@click.option("--drift-interval", default=60.0, show_default=True, help="Seconds between topology drift checks.")
-@click.option("--lease-duration", default=15.0, show_default=True, help="Seconds a Lease is valid without renewal.")
-@click.option(
-    "--renew-deadline", default=10.0, show_default=True, help="Seconds the leader may fail to renew before it stops."
-)
-@click.option("--retry-period", default=2.0, show_default=True, help="Seconds between Lease attempts.")
-def gate_lifter(
-    namespace: str | None,
-    lease_namespace: str,
-    lease_name: str,
-    identity: str | None,
-    metrics_address: str,
-    kubeconfig: str | None,
-    concurrency: int,
-    drift_interval: float,
-    lease_duration: float,
-    renew_deadline: float,
-    retry_period: float,
-) -> None:
-    """Remove the scheduling gate from every pod of a gang once the gang is complete."""
-    from grove_gitops.gatelifter.service import ServiceOptions, default_identity, run_gate_lifter
+def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
+    """The options of ``agent`` and of its deprecated alias ``gate-lifter``."""
+    options = [
+        click.option("--namespace", default=None, help="Only this namespace (default: all namespaces)."),
+        click.option("--lease-namespace", default="grove-gitops", show_default=True),
+        # The Lease keeps the gate-lifter's name so an upgrade never runs two leaders.
+        click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True),
+        click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid)."),
+        click.option(
+            "--metrics-address",
+            default="0.0.0.0:8080",
+            show_default=True,
+            callback=_host_port,
+            help="Serves /healthz, /readyz, /metrics.",
+        ),
+        click.option("--kubeconfig", default=None, help="Default: in-cluster config, then ~/.kube/config."),
+        click.option("--concurrency", default=16, show_default=True, help="Parallel pod writes."),
+        click.option("--drift-interval", default=60.0, show_default=True, help="Seconds between topology drift checks."),
+        click.option(
+            "--grace",
+            default=60.0,
+            show_default=True,
+            type=click.FloatRange(min=0),
+            help="Seconds a pod no PodGang wants (scale-in, removed from Git) or a superseded gated pod "
+            "is kept before the agent deletes it; covers a GitOps tool applying pods before their PodGang.",
+        ),
+        click.option(
+            "--day2/--no-day2",
+            default=True,
+            show_default=True,
+            help="Rolling updates, failed-pod replacement, gang termination and scale-in; "
+            "--no-day2 only releases gates.",
+        ),
+        click.option("--lease-duration", default=15.0, show_default=True, help="Seconds a Lease is valid without renewal."),
+        click.option(
+            "--renew-deadline", default=10.0, show_default=True, help="Seconds the leader may fail to renew before it stops."
+        ),
+        click.option("--retry-period", default=2.0, show_default=True, help="Seconds between Lease attempts."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
-    sys.exit(
-        run_gate_lifter(
-            ServiceOptions(
-                namespace=namespace,
-                lease_namespace=lease_namespace,
-                lease_name=lease_name,
-                identity=identity or default_identity(),
-                metrics_address=metrics_address,
-                kubeconfig=kubeconfig,
-                concurrency=concurrency,
-                drift_interval=drift_interval,
-                lease_duration=lease_duration,
-                renew_deadline=renew_deadline,
-                retry_period=retry_period,
-            )
-        )
-    )
+
+def _run_agent(**kwargs: Any) -> None:
+    from grove_gitops.agent.service import ServiceOptions, default_identity, run_agent
+
+    kwargs["identity"] = kwargs["identity"] or default_identity()
+    sys.exit(run_agent(ServiceOptions(**kwargs)))
+
+
+@main.command("agent")
+@_agent_options
+def agent(**kwargs: Any) -> None:
+    """Run the in-cluster agent: release gangs and carry Grove's day-2 behaviour.
+
+    It removes the scheduling gate from a gang's pods once the gang is complete, rolls
+    updates in Grove's order (RollingRecreate) or waits for deletes (OnDelete), replaces
+    failed pods, terminates gangs whose minAvailable stays breached past terminationDelay,
+    and deletes pods no PodGang wants any more. See docs/day2.md.
+    """
+    _run_agent(**kwargs)
+
+
+@main.command("gate-lifter")
+@_agent_options
+def gate_lifter(**kwargs: Any) -> None:
+    """Deprecated alias of ``agent`` (same options, same behaviour)."""
+    click.echo("warning: `grove-gitops gate-lifter` is deprecated; use `grove-gitops agent`", err=True)
+    _run_agent(**kwargs)
 
 
 main.add_command(diff_command)

@@ -70,3 +70,4 @@ class Memory:
     breach_since: dict[str, float] = field(default_factory=dict)  # breach unit -> breach began
     ever_healthy: set[str] = field(default_factory=set)  # breach units seen healthy once
     warned: set[str] = field(default_factory=set)  # problems already logged
+    rollout_total: dict[str, int] = field(default_factory=dict)  # "ns/pcs/replica" -> steps at its start

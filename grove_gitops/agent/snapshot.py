@@ -19,11 +19,11 @@ presence.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.gatelifter import gangs as G
+from grove_gitops.agent import gangs as G
 
 Key = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
@@ -93,7 +93,7 @@ def _str(value: Any, where: str) -> str:
 def parse_day2(podgang: Raw) -> Day2 | None:
     """The ``gitops.grove.io/day2`` annotation, or None when absent (an older render).
 
-    Raises :class:`~grove_gitops.gatelifter.gangs.MalformedPodGang` when present but not
+    Raises :class:`~grove_gitops.agent.gangs.MalformedPodGang` when present but not
     readable: guessing a strategy or minAvailable could retire pods Grove would keep.
     """
     raw = ((podgang.get("metadata") or {}).get("annotations") or {}).get(DAY2_ANNOTATION)
@@ -262,14 +262,22 @@ class Slot:
     old: list[PodView] = field(default_factory=list)
 
     @property
+    def released_old(self) -> list[PodView]:
+        """Old pods that were released (no gate): they may be running a workload."""
+        return [p for p in self.old if not p.gated]
+
+    @property
     def ambiguous(self) -> bool:
-        """Two old pods in one slot: something other than grove-gitops made one of them."""
-        return len(self.old) > 1
+        """Two released old pods in one slot: the agent never releases two pods in a slot,
+        so something other than grove-gitops made one of them. (Several *gated* old pods are
+        normal: every superseded target leaves one, and none ever ran.)"""
+        return len(self.released_old) > 1
 
     @property
     def free(self) -> bool:
-        """No pod but the new one is live here (terminating pods still hold the hostname)."""
-        return not self.old
+        """No released pod but the new one is here (a terminating pod still holds the
+        hostname; a gated old pod never ran, so it does not)."""
+        return not self.released_old
 
 
 @dataclass
@@ -280,10 +288,23 @@ class Workload:
     gangs: dict[str, GangView] = field(default_factory=dict)
     slots: dict[str, Slot] = field(default_factory=dict)
     unwanted: list[PodView] = field(default_factory=list)
+    _min: dict[str, int] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> WorkloadKey:
         return self.namespace, self.pcs
+
+    def min_available(self, podclique: str) -> int | None:
+        """minAvailable of a PodClique: its podgroup's ``minReplicas`` in the PodGang that
+        lists it (standalone and scaling-group PodCliques alike)."""
+        if self._min is None:
+            self._min = {}
+            for gang in self.gangs.values():
+                for group in (gang.raw.get("spec") or {}).get("podgroups") or []:
+                    if isinstance(group, dict) and isinstance(group.get("name"), str):
+                        value = group.get("minReplicas", 0)
+                        self._min[group["name"]] = value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return self._min.get(podclique)
 
     def replica_slots(self, replica: int) -> list[Slot]:
         """Slots of one PodCliqueSet replica (by their pods' replica-index label)."""
@@ -314,8 +335,12 @@ def hostname_of(pod_name: str) -> str:
     return pod_name.rsplit("-", 1)[0]
 
 
-def build(pods: Mapping[Key, Raw], podgangs: Mapping[Key, Raw]) -> Snapshot:
-    """Group the cache into workloads and slots (see the module docstring)."""
+def build(pods: Mapping[Key, Raw], podgangs: Mapping[Key, Raw], referenced_elsewhere: Collection[Key] = ()) -> Snapshot:
+    """Group the cache into workloads and slots (see the module docstring).
+
+    ``referenced_elsewhere``: pods listed by PodGangs outside ``podgangs`` (the loop builds
+    one workload at a time); they are never old or unwanted.
+    """
     views = {key: pod_view(p) for key, p in pods.items()}
     problems: list[tuple[WorkloadKey | None, str]] = []
     malformed: dict[Key, str] = {}
@@ -339,7 +364,7 @@ def build(pods: Mapping[Key, Raw], podgangs: Mapping[Key, Raw]) -> Snapshot:
             wl = workloads[(ns, pcs)] = Workload(ns, pcs)
         return wl
 
-    referenced: set[Key] = set()
+    referenced: set[Key] = set(k for k in referenced_elsewhere if k in views)
     for gang in sorted(gangs.values(), key=lambda g: g.key):
         for _, ns, name in gang.refs:
             referenced.add((ns, name))
@@ -392,8 +417,11 @@ def build(pods: Mapping[Key, Raw], podgangs: Mapping[Key, Raw]) -> Snapshot:
     for wl in workloads.values():
         for slot in wl.slots.values():
             if slot.ambiguous:
-                names = ", ".join(p.name for p in slot.old)
-                problems.append((wl.key, f"slot {slot.namespace}/{slot.hostname} holds {len(slot.old)} old pods ({names}); none is deleted"))
+                names = ", ".join(p.name for p in slot.released_old)
+                problems.append(
+                    (wl.key, f"slot {slot.namespace}/{slot.hostname} holds {len(slot.released_old)} released old pods "
+                     f"({names}); none is deleted")
+                )
     return Snapshot(views, gangs, workloads, referenced, problems, malformed)
 
 

@@ -49,7 +49,7 @@ LIFTER_SA = "grove-gitops-gate-lifter"
 LEASE_NAME = "grove-gitops-gate-lifter"
 #: The namespace overlays/gate-lifter/namespaced watches (role.yaml; the namespace of examples/).
 WATCHED_NAMESPACE = "inference"
-#: Where Events about cluster-scoped objects go (grove_gitops/gatelifter/drift.py EVENT_NAMESPACE).
+#: Where Events about cluster-scoped objects go (grove_gitops/agent/drift.py EVENT_NAMESPACE).
 CLUSTER_EVENT_NAMESPACE = "default"
 
 Permission = tuple[str, str, str]  # (apiGroup, resource, verb); "" is the core group
@@ -70,7 +70,7 @@ class Row:
         return (self.group, self.resource, self.verb)
 
 
-_G = "grove_gitops/gatelifter/"
+_G = "grove_gitops/agent/"
 #: The table. ``why`` names the call; docs/deploy.md repeats it for readers.
 RBAC_TABLE: tuple[Row, ...] = (
     Row(
@@ -78,7 +78,7 @@ RBAC_TABLE: tuple[Row, ...] = (
         "pods",
         "get",
         "ClusterRole",
-        f"{_G}kube.py Kube.read_pod: re-read after a 409 / failed test op in GateLifter._ungate",
+        f"{_G}kube.py Kube.read_pod: re-read after a 409 / failed test op in Executor.ungate",
     ),
     Row("", "pods", "list", "ClusterRole", f"{_G}kube.py Kube.list_pods (managed-by label selector)"),
     Row("", "pods", "watch", "ClusterRole", f"{_G}kube.py Kube.watch_pods"),

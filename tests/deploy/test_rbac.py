@@ -13,7 +13,7 @@ import backends.kai
 import backends.koordinator
 import backends.volcano
 import backends.workload_api
-from grove_gitops.gatelifter import drift, kube
+from grove_gitops.agent import drift, kube
 
 from .helpers import (
     CLUSTER_EVENT_NAMESPACE,
@@ -245,7 +245,7 @@ CLIENT_OBJECTS = {"core", "custom", "events", "api"}
 
 
 def _lifter_sources() -> dict[Path, ast.Module]:
-    folder = PROJECT / "grove_gitops" / "gatelifter"
+    folder = PROJECT / "grove_gitops" / "agent"
     return {p: ast.parse(p.read_text(), str(p)) for p in sorted(folder.glob("*.py"))}
 
 
@@ -296,7 +296,7 @@ def test_every_client_call_is_in_the_table() -> None:
 def test_podgangs_are_never_fetched_one_by_one() -> None:
     """Why the table has no `get` on podgangs: the only single-object reads of custom resources are
     Kube.object_exists (backend gang objects) and Kube.get_cluster_object (topologies)."""
-    source = (PROJECT / "grove_gitops" / "gatelifter" / "kube.py").read_text()
+    source = (PROJECT / "grove_gitops" / "agent" / "kube.py").read_text()
     tree = ast.parse(source)
     readers = {
         fn.name

@@ -20,11 +20,11 @@ import backends.kai
 import backends.koordinator
 import backends.volcano
 import backends.workload_api
-from grove_gitops.gatelifter.drift import DriftChecker
-from grove_gitops.gatelifter.gangs import ObjectRef
-from grove_gitops.gatelifter.kube import Kube
-from grove_gitops.gatelifter.leader import LeaderElector
-from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+from grove_gitops.agent.drift import DriftChecker
+from grove_gitops.agent.gangs import ObjectRef
+from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.leader import LeaderElector
+from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
@@ -160,7 +160,7 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None) -> None:
     assert not rival.try_acquire_or_renew()
     # The lifter: release every gang; one pod patch conflicts (409) and the pod is re-read.
     server.faults.add(verb="patch", resource="pods", status=409, times=1)
-    lifter = GateLifter(kube, LifterConfig(namespace=watch_namespace, watch_timeout=1), Registry())
+    lifter = Agent(kube, AgentConfig(namespace=watch_namespace, watch_timeout=1), Registry())
     stop = threading.Event()
     worker = threading.Thread(target=lifter.run, args=(stop,), daemon=True)
     worker.start()

@@ -11,8 +11,8 @@ from typing import Any
 import kubernetes.client
 import yaml
 
-from grove_gitops.gatelifter.kube import Kube
-from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
@@ -49,9 +49,9 @@ def apply(kube: Kube, objs: list[dict[str, Any]]) -> None:
 
 
 @contextlib.contextmanager
-def running_lifter(server: FakeApiServer, **config: Any) -> Iterator[GateLifter]:
+def running_lifter(server: FakeApiServer, **config: Any) -> Iterator[Agent]:
     kube = Kube(server.api_client())
-    lifter = GateLifter(kube, LifterConfig(**config), Registry())
+    lifter = Agent(kube, AgentConfig(**config), Registry())
     stop = threading.Event()
     thread = threading.Thread(target=lifter.run, args=(stop,), daemon=True)
     thread.start()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from grove_gitops.gatelifter.drift import DRIFT_REASON, DriftChecker
-from grove_gitops.gatelifter.kube import Kube
+from grove_gitops.agent.drift import DRIFT_REASON, DriftChecker
+from grove_gitops.agent.kube import Kube
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.testing.fakeapi import FakeApiServer
 

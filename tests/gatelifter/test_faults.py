@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grove_gitops.gatelifter.kube import Kube
-from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.testing.fakeapi import FakeApiServer
 from tests.gatelifter.support import apply, gated
@@ -37,8 +37,8 @@ def _collect_abandoned_sockets() -> Iterator[None]:
     gc.collect()
 
 
-def start(kube: Kube, **config: float) -> tuple[GateLifter, threading.Event, threading.Thread]:
-    lifter = GateLifter(kube, LifterConfig(backoff_base=0.01, backoff_max=0.2, **config), Registry())  # type: ignore[arg-type]
+def start(kube: Kube, **config: float) -> tuple[Agent, threading.Event, threading.Thread]:
+    lifter = Agent(kube, AgentConfig(backoff_base=0.01, backoff_max=0.2, **config), Registry())  # type: ignore[arg-type]
     stop = threading.Event()
     thread = threading.Thread(target=lifter.run, args=(stop,), daemon=True)
     thread.start()
@@ -122,7 +122,7 @@ def test_no_kubeconfig_is_one_line_and_exit_1(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")}
     env["HOME"] = str(tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-m", "grove_gitops.cli", "gate-lifter", "--metrics-address", ""],
+        [sys.executable, "-m", "grove_gitops.cli", "agent", "--metrics-address", ""],
         cwd=PROJECT, env=env, capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 1
@@ -130,3 +130,12 @@ def test_no_kubeconfig_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert "no Kubernetes configuration" in lines[0] and "KUBERNETES_SERVICE_HOST" in lines[0]
     assert str(tmp_path / ".kube" / "config") in lines[0]
+    # The deprecated alias behaves the same, after one deprecation line.
+    alias = subprocess.run(
+        [sys.executable, "-m", "grove_gitops.cli", "gate-lifter", "--metrics-address", ""],
+        cwd=PROJECT, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert alias.returncode == 1
+    assert alias.stderr.strip().splitlines() == [
+        "warning: `grove-gitops gate-lifter` is deprecated; use `grove-gitops agent`", lines[0]
+    ]

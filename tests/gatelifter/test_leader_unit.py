@@ -7,7 +7,7 @@ import time
 
 import kubernetes.client
 
-from grove_gitops.gatelifter.leader import LeaderElector
+from grove_gitops.agent.leader import LeaderElector
 from grove_gitops.testing.fakeapi import FakeApiServer
 
 

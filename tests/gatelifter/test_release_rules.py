@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from grove_gitops.gatelifter.kube import Kube
-from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.testing.fakeapi import FakeApiServer
 from tests.gatelifter.support import apply, gated, path_of, running_lifter
@@ -65,7 +65,7 @@ def test_malformed_podgangs_get_one_event_back_off_and_block_nobody(tmp_path: Pa
         hand_made_gang(objs, "aab-nameless", [("default", "y-0")], annotation='[{"apiVersion": "v1", "kind": "ConfigMap"}]'),
     ]
     pods = [hand_made_pod(objs, "x-0", "aaa-five"), hand_made_pod(objs, "y-0", "aab-nameless")]
-    caplog.set_level(logging.WARNING, logger="grove_gitops.gatelifter")
+    caplog.set_level(logging.WARNING, logger="grove_gitops.agent")
     with FakeApiServer() as server:
         apply(Kube(server.api_client()), bad + pods + objs)
         with running_lifter(server) as lifter:
@@ -156,9 +156,9 @@ def test_gate_patch_is_guarded_by_uid_so_a_recreated_pod_keeps_its_gate(tmp_path
     with FakeApiServer() as server:
         kube = Kube(server.api_client())
         apply(kube, objs)
-        lifter = GateLifter(kube, LifterConfig(backoff_base=0.01), Registry())
-        lifter._replace("pods", kube.list_pods(None, "app.kubernetes.io/managed-by=grove-gitops")["items"])
-        lifter._replace("podgangs", kube.list_podgangs(None, "app.kubernetes.io/managed-by=grove-gitops")["items"])
+        lifter = Agent(kube, AgentConfig(backoff_base=0.01), Registry())
+        lifter.cache.replace("pods", kube.list_pods(None, "app.kubernetes.io/managed-by=grove-gitops")["items"])
+        lifter.cache.replace("podgangs", kube.list_podgangs(None, "app.kubernetes.io/managed-by=grove-gitops")["items"])
         # Someone re-creates the pod under the same name before the (not running) watch catches up.
         kube.core.delete_namespaced_pod(victim, "default")
         apply(kube, [find(objs, "Pod", victim)])
@@ -183,10 +183,10 @@ def test_gate_patch_tests_uid_managed_by_and_gate_position(tmp_path: Path) -> No
             return original(namespace, name, ops)
 
         kube.patch_pod_json = spy  # type: ignore[method-assign]
-        lifter = GateLifter(kube, LifterConfig(), Registry())
-        lifter._replace("pods", kube.list_pods(None, "app.kubernetes.io/managed-by=grove-gitops")["items"])
+        lifter = Agent(kube, AgentConfig(), Registry())
+        lifter.cache.replace("pods", kube.list_pods(None, "app.kubernetes.io/managed-by=grove-gitops")["items"])
         uid = server.get_object("pods", "default", victim)["metadata"]["uid"]  # type: ignore[index]
-        assert lifter._ungate("default", victim, uid) is True
+        assert lifter.executor.ungate("default", victim, uid) is True
         lifter._pool.shutdown()
     assert sent[0][:3] == [
         {"op": "test", "path": "/metadata/uid", "value": uid},
@@ -204,6 +204,9 @@ def test_scaled_gang_counts_only_base_pods_the_base_podgang_references(tmp_path:
     for name in base:
         pod = copy.deepcopy(find(objs, "Pod", name))
         pod["metadata"]["name"] = f"{name}-old"
+        # Another hostname: a released old pod in the *same* slot would (rightly) hold the new
+        # pod back; this test is about what the scaled gang counts.
+        pod["spec"]["hostname"] = pod["spec"]["hostname"] + "-old"
         pod["spec"].pop("schedulingGates", None)
         old.append(pod)
     with FakeApiServer() as server:

@@ -19,7 +19,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-log = logging.getLogger("grove_gitops.gatelifter.leader")
+log = logging.getLogger("grove_gitops.agent.leader")
 
 
 def _now() -> dt.datetime:

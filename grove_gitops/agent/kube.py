@@ -20,7 +20,7 @@ from kubernetes import client, watch
 from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
-from grove_gitops.gatelifter.gangs import ObjectRef
+from grove_gitops.agent.gangs import ObjectRef
 
 PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL = "scheduler.grove.io", "v1alpha1", "podgangs"
 Raw = dict[str, Any]
@@ -185,6 +185,19 @@ class Kube:
                 _request_timeout=self.timeout,
             )
         )
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> Raw | None:
+        """Delete one pod, only if it still has ``uid``; returns the pod when it is now
+        terminating (graceful deletion), None when it is gone. A pod re-created under the same
+        name since the decision fails the precondition (409) instead of being deleted."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        response = self.core.delete_namespaced_pod(
+            name, namespace, body=body, _preload_content=False, _request_timeout=self.timeout
+        )
+        data = _json(response)
+        if data.get("kind") == "Pod" and (data.get("metadata") or {}).get("deletionTimestamp"):
+            return data
+        return None
 
     def patch_podgang_status(self, namespace: str, name: str, status: Raw) -> None:
         self.custom.patch_namespaced_custom_object_status(

@@ -1,4 +1,4 @@
-"""Process wiring for ``grove-gitops gate-lifter``: config, leader election, health, logs.
+"""Process wiring for ``grove-gitops agent`` (alias ``gate-lifter``): config, leader election, health, logs.
 
 Every replica serves ``/healthz`` (the election loop hears from the API server and, on the
 leader, every lifter loop is alive and making progress; otherwise 503, so the kubelet restarts
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import kubernetes
 
+from grove_gitops.agent.drift import DriftChecker
+from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.leader import LeaderElector
+from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.gatelifter.drift import DriftChecker
-from grove_gitops.gatelifter.kube import Kube
-from grove_gitops.gatelifter.leader import LeaderElector
-from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
 from grove_gitops.gitops.metrics import HealthServer, Registry
 
 
@@ -55,6 +55,8 @@ class ServiceOptions:
     kubeconfig: str | None
     concurrency: int
     drift_interval: float
+    grace: float = 60.0
+    day2: bool = True
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -88,14 +90,14 @@ def default_identity() -> str:
     return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
 
 
-def run_gate_lifter(opts: ServiceOptions) -> int:
+def run_agent(opts: ServiceOptions) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger("grove_gitops")
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
     root.propagate = False
-    log = logging.getLogger("grove_gitops.gatelifter")
+    log = logging.getLogger("grove_gitops.agent")
 
     try:
         api = _api_client(opts.kubeconfig)
@@ -113,9 +115,9 @@ def run_gate_lifter(opts: ServiceOptions) -> int:
         renew_deadline=opts.renew_deadline,
         retry_period=opts.retry_period,
     )
-    lifter = GateLifter(
+    lifter = Agent(
         kube,
-        LifterConfig(namespace=opts.namespace, concurrency=opts.concurrency),
+        AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2),
         registry,
         elector.is_leader.__get__ if False else (lambda: elector.is_leader),
     )

@@ -130,6 +130,11 @@ def _label(pod: K8s, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def base_label(pod: K8s) -> str | None:
+    """The base PodGang a scaled gang's pod waits for (label ``grove.io/base-podgang``)."""
+    return _label(pod, BASE_PODGANG_LABEL)
+
+
 def belongs_to(pod: K8s, podgang: K8s) -> bool:
     """Whether the pod's ``grove.io/podgang`` label names this PodGang (same namespace).
 

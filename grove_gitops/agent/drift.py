@@ -16,13 +16,13 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 from urllib3.exceptions import HTTPError
 
+from grove_gitops.agent.kube import Kube
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_backends
-from grove_gitops.gatelifter.kube import Kube
 from grove_gitops.gitops.metrics import Registry
 
-log = logging.getLogger("grove_gitops.gatelifter.drift")
+log = logging.getLogger("grove_gitops.agent.drift")
 DRIFT_REASON = "TopologyDriftDetected"
 DRIFT_SUMMARY = "One or more scheduler backend topologies have drifted"
 EVENT_NAMESPACE = "default"  # where Events about cluster-scoped objects go

@@ -1,0 +1,378 @@
+"""The agent's one loop: watch, derive, decide, act.
+
+Every event marks its workload (namespace, PodCliqueSet) dirty. A pass takes the dirty
+workloads (and, every ``resync`` seconds, all of them: grace periods and terminationDelay
+expire without any event), builds a :mod:`.snapshot` of each from the cache, and asks the
+decision modules in a fixed order:
+
+1. :mod:`.healing` (failed pods, MinAvailableBreached and gang termination),
+   :mod:`.rollout` (retire old pods in Grove's order), :mod:`.scalein` (unwanted pods);
+   their deletes run in parallel, ``Initialized`` resets before the deletes they explain;
+2. :mod:`.release` on a fresh snapshot, so a slot freed in step 1 is released in the same
+   pass; whole gangs are released together and then marked ``Initialized``.
+
+Losing leadership stops everything at once (:class:`~.execute.Executor` asks ``active()``
+before each write). A PodGang that cannot be read gets one Event and one warning and is
+retried with backoff; it never blocks other gangs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from grove_gitops.agent import gangs as G
+from grove_gitops.agent import healing, release, rollout, scalein
+from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
+from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey
+from grove_gitops.agent.execute import Executor
+from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.snapshot import Snapshot, build
+from grove_gitops.gitops.metrics import Registry
+
+log = logging.getLogger("grove_gitops.agent")
+INITIALIZED = "Initialized"
+
+
+@dataclass
+class AgentConfig:
+    namespace: str | None = None
+    concurrency: int = 16
+    recheck: float = 0.25  # gangs waiting for a backend object are asked again this often
+    resync: float = 2.0  # every workload is re-derived this often (timers expire silently)
+    grace: float = 60.0  # an unwanted or superseded pod is deleted after this long
+    day2: bool = True  # rolling updates, healing, scale-in (False: gate release only)
+    watch_timeout: int = 60
+    watch_read_timeout: float = 2.0
+    max_retries: int = 5
+    backoff_base: float = 0.05
+    backoff_max: float = 2.0
+    stale_after: float = 30.0  # /healthz fails when a loop has not made progress for this long
+
+
+class Agent:
+    def __init__(
+        self,
+        kube: Kube,
+        config: AgentConfig,
+        registry: Registry | None = None,
+        active: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.kube = kube
+        self.config = config
+        self.registry = registry or Registry()
+        self.active = active
+        self.clock = clock
+        self.cache = WatchCache(kube, self.registry, config.namespace, watch_timeout=config.watch_timeout,
+                                watch_read_timeout=config.watch_read_timeout, backoff=self._backoff)
+        self.executor = Executor(self.cache, self.registry, active, max_retries=config.max_retries, backoff=self._backoff)
+        self.memory = Memory()
+        self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="agent")
+        self._waiting: dict[Key, float] = {}  # gang -> since when it waits (re-checked every recheck)
+        self._complete_since: dict[Key, float] = {}
+        self._bad: dict[Key, tuple[int, float]] = {}  # malformed gang -> (failures, retry at)
+        self._bad_rv: dict[Key, str] = {}  # the resourceVersion found malformed: a new one is read at once
+        self._reported: dict[Key, str] = {}
+        self._threads: list[threading.Thread] = []
+        self._last_resync = 0.0
+        self.passes = 0
+
+    # -- compatibility with the gate-lifter's surface ----------------------------------
+    @property
+    def pods(self) -> dict[Key, dict[str, object]]:
+        return self.cache.pods
+
+    @property
+    def podgangs(self) -> dict[Key, dict[str, object]]:
+        return self.cache.podgangs
+
+    @property
+    def patches(self) -> int:
+        return self.executor.patches
+
+    @property
+    def progress(self) -> dict[str, float]:
+        return self.cache.progress
+
+    def ready(self) -> bool:
+        return self.cache.ready()
+
+    def healthy(self) -> bool:
+        """Every loop thread is alive and has made progress within ``stale_after`` seconds.
+
+        With an unreachable or hanging API server the watchers stop making progress, so the
+        liveness probe fails and Kubernetes restarts the process instead of leaving it idle.
+        """
+        now = time.monotonic()
+        alive = all(t.is_alive() for t in self._threads)
+        return alive and all(now - t < self.config.stale_after for t in self.cache.progress.values())
+
+    def _backoff(self, attempt: int, slow: bool = False) -> float:
+        """Exponential backoff; ``slow`` (a malformed object, fixed only by a person) starts
+        at one second and tops out at five minutes."""
+        if slow:
+            return float(min(300.0, 2 ** max(0, attempt - 1)))
+        return float(min(self.config.backoff_max, self.config.backoff_base * 2 ** max(0, attempt - 1)))
+
+    # -- one pass ----------------------------------------------------------------------
+    def _snapshot(self, wl: WorkloadKey) -> Snapshot:
+        pods, gangs = self.cache.workload(wl)
+        with self.cache.lock:
+            elsewhere = [k for k in pods if self.cache.ref_count.get(k)]
+        return build(pods, gangs, elsewhere)
+
+    def _object_exists(self, ref: G.ObjectRef) -> bool:
+        """Ask the API server every time: a backend object deleted since the last check must
+        not be remembered as present (asked only once everything else is in place)."""
+        try:
+            return self.kube.object_exists(ref)
+        except ApiException as exc:
+            self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=str(exc.status or 0))
+            return False
+        except (HTTPError, OSError):
+            self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="connection")
+            return False
+
+    def _warn_problems(self, snap: Snapshot) -> None:
+        """Log each problem once (a warning, no Event: problems can repeat on every pass and
+        an Event per PodGang would be noise; the agent deletes nothing in their presence)."""
+        for _wl_key, problem in snap.problems:
+            if problem in self.memory.warned:
+                continue
+            self.memory.warned.add(problem)
+            log.warning("%s", problem)
+            self.registry.inc("grove_gitops_agent_problems_total", "Surprising cluster states the agent left alone")
+
+    def day2_actions(self, snap: Snapshot, now: float) -> list[Action]:
+        """Every day-2 action of one snapshot, in the order they must run."""
+        actions: list[Action] = []
+        for wl in snap.workloads.values():
+            breached = healing.breached_replicas(wl, self.memory, now)
+            retire, progress = rollout.rollout(wl, self.memory, now, breached=breached, grace=self.config.grace)
+            rolling = {progress.replica} if progress.replica is not None else set()
+            actions += healing.failed_pods(wl)
+            actions += healing.gang_termination(wl, self.memory, now, rolling)
+            actions += retire
+            actions += scalein.unwanted_pods(snap, wl, self.memory, now, self.config.grace)
+            self.registry.set("grove_gitops_agent_outdated_pods", "Old pods still running", float(progress.outdated),
+                              namespace=wl.namespace, podcliqueset=wl.pcs)
+            if progress.replica is not None:
+                self.registry.set("grove_gitops_agent_rollout_step", "Step of the replica being rolled",
+                                  float(progress.step), namespace=wl.namespace, podcliqueset=wl.pcs)
+        return actions
+
+    def _run_actions(self, actions: list[Action]) -> int:
+        """Execute: Initialized resets first, then deletes (in parallel), then the rest."""
+        seen: set[tuple[str, str]] = set()
+        first = [a for a in actions if isinstance(a, SetCondition) and a.type == INITIALIZED]
+        deletes = []
+        for a in actions:
+            if isinstance(a, DeletePod) and (a.namespace, a.name) not in seen:
+                seen.add((a.namespace, a.name))
+                deletes.append(a)
+        rest = [a for a in actions if not isinstance(a, DeletePod) and a not in first]
+        for a in first:
+            self.executor.set_condition(a)
+        done = sum(1 for ok in self._pool.map(self.executor.delete, deletes) if ok)
+        for a in rest:
+            if isinstance(a, SetCondition):
+                self.executor.set_condition(a)
+            elif isinstance(a, Event):
+                self.executor.event(a)
+        return done
+
+    def sync_workloads(self, keys: Iterable[WorkloadKey]) -> None:
+        """One pass over some workloads: day-2 actions, then releases."""
+        started = time.monotonic()
+        keys = sorted(set(keys))
+        now = self.clock()
+        if self.config.day2 and self.active():
+            for wl in keys:
+                snap = self._snapshot(wl)
+                self._warn_problems(snap)
+                actions = self.day2_actions(snap, now)
+                if actions and self.active():
+                    self._run_actions(actions)
+        gang_keys: list[Key] = []
+        for wl in keys:
+            _, gangs = self.cache.workload(wl)
+            gang_keys.extend(gangs)
+        gang_keys.extend(k for k in self._waiting if k not in gang_keys)
+        self.sync_gangs(sorted(set(gang_keys)))
+        self.passes += 1
+        self.registry.observe("grove_gitops_agent_pass", "Time of one agent pass", time.monotonic() - started)
+
+    # -- releases ----------------------------------------------------------------------
+    def _report_bad(self, key: Key, problem: str) -> None:
+        """One warning and one Event per distinct problem of a gang; then retry with backoff."""
+        failures = self._bad.get(key, (0, 0.0))[0] + 1
+        self._bad[key] = (failures, time.monotonic() + self._backoff(failures, slow=True))
+        with self.cache.lock:
+            self._bad_rv[key] = str(((self.cache.podgangs.get(key) or {}).get("metadata") or {}).get("resourceVersion", ""))
+        self.registry.inc("grove_gitops_lifter_malformed_podgangs_total", "PodGangs that could not be read")
+        if self._reported.get(key) == problem:
+            return
+        self._reported[key] = problem
+        log.warning("PodGang %s/%s cannot be evaluated: %s", key[0], key[1], problem)
+        with self.cache.lock:
+            gang = self.cache.podgangs.get(key)
+        if gang is not None:
+            self.kube.emit_event(key[0], gang, "MalformedPodGang", f"grove-gitops agent cannot evaluate this PodGang: {problem}")
+
+    def evaluate(self, key: Key) -> release.GangRelease:
+        """The release decision for one gang (raises MalformedPodGang)."""
+        wl = self._workload_of_gang(key)
+        snap = self._snapshot(wl)
+        pods, gangs = self.cache.workload(wl)
+        result = release.decide_all([key], snap, pods, gangs, self._object_exists)[key]
+        if isinstance(result, G.MalformedPodGang):
+            raise result
+        return result
+
+    def _workload_of_gang(self, key: Key) -> WorkloadKey:
+        from grove_gitops.agent.cache import workload_of
+
+        with self.cache.lock:
+            gang = self.cache.podgangs.get(key)
+        return workload_of(gang) if gang is not None else (key[0], "")
+
+    def sync_gang(self, key: Key) -> bool:
+        """Evaluate one gang and release what it allows; True when nothing is left to wait for."""
+        return self.sync_gangs([key])[key]
+
+    def sync_gangs(self, keys: list[Key]) -> dict[Key, bool]:
+        """Evaluate gangs and release what each allows.
+
+        The pods of all releasable gangs go to the worker pool together, so many small gangs
+        completing at once (a sync of a large app) are released in parallel; a gang that is not
+        Initialized is still released only as a whole.
+        """
+        done: dict[Key, bool] = {}
+        now = time.monotonic()
+        by_wl: dict[WorkloadKey, list[Key]] = {}
+        for key in keys:
+            bad = self._bad.get(key)
+            with self.cache.lock:
+                rv = str(((self.cache.podgangs.get(key) or {}).get("metadata") or {}).get("resourceVersion", ""))
+            if bad is not None and now < bad[1] and self._bad_rv.get(key) == rv:
+                self._waiting.setdefault(key, now)
+                done[key] = False
+                continue
+            by_wl.setdefault(self._workload_of_gang(key), []).append(key)
+        releasing: dict[Key, tuple[float, bool, list[Future[bool]]]] = {}
+        for wl, wl_keys in sorted(by_wl.items()):
+            try:
+                snap = self._snapshot(wl)
+                pods, gangs = self.cache.workload(wl)
+                decisions = release.decide_all(wl_keys, snap, pods, gangs, self._object_exists)
+            except Exception as exc:  # one workload's surprise must never block the others
+                log.exception("evaluating workload %s/%s failed", wl[0], wl[1])
+                for key in wl_keys:
+                    self._report_bad(key, f"{type(exc).__name__}: {exc}")
+                    self._waiting.setdefault(key, now)
+                    done[key] = False
+                continue
+            for key in wl_keys:
+                decision = decisions[key]
+                if isinstance(decision, G.MalformedPodGang):
+                    self._report_bad(key, str(decision))
+                    self._waiting.setdefault(key, now)
+                    done[key] = False
+                    continue
+                self._bad.pop(key, None)
+                self._reported.pop(key, None)
+                if not decision.complete and decision.whole_gang:
+                    if key in self.cache.podgangs:
+                        self._waiting.setdefault(key, time.monotonic())
+                    else:
+                        self._waiting.pop(key, None)
+                    done[key] = False
+                    continue
+                if decision.complete:
+                    self._waiting.pop(key, None)
+                else:
+                    self._waiting.setdefault(key, time.monotonic())
+                complete_at = self._complete_since.setdefault(key, time.monotonic())
+                if not self.active():
+                    done[key] = False
+                    continue
+                futures = [self._pool.submit(self.executor.ungate, key[0], name, uid) for name, uid in decision.to_ungate]
+                releasing[key] = (complete_at, decision.whole_gang and decision.complete, futures)
+                done[key] = decision.complete
+        for key, (complete_at, whole, futures) in releasing.items():
+            results = [f.result() for f in futures]
+            lifted = sum(1 for r in results if r)
+            if lifted:
+                self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed", float(lifted))
+                self.registry.observe(
+                    "grove_gitops_lifter_release", "Time from gang complete to release", time.monotonic() - complete_at
+                )
+                if whole:
+                    log.info("released gang %s/%s (%d pods)", key[0], key[1], lifted)
+                else:
+                    log.info("released %d pods of initialized gang %s/%s", lifted, key[0], key[1])
+            if not all(results):
+                done[key] = False
+                self._waiting.setdefault(key, time.monotonic())
+                continue
+            self._complete_since.pop(key, None)
+            if whole:
+                self.executor.set_condition(
+                    SetCondition(key, INITIALIZED, "True", "PodGangPodsCreated", "PodGang is fully initialized")
+                )
+        return done
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        watchers = [
+            threading.Thread(target=self.cache.list_watch, args=(kind, stop), name=f"watch-{kind}", daemon=True)
+            for kind in ("pods", "podgangs")
+        ]
+        self._threads = [*watchers, threading.current_thread()]
+        for t in watchers:
+            t.start()
+        try:
+            while not stop.is_set():
+                self.cache.mark("worker")
+                if not self.active():
+                    stop.wait(0.1)
+                    continue
+                with self.cache.lock:
+                    if not self.cache.dirty:
+                        self.cache.wake.wait(self.config.recheck)
+                    batch = set(self.cache.dirty)
+                    self.cache.dirty.clear()
+                    if time.monotonic() - self._last_resync >= self.config.resync and self.cache.ready():
+                        batch |= set(self.cache.by_workload)
+                        self._last_resync = time.monotonic()
+                if stop.is_set() or not self.active():
+                    continue
+                if not self.cache.ready():
+                    with self.cache.lock:
+                        self.cache.dirty |= batch
+                    stop.wait(0.05)
+                    continue
+                try:
+                    self.sync_workloads(batch)
+                except Exception:
+                    log.exception("a pass over %d workloads failed", len(batch))
+                    with self.cache.lock:
+                        self.cache.dirty |= batch
+                self.registry.set(
+                    "grove_gitops_lifter_gangs_waiting", "Gangs not yet complete", float(len(self._waiting))
+                )
+        finally:
+            stop.set()
+            with self.cache.lock:
+                self.cache.wake.notify_all()
+            for t in watchers:
+                t.join(timeout=5)
+            self._pool.shutdown(wait=True, cancel_futures=True)

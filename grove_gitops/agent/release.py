@@ -1,0 +1,104 @@
+"""Gate release: which gated pods may run now (``spec/grove-desired-state.md`` §6, day-2 §2.5).
+
+- A PodGang that is not ``Initialized`` is released as a whole, once complete
+  (:func:`~.gangs.decide`: every referenced pod exists, backend objects exist, a scaled gang's
+  base gang is scheduled), as the gate-lifter always did.
+- An ``Initialized`` PodGang (its gang was scheduled before) releases each referenced pod on
+  its own, as Grove does for replacements (§2.5 rule 5): rolling updates, failed-pod
+  replacements and scale-outs. A scaled gang's pod still waits for its base gang.
+- Either way a pod is released only when its slot is free: no released old pod is left on
+  its hostname (even a terminating one), so two pods never share a hostname.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grove_gitops.agent import gangs as G
+from grove_gitops.agent.snapshot import Key, Snapshot
+
+
+@dataclass
+class GangRelease:
+    """The decision for one PodGang."""
+
+    complete: bool  # nothing left to wait for (whole-gang: mark Initialized after the release)
+    whole_gang: bool  # not Initialized yet: released as a whole
+    to_ungate: list[tuple[str, str]] = field(default_factory=list)  # (name, uid)
+    waiting_for: list[str] = field(default_factory=list)
+
+
+def _blocked(snap: Snapshot) -> dict[Key, str]:
+    """Referenced pods whose slot still holds a released old pod -> that pod's name."""
+    out: dict[Key, str] = {}
+    for wl in snap.workloads.values():
+        for slot in wl.slots.values():
+            if slot.new_name is not None and not slot.free:
+                out[(slot.namespace, slot.new_name)] = slot.released_old[0].name
+    return out
+
+
+def decide_gang(
+    key: Key,
+    snap: Snapshot,
+    raw_pods: Mapping[Key, Mapping[str, Any]],
+    gangs_by_name: Mapping[str, Mapping[str, Any]],
+    object_exists: Callable[[G.ObjectRef], bool],
+    blocked: Mapping[Key, str],
+) -> GangRelease:
+    """Release decision for one PodGang; raises :class:`~.gangs.MalformedPodGang`."""
+    if key in snap.malformed:
+        raise G.MalformedPodGang(snap.malformed[key])
+    gang = snap.gangs.get(key)
+    if gang is None:
+        return GangRelease(False, True, [], ["PodGang"])
+    holders = [f"slot of pod {ns}/{name} still holds pod {blocked[(ns, name)]}" for _, ns, name in gang.refs if (ns, name) in blocked]
+    if not gang.initialized:
+        decision = G.decide(gang.raw, raw_pods, object_exists if not holders else (lambda _ref: True), gangs_by_name)
+        waiting = decision.waiting_for + holders
+        if waiting:
+            return GangRelease(False, True, [], waiting)
+        return GangRelease(True, True, [(n, decision.uids.get(n, "")) for n in decision.to_ungate])
+    out = GangRelease(True, False)
+    base_ok: dict[str, list[str]] = {}
+    for _group, ns, name in gang.refs:
+        pod = snap.pods.get((ns, name))
+        if pod is None or pod.terminating or pod.podgang != gang.name or not pod.gated:
+            continue
+        if (ns, name) in blocked:
+            out.waiting_for.append(f"slot of pod {ns}/{name} still holds pod {blocked[(ns, name)]}")
+            continue
+        base = G.base_label(pod.raw)
+        if base:
+            if base not in base_ok:
+                base_gang = gangs_by_name.get(base)
+                base_ok[base] = [f"base PodGang {base}"] if base_gang is None else G.base_gang_scheduled(base_gang, raw_pods)
+            if base_ok[base]:
+                out.waiting_for.extend(base_ok[base])
+                continue
+        out.to_ungate.append((name, pod.uid))
+    out.complete = not out.waiting_for
+    return out
+
+
+def decide_all(
+    keys: Iterable[Key],
+    snap: Snapshot,
+    raw_pods: Mapping[Key, Mapping[str, Any]],
+    raw_gangs: Mapping[Key, Mapping[str, Any]],
+    object_exists: Callable[[G.ObjectRef], bool],
+) -> dict[Key, GangRelease | G.MalformedPodGang]:
+    """Decisions for several gangs; a malformed gang yields its error, never blocks others."""
+    blocked = _blocked(snap)
+    by_ns: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for (ns, name), raw in raw_gangs.items():
+        by_ns.setdefault(ns, {})[name] = raw
+    out: dict[Key, GangRelease | G.MalformedPodGang] = {}
+    for key in keys:
+        try:
+            out[key] = decide_gang(key, snap, raw_pods, by_ns.get(key[0], {}), object_exists, blocked)
+        except G.MalformedPodGang as exc:
+            out[key] = exc
+    return out

@@ -1,0 +1,293 @@
+"""RollingRecreate and OnDelete: which old pods to retire now (``spec/grove-day2.md`` §2-§4).
+
+Git already holds the new target: every slot's new pod exists (gated) next to its old pod.
+Retiring the old pod frees the slot, and :mod:`.release` then lifts the new pod's gate. This
+module only chooses *which* old pods to delete, in Grove's order, derived each pass from
+live pods (and the ``RollingUpdate`` condition on the replica's base PodGang, which records
+the replica being rolled), so a restarted agent resumes where the last one stopped.
+
+RollingRecreate, per PodCliqueSet:
+- one replica at a time: the one whose base PodGang says ``RollingUpdate=True`` while it has
+  work left, else the next by :func:`~.order.order_replicas` (Grove's order);
+- in that replica, old pods that are not Ready are retired at once (Grove's pending /
+  unhealthy / starting buckets; a Ready pod with an old restart is *not* unhealthy here,
+  fixing Grove #697), and a scaling-group replica that is unavailable has all its old pods
+  retired at once;
+- Ready old pods go one step at a time (:func:`~.order.steps_for_replica`): a step starts
+  only when nothing of the replica is in flight (an old pod still terminating, or a new pod
+  not yet Ready) and Grove's guard holds (the PodClique has ≥ minAvailable Ready pods; the
+  scaling group ≥ minAvailable available replicas);
+- the replica is done when it has no old pod and every PodClique has ≥ minAvailable Ready
+  new pods (Grove's completion rule).
+- An update during an update keeps the current replica until it is done (Grove restarts the
+  walk and can roll two replicas at once, §4 / §8.6).
+
+OnDelete retires nothing: a user deleting an old pod frees the slot. Under both strategies
+an old pod that never ran (still gated: a superseded target) and is older than the grace
+period is deleted at once, since it holds no workload and would otherwise block its slot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
+from grove_gitops.agent.order import ReplicaRank, SlotRef, Step, order_replicas, steps_for_replica
+from grove_gitops.agent.snapshot import ON_DELETE, PodView, Slot, Workload
+
+ROLLING_UPDATE = "RollingUpdate"
+_OF = re.compile(r"step \d+ of (\d+)")
+
+
+@dataclass
+class Progress:
+    """What a pass found, for the PodGang condition, Events and metrics."""
+
+    replica: int | None = None
+    step: int = 0
+    total: int = 0
+    outdated: int = 0  # old pods still running (both strategies)
+    waiting: list[str] = field(default_factory=list)
+
+
+def _epoch(created: str) -> float:
+    import datetime as dt
+
+    try:
+        return dt.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _live_old(slot: Slot) -> list[PodView]:
+    return [p for p in slot.old if not p.terminating]
+
+
+def _slot_ref(slot: Slot, pod: PodView) -> SlotRef:
+    return SlotRef(slot.hostname, pod.podclique or slot.hostname, pod.index or 0, pod.scaling_group, pod.scaling_group_replica)
+
+
+def base_gang(wl: Workload, replica: int) -> str | None:
+    name = f"{wl.pcs}-{replica}"
+    return name if name in wl.gangs else None
+
+
+def _condition(wl: Workload, replica: int, kind: str) -> dict[str, object] | None:
+    gang = base_gang(wl, replica)
+    if gang is None:
+        return None
+    for cond in (wl.gangs[gang].raw.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def superseded(wl: Workload, now: float, grace: float) -> list[Action]:
+    """Old pods that never ran (still gated), older than ``grace``: delete at once."""
+    out: list[Action] = []
+    for slot in wl.slots.values():
+        for pod in slot.old:
+            if pod.gated and not pod.terminating and now - _epoch(pod.created) >= grace:
+                out.append(DeletePod(pod.namespace, pod.name, pod.uid, "PodRetired",
+                                     f"superseded before it ever ran (slot {slot.hostname})", _gang_key(wl, slot)))
+    return out
+
+
+def _gang_key(wl: Workload, slot: Slot) -> tuple[str, str] | None:
+    return (wl.namespace, slot.gang) if slot.gang else None
+
+
+def _available_in(wl: Workload, slots: list[Slot], podclique: str) -> int:
+    n = 0
+    for slot in slots:
+        for pod in [*slot.old, *([slot.new] if slot.new else [])]:
+            if pod.podclique == podclique and pod.available:
+                n += 1
+    return n
+
+
+def _clique_of(slot: Slot) -> str | None:
+    pod = slot.new or (slot.old[0] if slot.old else None)
+    return pod.podclique if pod else None
+
+
+def _replica_done(wl: Workload, slots: list[Slot]) -> bool:
+    """No old pod left and every PodClique has ≥ minAvailable Ready new pods."""
+    if any(s.released_old for s in slots):
+        return False
+    ready: dict[str, int] = {}
+    for slot in slots:
+        clique = _clique_of(slot)
+        if clique is None:
+            continue
+        ready.setdefault(clique, 0)
+        if slot.new is not None and slot.new.available:
+            ready[clique] += 1
+    return all(n >= (wl.min_available(c) or 0) for c, n in ready.items())
+
+
+def _work(slots: list[Slot]) -> bool:
+    return any(s.released_old and not s.ambiguous for s in slots)
+
+
+def _group_available(wl: Workload, slots: list[Slot], group: str, replica: int) -> bool:
+    cliques = {s.new.podclique for s in slots if s.new and s.new.scaling_group == group and s.new.scaling_group_replica == replica}
+    cliques |= {p.podclique for s in slots for p in s.old if p.scaling_group == group and p.scaling_group_replica == replica}
+    members = [s for s in slots if any(
+        p.scaling_group == group and p.scaling_group_replica == replica for p in [*s.old, *([s.new] if s.new else [])])]
+    return all(_available_in(wl, members, c) >= (wl.min_available(c) or 0) for c in cliques if c)
+
+
+def rollout(wl: Workload, memory: Memory, now: float, *, breached: set[int], grace: float) -> tuple[list[Action], Progress]:
+    """The retire actions of one pass for one PodCliqueSet, and its progress."""
+    progress = Progress()
+    actions: list[Action] = superseded(wl, now, grace)
+    progress.outdated = sum(len(s.released_old) for s in wl.slots.values())
+    rolling = {i: d for i, d in wl.replicas.items() if d.strategy != ON_DELETE}
+    if not rolling:
+        return actions, progress
+    by_replica = {i: wl.replica_slots(i) for i in rolling}
+    current = None
+    for i in sorted(rolling):
+        cond = _condition(wl, i, ROLLING_UPDATE)
+        if cond is not None and cond.get("status") == "True" and not _replica_done(wl, by_replica[i]):
+            current = i
+            break
+    if current is not None and not _work(by_replica[current]) and _replica_done(wl, by_replica[current]):
+        current = None
+    if current is None:
+        pending = [i for i in rolling if _work(by_replica[i])]
+        # A replica whose condition says True but is done now gets its completion written.
+        for i in rolling:
+            cond = _condition(wl, i, ROLLING_UPDATE)
+            if cond is not None and cond.get("status") == "True" and i not in pending and _replica_done(wl, by_replica[i]):
+                actions += _complete(wl, i, memory)
+        if not pending:
+            return actions, progress
+        ranks = [
+            ReplicaRank(i, sum(1 for s in by_replica[i] for p in [*s.old, *([s.new] if s.new else [])] if p.scheduled), i in breached)
+            for i in pending
+        ]
+        current = order_replicas(ranks)[0]
+        total = len(_remaining_steps(current, by_replica[current]))
+        memory_total(memory, wl, current, total)
+        gang = base_gang(wl, current)
+        if gang is not None:
+            actions.append(Event((wl.namespace, gang), "RollingUpdateStarted",
+                                 f"rolling PodCliqueSet replica {current}: {total} steps"))
+    progress.replica = current
+    slots = by_replica[current]
+    actions += _retire_step(wl, memory, current, slots, progress)
+    if not _work(slots) and _replica_done(wl, slots) and not any(isinstance(a, DeletePod) and a.reason == "PodRetired" and not a.message.startswith("superseded") for a in actions):
+        actions += _complete(wl, current, memory)
+    else:
+        gang = base_gang(wl, current)
+        if gang is not None:
+            actions.append(SetCondition((wl.namespace, gang), ROLLING_UPDATE, "True", "RollingReplica",
+                                        f"rolling replica {current}, step {progress.step} of {progress.total}"))
+    return actions, progress
+
+
+def memory_total(memory: Memory, wl: Workload, replica: int, total: int | None = None) -> int:
+    """The step count of the replica's rollout, remembered from its start (or read back from
+    the condition message after a restart)."""
+    key = f"{wl.namespace}/{wl.pcs}/{replica}"
+    if total is not None:
+        memory.rollout_total[key] = total
+        return total
+    if key not in memory.rollout_total:
+        cond = _condition(wl, replica, ROLLING_UPDATE)
+        found = _OF.search(str(cond.get("message", ""))) if cond else None
+        memory.rollout_total[key] = int(found.group(1)) if found else 0
+    return memory.rollout_total[key]
+
+
+def _complete(wl: Workload, replica: int, memory: Memory) -> list[Action]:
+    memory.rollout_total.pop(f"{wl.namespace}/{wl.pcs}/{replica}", None)
+    gang = base_gang(wl, replica)
+    if gang is None:
+        return []
+    return [
+        SetCondition((wl.namespace, gang), ROLLING_UPDATE, "False", "UpdateComplete", f"replica {replica} runs its current template"),
+        Event((wl.namespace, gang), "RollingUpdateComplete", f"PodCliqueSet replica {replica} updated"),
+    ]
+
+
+def _remaining_steps(replica: int, slots: list[Slot]) -> list[Step]:
+    refs = []
+    for slot in slots:
+        if slot.ambiguous:
+            continue
+        for pod in slot.released_old:
+            if not pod.terminating:
+                refs.append(_slot_ref(slot, pod))
+    return steps_for_replica(replica, refs)
+
+
+def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], progress: Progress) -> list[Action]:
+    out: list[Action] = []
+    by_host = {s.hostname: s for s in slots}
+    # 1. Old pods that are not Ready, and every old pod of an unavailable scaling-group replica: at once.
+    retired: set[str] = set()
+    for slot in slots:
+        if slot.ambiguous:
+            continue
+        for pod in _live_old(slot):
+            if pod.gated:
+                continue  # handled by superseded() once past the grace period
+            if pod.scaling_group is not None and pod.scaling_group_replica is not None:
+                if _group_available(wl, slots, pod.scaling_group, pod.scaling_group_replica):
+                    continue
+                reason = f"scaling group {pod.scaling_group} replica {pod.scaling_group_replica} is unavailable"
+            elif pod.available:
+                continue
+            else:
+                reason = "not Ready"
+            out.append(DeletePod(pod.namespace, pod.name, pod.uid, "PodRetired",
+                                 f"rolling update of replica {replica}: old pod {reason}", _gang_key(wl, slot)))
+            retired.add(slot.hostname)
+    remaining = [s for s in _remaining_steps(replica, slots) if not set(s.hostnames) & retired]
+    progress.total = max(memory_total(memory, wl, replica), len(remaining))
+    progress.step = progress.total - len(remaining)
+    if out:
+        progress.waiting.append("old pods that are not Ready are being retired")
+        return out
+    # 2. Anything in flight? An old pod terminating, or a new pod not Ready yet.
+    for slot in slots:
+        if any(p.terminating for p in slot.old):
+            progress.waiting.append(f"old pod of {slot.hostname} is terminating")
+            return out
+        if slot.new_name is not None and slot.free and (slot.new is None or not slot.new.available):
+            progress.waiting.append(f"new pod of {slot.hostname} is not Ready yet")
+            return out
+    if not remaining:
+        return out
+    step = remaining[0]
+    # 3. Grove's guard.
+    first = by_host[step.hostnames[0]].released_old[0]
+    if first.scaling_group is None:
+        clique = first.podclique or ""
+        need = wl.min_available(clique) or 0
+        have = _available_in(wl, slots, clique)
+        if have < need:
+            progress.waiting.append(f"PodClique {clique} has {have} Ready pods, below minAvailable {need}")
+            return out
+    else:
+        group = first.scaling_group
+        spec = next((g for d in [wl.replicas[replica]] for g in d.scaling_groups if g.name == group), None)
+        need = spec.min_available if spec else 1
+        replicas = {p.scaling_group_replica for s in slots for p in [*s.old, *([s.new] if s.new else [])]
+                    if p.scaling_group == group and p.scaling_group_replica is not None}
+        have = sum(1 for j in replicas if _group_available(wl, slots, group, j))
+        if have < need:
+            progress.waiting.append(f"scaling group {group} has {have} available replicas, below minAvailable {need}")
+            return out
+    progress.step += 1
+    for host in step.hostnames:
+        slot = by_host[host]
+        for pod in _live_old(slot):
+            out.append(DeletePod(pod.namespace, pod.name, pod.uid, "PodRetired",
+                                 f"rolling update of replica {replica}, step {progress.step} of {progress.total}: {step.unit}",
+                                 _gang_key(wl, slot)))
+    return out
