@@ -1,4 +1,4 @@
-"""Tests for grove_gitops.testing.schemas against the real upstream CRDs and kubernetes-validate schemas."""
+"""Tests for tests.schemas against the real upstream CRDs and kubernetes-validate schemas."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from grove_gitops.testing import schemas
-from grove_gitops.testing.schemas import CRDRegistry, builtin_errors, validate_any
+from tests import schemas
+from tests.schemas import CRDRegistry, builtin_errors, validate_any
 
 CRD_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "crds"
 KUBE_VERSIONS = ("1.35", "1.36", "1.37")

@@ -22,9 +22,9 @@ import kubernetes_validate
 import kubernetes_validate.utils as kv_utils
 import referencing
 
-from grove_gitops.testing.fakeapi.errors import FieldError
-from grove_gitops.testing.fakeapi.resources import ResourceType
-from grove_gitops.testing.fakeapi.schema import field_path, format_schema_error, sorted_errors
+from tests.fakeserver.errors import FieldError
+from tests.fakeserver.resources import ResourceType
+from tests.fakeserver.schema import field_path, format_schema_error, sorted_errors
 
 JsonObj = dict[str, Any]
 Validator = Callable[[JsonObj], list[str]]

@@ -25,7 +25,7 @@ from typing import Any
 
 import jsonschema
 
-from grove_gitops.testing.fakeapi.resources import ResourceRegistry
+from tests.fakeserver.resources import ResourceRegistry
 
 JsonObj = dict[str, Any]
 
