@@ -14,9 +14,10 @@ from tests.fakeserver.patch import (
     apply_strategic_merge_patch,
 )
 from tests.fakeserver.resources import ResourceRegistry, builtin_types
-from tests.fakeserver.schema import CrdSchemaValidator, openapi_to_jsonschema
+from tests.fakeserver.schema import CrdSchemaValidator
 from tests.fakeserver.selector import SelectorError, labels_match, parse_label_selector
 from tests.fakeserver.store import ResourceExpired, Store
+from tests.schemas import crd_schema_to_jsonschema
 
 
 def _doc() -> dict[str, Any]:
@@ -131,7 +132,7 @@ def test_label_selector_parsing() -> None:
 
 
 def test_openapi_conversion_handles_kubernetes_extensions() -> None:
-    schema = openapi_to_jsonschema(
+    schema = crd_schema_to_jsonschema(
         {
             "type": "object",
             "properties": {
@@ -144,7 +145,6 @@ def test_openapi_conversion_handles_kubernetes_extensions() -> None:
                 "closed": {"type": "object", "properties": {"a": {"type": "string"}}},
             },
         },
-        root=True,
     )
     assert schema["properties"]["port"]["type"] == ["integer", "string"]
     assert schema["properties"]["note"]["type"] == ["string", "null"]
