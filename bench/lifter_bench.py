@@ -132,8 +132,8 @@ def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
     from grove_gitops.agent.kube import Kube
     from grove_gitops.agent.loop import Agent, AgentConfig
     from grove_gitops.gitops.metrics import Registry
-    from grove_gitops.testing.fakeapi import FakeApiServer
-    from grove_gitops.testing.fakeapi.server import DEFAULT_NAMESPACES
+    from tests.fakeserver import FakeApiServer
+    from tests.fakeserver.server import DEFAULT_NAMESPACES
 
     pcss = workload(gangs, pods)
     tmp = Path(tempfile.mkdtemp(prefix="grove-bench-lifter-"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, settings
 
-from grove_gitops.testing.schemas import CRDRegistry
+from tests.schemas import CRDRegistry
 from tests.support import CRDS
 
 # Fuzz tests (tests/test_fuzz.py): a fixed, bounded search in CI; ``--hypothesis-profile long``

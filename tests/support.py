@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from grove_gitops.render import RenderResult, render_source
-from grove_gitops.testing.schemas import CRDRegistry
+from tests.schemas import CRDRegistry
 
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
@@ -87,7 +87,7 @@ def problems_of(tmp_path: Path, files: dict[str, str]) -> list[str]:
 def assert_schema_valid(result: RenderResult, crds: CRDRegistry) -> None:
     """Every rendered object, custom or built-in (pods too), passes its schema for every
     Kubernetes version the project targets."""
-    from grove_gitops.testing.schemas import validate_any
+    from tests.schemas import validate_any
 
     errors = [
         f"{item.obj['kind']} {item.obj['metadata'].get('name')}: {error}"

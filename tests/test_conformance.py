@@ -17,7 +17,7 @@ import yaml
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import RenderResult, render_source
-from grove_gitops.testing.schemas import CRDRegistry, validate_any
+from tests.schemas import CRDRegistry, validate_any
 from tests.support import PROJECT, SAMPLES
 
 SAMPLE_FILES = sorted(p.relative_to(SAMPLES).as_posix() for p in SAMPLES.rglob("*.yaml"))

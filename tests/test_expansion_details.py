@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from grove_gitops.errors import InvalidInputError
-from grove_gitops.testing.schemas import CRDRegistry, validate_any
+from tests.schemas import CRDRegistry, validate_any
 from tests.support import objects_by_kind, render_files
 
 SHARING = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grove_gitops.testing.schemas import builtin_errors
+from tests.schemas import builtin_errors
 from tests.support import KUBE_VERSIONS, objects_by_kind, problems_of, render_files
 
 MNNVL_ON = """

@@ -1,4 +1,4 @@
-"""Tests for grove_gitops.testing.schemas against the real upstream CRDs and kubernetes-validate schemas."""
+"""Tests for tests.schemas against the real upstream CRDs and kubernetes-validate schemas."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from grove_gitops.testing import schemas
-from grove_gitops.testing.schemas import CRDRegistry, builtin_errors, validate_any
+from tests import schemas
+from tests.schemas import CRDRegistry, builtin_errors, validate_any
 
 CRD_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "crds"
 KUBE_VERSIONS = ("1.35", "1.36", "1.37")
@@ -596,6 +596,54 @@ def test_synthetic_invalid(widgets: CRDRegistry, spec: dict[str, Any], expected:
 # --------------------------------------------------------------------------------------------------
 # Unknown kinds and routing
 # --------------------------------------------------------------------------------------------------
+
+
+def test_embedded_resource_and_pattern_properties() -> None:
+    # Carried over from the fake API server's former converter when the two were merged: an
+    # ``x-kubernetes-embedded-resource`` object implicitly has apiVersion/kind/metadata, and
+    # ``patternProperties`` values are converted (strict) like ``properties`` ones.
+    crd = _widget_crd()
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    spec["template"] = {
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
+        "properties": {"spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}}},
+    }
+    spec["byZone"] = {
+        "type": "object",
+        "patternProperties": {"^z-": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    }
+    registry = CRDRegistry([crd])
+    template = {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"replicas": 1}}
+    assert registry.validate(_widget(size=1, template=template, byZone={"z-a": {"n": 1}})) == []
+    errors = registry.validate(_widget(size=1, template={**template, "extra": 1}, byZone={"z-a": {"m": 1}}))
+    assert any("spec.template.extra: unknown field" in e for e in errors), errors
+    assert any("spec.byZone.z-a.m: unknown field" in e for e in errors), errors
+    converted = schemas.crd_schema_to_jsonschema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    assert {"apiVersion", "kind", "metadata", "spec"} <= set(
+        converted["properties"]["spec"]["properties"]["template"]["properties"]
+    )
+
+
+def test_builtin_schemas_come_from_the_product_loader() -> None:
+    # One implementation of the kubernetes-validate lookup: the conformance checks and the fake
+    # API server both compile built-in validators through grove_gitops.validation.podspec.
+    from grove_gitops.validation import podspec
+    from tests.fakeserver import KubernetesSchemaValidator
+
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s", "namespace": "n"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    assert builtin_errors(service, "1.36") == []
+    assert KubernetesSchemaValidator("1.36.0")(service) == []
+    before = podspec.builtin_validator.cache_info()
+    assert builtin_errors(service, "1.36") == []
+    assert KubernetesSchemaValidator("1.36.0")(service) == []
+    after = podspec.builtin_validator.cache_info()
+    assert after.hits - before.hits == 2 and after.misses == before.misses
 
 
 def test_unknown_crd_kind_and_version(crds: CRDRegistry) -> None:

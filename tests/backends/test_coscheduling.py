@@ -17,7 +17,7 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.backendapi import BackendContext
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
-from grove_gitops.testing.schemas import CRDRegistry
+from tests.schemas import CRDRegistry
 from tests.support import assert_schema_valid, objects_by_kind, render_files
 
 T = "spec.template"

@@ -12,7 +12,7 @@ import pytest
 from backends.kai import NODE_LABEL_PATTERN, topology_problems
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.render import RenderResult
-from grove_gitops.testing.schemas import CRDRegistry
+from tests.schemas import CRDRegistry
 from tests.support import GPU_FABRIC, INF, assert_schema_valid, objects_by_kind, problems_of, render_files
 
 KAI_DEFAULT = """

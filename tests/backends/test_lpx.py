@@ -14,7 +14,7 @@ import yaml
 
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
-from grove_gitops.testing.schemas import CRDRegistry, validate_any
+from tests.schemas import CRDRegistry, validate_any
 from tests.support import objects_by_kind, render_files
 
 KUBE_VERSIONS = ("1.35", "1.36", "1.37")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from grove_gitops.render import RenderResult
-from grove_gitops.testing.schemas import CRDRegistry
+from tests.schemas import CRDRegistry
 from tests.support import GPU_FABRIC, assert_schema_valid, objects_by_kind, problems_of, render_files
 
 VOLCANO_ENABLED = """

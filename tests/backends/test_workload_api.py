@@ -19,7 +19,7 @@ import pytest
 from backends.workload_api import fit_label
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult, render_source
-from grove_gitops.testing.schemas import CRDRegistry, builtin_errors
+from tests.schemas import CRDRegistry, builtin_errors
 from tests.support import CRDS, write_source
 
 VERSIONS = ("1.35", "1.36", "1.37")

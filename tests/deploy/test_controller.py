@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from grove_gitops.gitops.repo import TOKEN_ENV
-from grove_gitops.testing.schemas import builtin_errors
+from tests.schemas import builtin_errors
 
 from .helpers import CONTROLLER, KUBE_VERSIONS, cli_params, container, expand_args, mount_for, one, pod_spec
 from .test_gate_lifter import assert_hardened

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grove_gitops.testing.schemas import builtin_errors
+from tests.schemas import builtin_errors
 
 from .helpers import (
     CONTROLLER,

@@ -28,8 +28,8 @@ from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
-from grove_gitops.testing.fakeapi import FakeApiServer
-from grove_gitops.testing.fakeapi.server import DEFAULT_NAMESPACES
+from tests.fakeserver import FakeApiServer
+from tests.fakeserver.server import DEFAULT_NAMESPACES
 
 from .helpers import (
     GATE_LIFTER,

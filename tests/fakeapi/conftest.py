@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import kubernetes.client
 import pytest
 
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 
 import urllib3
 
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 
 GATE = "grove.io/podgang-pending-creation"
 

@@ -9,8 +9,8 @@ import kubernetes.client
 import pytest
 from kubernetes.client import ApiException
 
-from grove_gitops.testing.fakeapi import FakeApiServer
 from tests.fakeapi.fakeapi_helpers import podgang_manifest, raw
+from tests.fakeserver import FakeApiServer
 
 PODGANG = ("scheduler.grove.io", "v1alpha1", "default", "podgangs")
 

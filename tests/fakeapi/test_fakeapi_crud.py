@@ -8,8 +8,8 @@ import kubernetes.client
 import pytest
 from kubernetes.client import ApiException
 
-from grove_gitops.testing.fakeapi import FakeApiServer
 from tests.fakeapi.fakeapi_helpers import pod_manifest, raw
+from tests.fakeserver import FakeApiServer
 
 
 def test_create_fills_server_metadata_and_returns_201(core: kubernetes.client.CoreV1Api) -> None:

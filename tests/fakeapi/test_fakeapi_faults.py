@@ -9,8 +9,8 @@ import kubernetes.client
 import pytest
 from kubernetes.client import ApiException
 
-from grove_gitops.testing.fakeapi import FakeApiServer
 from tests.fakeapi.fakeapi_helpers import GATE, pod_manifest
+from tests.fakeserver import FakeApiServer
 
 LIFT = [
     {"op": "test", "path": "/spec/schedulingGates/0/name", "value": GATE},

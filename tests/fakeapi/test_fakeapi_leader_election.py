@@ -16,7 +16,7 @@ import kubernetes.client
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 
 
 class _Stopped(Exception):

@@ -12,8 +12,8 @@ import kubernetes.client
 import pytest
 from kubernetes.client import ApiException
 
-from grove_gitops.testing.fakeapi import FakeApiServer
 from tests.fakeapi.fakeapi_helpers import GATE, pod_manifest, raw
+from tests.fakeserver import FakeApiServer
 
 
 def _error(info: pytest.ExceptionInfo[ApiException]) -> dict[str, object]:

@@ -6,17 +6,18 @@ from typing import Any
 
 import pytest
 
-from grove_gitops.testing.fakeapi.patch import (
+from tests.fakeserver.patch import (
     PatchError,
     PatchFormatError,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from grove_gitops.testing.fakeapi.resources import ResourceRegistry, builtin_types
-from grove_gitops.testing.fakeapi.schema import CrdSchemaValidator, openapi_to_jsonschema
-from grove_gitops.testing.fakeapi.selector import SelectorError, labels_match, parse_label_selector
-from grove_gitops.testing.fakeapi.store import ResourceExpired, Store
+from tests.fakeserver.resources import ResourceRegistry, builtin_types
+from tests.fakeserver.schema import CrdSchemaValidator
+from tests.fakeserver.selector import SelectorError, labels_match, parse_label_selector
+from tests.fakeserver.store import ResourceExpired, Store
+from tests.schemas import crd_schema_to_jsonschema
 
 
 def _doc() -> dict[str, Any]:
@@ -131,7 +132,7 @@ def test_label_selector_parsing() -> None:
 
 
 def test_openapi_conversion_handles_kubernetes_extensions() -> None:
-    schema = openapi_to_jsonschema(
+    schema = crd_schema_to_jsonschema(
         {
             "type": "object",
             "properties": {
@@ -144,7 +145,6 @@ def test_openapi_conversion_handles_kubernetes_extensions() -> None:
                 "closed": {"type": "object", "properties": {"a": {"type": "string"}}},
             },
         },
-        root=True,
     )
     assert schema["properties"]["port"]["type"] == ["integer", "string"]
     assert schema["properties"]["note"]["type"] == ["string", "null"]
@@ -154,8 +154,8 @@ def test_openapi_conversion_handles_kubernetes_extensions() -> None:
 
 
 def test_crd_validator_reports_every_problem() -> None:
-    from grove_gitops.testing.fakeapi.crds import load_crd_documents, resource_types_from_crd
-    from grove_gitops.testing.fakeapi.server import default_crd_dir
+    from tests.fakeserver.crds import load_crd_documents, resource_types_from_crd
+    from tests.fakeserver.server import default_crd_dir
 
     crd_dir = default_crd_dir()
     assert crd_dir is not None, "the shared CRDs must be next to the project"

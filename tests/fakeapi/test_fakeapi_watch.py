@@ -12,8 +12,8 @@ import kubernetes.watch
 import pytest
 from kubernetes.client import ApiException
 
-from grove_gitops.testing.fakeapi import FakeApiServer
 from tests.fakeapi.fakeapi_helpers import pod_manifest, podgang_manifest
+from tests.fakeserver import FakeApiServer
 
 
 def _collect(stream: Any, count: int) -> list[tuple[str, str]]:

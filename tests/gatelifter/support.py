@@ -16,7 +16,7 @@ from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 
 WAVE = "argocd.argoproj.io/sync-wave"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from grove_gitops.agent.drift import DRIFT_REASON, DriftChecker
 from grove_gitops.agent.kube import Kube
 from grove_gitops.gitops.metrics import Registry
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 
 CTB = {
     "apiVersion": "grove.io/v1alpha1",

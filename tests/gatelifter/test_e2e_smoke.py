@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grove_gitops.agent.kube import Kube
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 from tests.gatelifter.support import apply, gated, rendered_objects, running_lifter
 from tests.support import PROJECT
 

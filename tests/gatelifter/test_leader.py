@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from grove_gitops.agent.kube import Kube
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 from tests.gatelifter.support import apply, gated, rendered_objects
 from tests.support import PROJECT, pcs_yaml, write_source
 

@@ -8,7 +8,7 @@ import time
 import kubernetes.client
 
 from grove_gitops.agent.leader import LeaderElector
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 
 
 def elector(server: FakeApiServer, identity: str) -> LeaderElector:

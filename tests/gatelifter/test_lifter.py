@@ -13,7 +13,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from grove_gitops.agent.kube import Kube
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 from tests.gatelifter.support import apply, gated, path_of, rendered_objects, running_lifter
 from tests.support import PROJECT, write_source
 

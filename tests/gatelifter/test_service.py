@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from grove_gitops.agent.kube import Kube
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 from tests.gatelifter.support import apply, gated, rendered_objects
 from tests.gatelifter.test_leader import kubeconfig
 from tests.support import PROJECT

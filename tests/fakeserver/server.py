@@ -28,16 +28,16 @@ from typing import Any
 
 import kubernetes.client
 
-from grove_gitops.testing.fakeapi.app import ApiApp
-from grove_gitops.testing.fakeapi.crds import load_crd_documents, resource_types_from_crd
-from grove_gitops.testing.fakeapi.faults import FaultInjector, RequestLog, RequestRecord
-from grove_gitops.testing.fakeapi.handlers import ApiHandlers
-from grove_gitops.testing.fakeapi.http_server import HttpServer
-from grove_gitops.testing.fakeapi.pods import set_condition
-from grove_gitops.testing.fakeapi.resources import ResourceRegistry, ResourceType, builtin_types
-from grove_gitops.testing.fakeapi.schema import CrdSchemaValidator
-from grove_gitops.testing.fakeapi.store import Store
-from grove_gitops.testing.fakeapi.validation import KubernetesSchemaValidator, Validator
+from tests.fakeserver.app import ApiApp
+from tests.fakeserver.crds import load_crd_documents, resource_types_from_crd
+from tests.fakeserver.faults import FaultInjector, RequestLog, RequestRecord
+from tests.fakeserver.handlers import ApiHandlers
+from tests.fakeserver.http_server import HttpServer
+from tests.fakeserver.pods import set_condition
+from tests.fakeserver.resources import ResourceRegistry, ResourceType, builtin_types
+from tests.fakeserver.schema import CrdSchemaValidator
+from tests.fakeserver.store import Store
+from tests.fakeserver.validation import KubernetesSchemaValidator, Validator
 
 JsonObj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from grove_gitops.testing.fakeapi.routing import RequestInfo
+from tests.fakeserver.routing import RequestInfo
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 _ALIASES = {"replace": "update", "put": "update", "read": "get", "post": "create"}

@@ -13,18 +13,16 @@ Three layers, all reported together in one 422 like the real server does:
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
 import kubernetes_validate
 import kubernetes_validate.utils as kv_utils
-import referencing
 
-from grove_gitops.testing.fakeapi.errors import FieldError
-from grove_gitops.testing.fakeapi.resources import ResourceType
-from grove_gitops.testing.fakeapi.schema import field_path, format_schema_error, sorted_errors
+from grove_gitops.validation.podspec import builtin_validator
+from tests.fakeserver.errors import FieldError
+from tests.fakeserver.resources import ResourceType
+from tests.fakeserver.schema import field_path, format_schema_error, sorted_errors
 
 JsonObj = dict[str, Any]
 Validator = Callable[[JsonObj], list[str]]
@@ -159,9 +157,11 @@ class KubernetesSchemaValidator:
 
     Same verdicts as ``kubernetes_validate.validate(obj, kubernetes_version, strict=strict)`` —
     same schema files, same ``Draft202012Validator`` — but each kind's validator is compiled once
-    and every violation is reported, not just the first: ``validate()`` re-reads the 5 MB
-    definitions file on each call (~8 ms), which would dominate a controller test's runtime.
-    Falls back to ``kubernetes_validate.validate`` if its package layout ever changes.
+    (by the product's own loader, :func:`grove_gitops.validation.podspec.builtin_validator`, so
+    there is one implementation of the lookup) and every violation is reported, not just the
+    first: ``validate()`` re-reads the 5 MB definitions file on each call (~8 ms), which would
+    dominate a controller test's runtime. Falls back to ``kubernetes_validate.validate`` if its
+    package layout ever changes, and for ``strict=False``.
 
     ``strict=True`` rejects unknown fields, like ``fieldValidation=Strict``; the real default
     (``Warn``) silently drops them, which hides typos, so tests are stricter on purpose.
@@ -176,44 +176,23 @@ class KubernetesSchemaValidator:
             )
         self.kubernetes_version = kubernetes_version
         self.strict = strict
-        self._lock = threading.Lock()
-        self._validators: dict[tuple[str, str], Any] = {}
-        self._definitions: Any = None
+        self._minor = kv_utils.major_minor(kubernetes_version.lstrip("v"))
 
     def __call__(self, obj: JsonObj) -> list[str]:
+        if not self.strict:  # the shared loader compiles strict schemas only; the library has the rest
+            return self._slow(obj)
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         try:
-            validator = self._validator(api_version, kind)
-        except FileNotFoundError:
+            validator = builtin_validator(self._minor, api_version, kind)
+        except Exception:  # layout changed or version unsupported: let the library speak for itself
+            return self._slow(obj)
+        if validator is None:
             return [
                 f"kind: Invalid value: {kind!r}: no schema for {kind} {api_version} in Kubernetes "
                 f"{self.kubernetes_version} (configure the fake's kubernetes_version or register the type "
                 "with a schema)"
             ]
-        except Exception:  # layout changed or version unsupported: let the library speak for itself
-            return self._slow(obj)
         return sorted_errors(validator, obj)
-
-    def _validator(self, api_version: str, kind: str) -> Any:
-        key = (api_version, kind)
-        with self._lock:
-            cached = self._validators.get(key)
-            if cached is not None:
-                return cached
-            wanted = kv_utils.major_minor(self.kubernetes_version.lstrip("v"))
-            version = next(v for v in kv_utils.all_versions() if kv_utils.major_minor(v) == wanted)
-            schema_dir = f"kubernetes-json-schema/v{version}-local" + ("-strict" if self.strict else "")
-            group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-            schema = kv_utils.schema_contents(f"{schema_dir}/{kind.lower()}-{group_version}.json", wanted)
-            if self._definitions is None:
-                definitions = kv_utils.schema_contents(f"{schema_dir}/_definitions.json", wanted)
-                self._definitions = referencing.Resource.from_contents(definitions)
-            registry = self._definitions @ (
-                referencing.Resource.from_contents(schema) @ referencing.Registry()
-            )
-            validator = jsonschema.Draft202012Validator(schema, registry=registry)
-            self._validators[key] = validator
-            return validator
 
     def _slow(self, obj: JsonObj) -> list[str]:
         try:

@@ -24,10 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from grove_gitops.testing.fakeapi.app import ApiApp, HttpRequest, HttpResponse
-from grove_gitops.testing.fakeapi.watch import WatchDropped, WatchStream
+from tests.fakeserver.app import ApiApp, HttpRequest, HttpResponse
+from tests.fakeserver.watch import WatchDropped, WatchStream
 
-log = logging.getLogger("grove_gitops.testing.fakeapi")
+log = logging.getLogger("tests.fakeserver")
 _KNOWN_CODES = {status.value for status in HTTPStatus}
 
 

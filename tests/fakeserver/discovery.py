@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grove_gitops.testing.fakeapi.resources import ResourceRegistry, ResourceType
+from tests.fakeserver.resources import ResourceRegistry, ResourceType
 
 JsonObj = dict[str, Any]
 

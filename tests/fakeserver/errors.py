@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from grove_gitops.testing.fakeapi.resources import GroupKind, GroupResource
+from tests.fakeserver.resources import GroupKind, GroupResource
 
 JsonObj = dict[str, Any]
 

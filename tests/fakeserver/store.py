@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
-from grove_gitops.testing.fakeapi.resources import GroupResource, ResourceRegistry
+from tests.fakeserver.resources import GroupResource, ResourceRegistry
 
 JsonObj = dict[str, Any]
 _T = TypeVar("_T")

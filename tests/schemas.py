@@ -21,14 +21,12 @@ assert on the whole list and a fake API server can put the strings into a ``Stat
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,10 +36,13 @@ import referencing
 import referencing.exceptions
 import yaml
 
+from grove_gitops.validation.podspec import builtin_validator
+
 __all__ = [
     "CRDRegistry",
     "CRDVersion",
     "builtin_errors",
+    "crd_schema_to_jsonschema",
     "supported_kube_versions",
     "validate_all",
     "validate_any",
@@ -616,6 +617,16 @@ def _convert(node: Mapping[str, Any], *, structural: bool = True) -> dict[str, A
 
     if isinstance(node.get("properties"), Mapping):
         out["properties"] = {k: _convert(v, structural=structural) for k, v in node["properties"].items()}
+    if isinstance(node.get("patternProperties"), Mapping):
+        out["patternProperties"] = {
+            k: _convert(v, structural=structural) for k, v in node["patternProperties"].items()
+        }
+    if node.get("x-kubernetes-embedded-resource") is True:
+        # An embedded object (e.g. a template) implicitly has apiVersion, kind and metadata.
+        props = out.setdefault("properties", {})
+        props.setdefault("apiVersion", {"type": "string"})
+        props.setdefault("kind", {"type": "string"})
+        props.setdefault("metadata", {"type": "object"})
     if isinstance(node.get("items"), Mapping):
         out["items"] = _convert(node["items"], structural=structural)
     additional = node.get("additionalProperties")
@@ -639,11 +650,13 @@ def _convert(node: Mapping[str, Any], *, structural: bool = True) -> dict[str, A
     return out
 
 
-def _convert_root(schema: Mapping[str, Any], *, preserve_unknown: bool) -> dict[str, Any]:
-    """Convert the openAPIV3Schema of a CRD version.
+def crd_schema_to_jsonschema(schema: Mapping[str, Any], *, preserve_unknown: bool = False) -> dict[str, Any]:
+    """Convert the openAPIV3Schema of a CRD version: the one CRD-schema converter of the test
+    support, used by :class:`CRDRegistry` and by the fake API server (``tests.fakeserver.schema``).
 
     The root ``metadata`` is replaced by a bare object: the API server validates ObjectMeta itself (it
     is not governed by the CRD schema), and :func:`_metadata_errors` reproduces that.
+    ``preserve_unknown`` is the CRD's legacy ``spec.preserveUnknownFields``.
     """
     root = dict(schema)
     if preserve_unknown:
@@ -760,7 +773,7 @@ class CRDRegistry:
         with self._lock:
             validator = self._validators.get(key)
             if validator is None:
-                json_schema = _convert_root(crd.schema, preserve_unknown=crd.preserve_unknown_fields)
+                json_schema = crd_schema_to_jsonschema(crd.schema, preserve_unknown=crd.preserve_unknown_fields)
                 validator = _CRDValidator(json_schema, format_checker=_FORMATS)
                 self._validators[key] = validator
             return validator
@@ -795,11 +808,11 @@ class CRDRegistry:
 # Built-in kinds via kubernetes-validate's bundled schemas
 #
 # kubernetes_validate.validate() re-reads and re-parses the ~1.5 MB ``_definitions.json`` and builds a
-# fresh validator on every call (~10 ms per object).  We resolve files exactly as it does, but load
-# each file once and keep one compiled validator per (version, apiVersion, kind).
+# fresh validator on every call (~10 ms per object).  The product's render-time check
+# (:func:`grove_gitops.validation.podspec.builtin_validator`) resolves files exactly as it does but
+# loads each file once and keeps one compiled validator per (version, apiVersion, kind); the tests
+# reuse that loader, so there is one implementation of the lookup.
 # --------------------------------------------------------------------------------------------------
-
-_SCHEMA_ROOT = "kubernetes-json-schema"
 
 
 @functools.lru_cache(maxsize=1)
@@ -821,49 +834,6 @@ def _resolve_kube_version(kube_version: str) -> str:
     )
 
 
-def _schema_dir(full_version: str) -> Traversable:
-    return (
-        importlib.resources.files("kubernetes_validate")
-        .joinpath(_SCHEMA_ROOT)
-        .joinpath(f"v{full_version}-local-strict")
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def _definitions_registry(full_version: str) -> referencing.Registry[Any]:
-    definitions = json.loads(_schema_dir(full_version).joinpath("_definitions.json").read_text("utf-8"))
-    resource: referencing.Resource[Any] = referencing.Resource.from_contents(definitions)
-    return (resource @ referencing.Registry()).crawl()
-
-
-class _NoSchema(Exception):
-    """No bundled schema for this (version, apiVersion, kind)."""
-
-
-@functools.lru_cache(maxsize=512)
-def _builtin_validator(full_version: str, api_version: str, kind: str) -> Any:
-    """Compile (once) the strict validator for a built-in kind, or raise :class:`_NoSchema`.
-
-    File naming follows kubernetes_validate.validate: ``<kind>-<group prefix>-<version>.json``.  The
-    bundled directory also contains schemas of *embedded* types under the same naming scheme (1.35 has
-    ``podgroup-scheduling-v1alpha1.json`` for the Workload's inline PodGroup struct, which would also
-    be what ``scheduling.x-k8s.io/v1alpha1 PodGroup`` maps to), so a file only counts if its
-    ``x-kubernetes-group-version-kind`` names exactly this group/version/kind.
-    """
-    munged = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    file = _schema_dir(full_version).joinpath(f"{kind.lower()}-{munged}.json")
-    if not file.is_file():
-        raise _NoSchema
-    schema = json.loads(file.read_text("utf-8"))
-    group, version = _split_api_version(api_version)
-    gvks = schema.get("x-kubernetes-group-version-kind") or []
-    if {"group": group, "version": version, "kind": kind} not in gvks:
-        raise _NoSchema
-    resource: referencing.Resource[Any] = referencing.Resource.from_contents(schema)
-    registry = resource @ _definitions_registry(full_version)
-    return jsonschema.Draft202012Validator(schema, registry=registry)
-
-
 def builtin_errors(obj: Mapping[str, Any], kube_version: str) -> list[str]:
     """Validate a built-in Kubernetes object against the strict schema of ``kube_version``.
 
@@ -877,15 +847,16 @@ def builtin_errors(obj: Mapping[str, Any], kube_version: str) -> list[str]:
     if basic:
         return basic
     prefix = _describe(obj)
+    minor = kubernetes_validate.utils.major_minor(full_version)
     try:
-        validator = _builtin_validator(full_version, obj["apiVersion"], obj["kind"])
-    except _NoSchema:
-        return [
-            f"{prefix}: no built-in schema for {obj['apiVersion']} {obj['kind']} in Kubernetes "
-            f"{kubernetes_validate.utils.major_minor(full_version)} (unknown kind or API version)"
-        ]
+        validator = builtin_validator(minor, obj["apiVersion"], obj["kind"])
     except (ValueError, OSError) as exc:  # unreadable / unparsable bundled schema file
         return [f"{prefix}: cannot load the schema for {obj['apiVersion']} {obj['kind']}: {exc}"]
+    if validator is None:
+        return [
+            f"{prefix}: no built-in schema for {obj['apiVersion']} {obj['kind']} in Kubernetes "
+            f"{minor} (unknown kind or API version)"
+        ]
     errs = _metadata_errors(
         obj.get("metadata"), namespaced=None, check_name_syntax=False, check_unknown_fields=False
     )

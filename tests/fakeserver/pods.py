@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grove_gitops.testing.fakeapi.errors import FieldError
-from grove_gitops.testing.fakeapi.patch import json_equal
-from grove_gitops.testing.fakeapi.store import clone, now_rfc3339
-from grove_gitops.testing.fakeapi.validation import qualified_name_errors
+from tests.fakeserver.errors import FieldError
+from tests.fakeserver.patch import json_equal
+from tests.fakeserver.store import clone, now_rfc3339
+from tests.fakeserver.validation import qualified_name_errors
 
 JsonObj = dict[str, Any]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from grove_gitops.testing.fakeapi.errors import FieldError
-from grove_gitops.testing.fakeapi.resources import GroupResource, ResourceRegistry, ResourceType
-from grove_gitops.testing.fakeapi.store import PreconditionFailed, Store
+from tests.fakeserver.errors import FieldError
+from tests.fakeserver.resources import GroupResource, ResourceRegistry, ResourceType
+from tests.fakeserver.store import PreconditionFailed, Store
 
 JsonObj = dict[str, Any]
 CRDS = GroupResource("apiextensions.k8s.io", "customresourcedefinitions")

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from grove_gitops.testing.fakeapi import discovery
-from grove_gitops.testing.fakeapi.errors import (
+from tests.fakeserver import discovery
+from tests.fakeserver.errors import (
     ApiError,
     bad_request,
     from_code,
@@ -26,14 +26,14 @@ from grove_gitops.testing.fakeapi.errors import (
     method_not_allowed,
     path_not_found,
 )
-from grove_gitops.testing.fakeapi.faults import FaultInjector, RequestLog, RequestRecord
-from grove_gitops.testing.fakeapi.handlers import ApiHandlers
-from grove_gitops.testing.fakeapi.resources import ResourceRegistry, ResourceType
-from grove_gitops.testing.fakeapi.routing import RequestInfo, parse_request
-from grove_gitops.testing.fakeapi.watch import WatchStream
+from tests.fakeserver.faults import FaultInjector, RequestLog, RequestRecord
+from tests.fakeserver.handlers import ApiHandlers
+from tests.fakeserver.resources import ResourceRegistry, ResourceType
+from tests.fakeserver.routing import RequestInfo, parse_request
+from tests.fakeserver.watch import WatchStream
 
 JsonObj = dict[str, Any]
-log = logging.getLogger("grove_gitops.testing.fakeapi")
+log = logging.getLogger("tests.fakeserver")
 
 
 @dataclass

@@ -18,8 +18,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from grove_gitops.testing.fakeapi import crds, pods
-from grove_gitops.testing.fakeapi.errors import (
+from tests.fakeserver import crds, pods
+from tests.fakeserver.errors import (
     ApiError,
     FieldError,
     already_exists,
@@ -32,7 +32,7 @@ from grove_gitops.testing.fakeapi.errors import (
     not_found,
     unsupported_media_type,
 )
-from grove_gitops.testing.fakeapi.patch import (
+from tests.fakeserver.patch import (
     PatchError,
     PatchFormatError,
     apply_json_patch,
@@ -40,18 +40,18 @@ from grove_gitops.testing.fakeapi.patch import (
     apply_strategic_merge_patch,
     json_equal,
 )
-from grove_gitops.testing.fakeapi.resources import GroupResource, ResourceRegistry, ResourceType
-from grove_gitops.testing.fakeapi.selector import (
+from tests.fakeserver.resources import GroupResource, ResourceRegistry, ResourceType
+from tests.fakeserver.selector import (
     SelectorError,
     fields_match,
     labels_match,
     parse_field_selector,
     parse_label_selector,
 )
-from grove_gitops.testing.fakeapi.store import PreconditionFailed, Store, clone, now_rfc3339
-from grove_gitops.testing.fakeapi.strategies import Strategies
-from grove_gitops.testing.fakeapi.validation import Validator, metadata_errors, parse_message
-from grove_gitops.testing.fakeapi.watch import WatchStream
+from tests.fakeserver.store import PreconditionFailed, Store, clone, now_rfc3339
+from tests.fakeserver.strategies import Strategies
+from tests.fakeserver.validation import Validator, metadata_errors, parse_message
+from tests.fakeserver.watch import WatchStream
 
 JsonObj = dict[str, Any]
 Query = dict[str, str]

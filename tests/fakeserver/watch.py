@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from grove_gitops.testing.fakeapi.errors import expired
-from grove_gitops.testing.fakeapi.resources import ResourceType
-from grove_gitops.testing.fakeapi.selector import FieldRequirement, Requirement, fields_match, labels_match
-from grove_gitops.testing.fakeapi.store import ResourceExpired, Store, WatchInterrupted
+from tests.fakeserver.errors import expired
+from tests.fakeserver.resources import ResourceType
+from tests.fakeserver.selector import FieldRequirement, Requirement, fields_match, labels_match
+from tests.fakeserver.store import ResourceExpired, Store, WatchInterrupted
 
 JsonObj = dict[str, Any]
 

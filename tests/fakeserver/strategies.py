@@ -12,9 +12,9 @@ import ipaddress
 import threading
 from typing import Any
 
-from grove_gitops.testing.fakeapi import pods
-from grove_gitops.testing.fakeapi.errors import FieldError
-from grove_gitops.testing.fakeapi.resources import ResourceType
+from tests.fakeserver import pods
+from tests.fakeserver.errors import FieldError
+from tests.fakeserver.resources import ResourceType
 
 JsonObj = dict[str, Any]
 
@@ -24,7 +24,7 @@ def _is(rt: ResourceType, group: str, plural: str) -> bool:
 
 
 class Strategies:
-    """Type hooks used by :class:`~grove_gitops.testing.fakeapi.handlers.ApiHandlers`.
+    """Type hooks used by :class:`~tests.fakeserver.handlers.ApiHandlers`.
 
     Holds the little state a real cluster has too: the ClusterIP allocator.
     """

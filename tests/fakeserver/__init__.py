@@ -16,11 +16,11 @@ rejected (real default: pruned with a warning). Not emulated: server-side apply 
 termination and namespace Terminating (deletes are immediate), protobuf/CBOR.
 """
 
-from grove_gitops.testing.fakeapi.faults import Fault, FaultInjector, RequestRecord
-from grove_gitops.testing.fakeapi.resources import GroupResource, ResourceType
-from grove_gitops.testing.fakeapi.server import FakeApiServer, default_crd_dir
-from grove_gitops.testing.fakeapi.store import Store
-from grove_gitops.testing.fakeapi.validation import KubernetesSchemaValidator, Validator
+from tests.fakeserver.faults import Fault, FaultInjector, RequestRecord
+from tests.fakeserver.resources import GroupResource, ResourceType
+from tests.fakeserver.server import FakeApiServer, default_crd_dir
+from tests.fakeserver.store import Store
+from tests.fakeserver.validation import KubernetesSchemaValidator, Validator
 
 __all__ = [
     "FakeApiServer",

@@ -1,6 +1,7 @@
 """Validate custom resources against their CRD's ``openAPIV3Schema`` with ``jsonschema``.
 
-A CRD schema is OpenAPI v3 with Kubernetes extensions, not JSON Schema. The converter maps the
+A CRD schema is OpenAPI v3 with Kubernetes extensions, not JSON Schema. The conversion is
+:func:`tests.schemas.crd_schema_to_jsonschema`, the one converter the test support has; the
 parts that change the verdict:
 
 - ``nullable: true`` adds ``null`` to the allowed types;
@@ -13,8 +14,9 @@ parts that change the verdict:
 - ``x-kubernetes-embedded-resource`` objects implicitly allow apiVersion/kind/metadata;
 - ``metadata`` at the root is left to the server's own metadata validation.
 
-Not evaluated: CEL ``x-kubernetes-validations``, ``x-kubernetes-list-type`` uniqueness and
-``format`` checks.
+Not evaluated by the fake (it compiles a plain Draft 2020-12 validator, so the converter's
+extension keywords are inert here): CEL ``x-kubernetes-validations``, ``x-kubernetes-list-type``
+uniqueness and ``format`` checks. :class:`tests.schemas.CRDRegistry` evaluates those.
 """
 
 from __future__ import annotations
@@ -25,80 +27,10 @@ from typing import Any
 
 import jsonschema
 
-from grove_gitops.testing.fakeapi.resources import ResourceRegistry
+from tests.fakeserver.resources import ResourceRegistry
+from tests.schemas import crd_schema_to_jsonschema
 
 JsonObj = dict[str, Any]
-
-_KEEP = {
-    "type",
-    "enum",
-    "required",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "minProperties",
-    "maxProperties",
-    "multipleOf",
-}
-
-
-def openapi_to_jsonschema(node: JsonObj, *, root: bool = False) -> JsonObj:
-    """Convert one CRD schema node (recursively) into Draft 2020-12 JSON Schema."""
-    out: JsonObj = {k: v for k, v in node.items() if k in _KEEP}
-    if "properties" in node:
-        out["properties"] = {k: openapi_to_jsonschema(v) for k, v in node["properties"].items()}
-    if "patternProperties" in node:
-        out["patternProperties"] = {k: openapi_to_jsonschema(v) for k, v in node["patternProperties"].items()}
-    if isinstance(node.get("items"), dict):
-        out["items"] = openapi_to_jsonschema(node["items"])
-    if isinstance(node.get("additionalProperties"), dict):
-        out["additionalProperties"] = openapi_to_jsonschema(node["additionalProperties"])
-    elif isinstance(node.get("additionalProperties"), bool):
-        out["additionalProperties"] = node["additionalProperties"]
-    for combinator in ("allOf", "anyOf", "oneOf"):
-        if combinator in node:
-            out[combinator] = [_combinator_branch(b) for b in node[combinator]]
-    if node.get("x-kubernetes-int-or-string"):
-        out["type"] = ["integer", "string"]
-    if node.get("x-kubernetes-embedded-resource"):
-        props = out.setdefault("properties", {})
-        props.setdefault("apiVersion", {"type": "string"})
-        props.setdefault("kind", {"type": "string"})
-        props.setdefault("metadata", {"type": "object"})
-    if root:
-        props = out.setdefault("properties", {})
-        props["apiVersion"] = {"type": "string"}
-        props["kind"] = {"type": "string"}
-        props["metadata"] = {"type": "object"}
-    is_object = out.get("type") == "object" or ("properties" in out and "type" not in out)
-    if (
-        is_object
-        and "additionalProperties" not in out
-        and not node.get("x-kubernetes-preserve-unknown-fields")
-    ):
-        out["additionalProperties"] = False
-    if node.get("nullable"):
-        if "type" in out:
-            types = out["type"] if isinstance(out["type"], list) else [out["type"]]
-            out["type"] = [*types, "null"]
-        if "enum" in out:
-            out["enum"] = [*out["enum"], None]
-    return out
-
-
-def _combinator_branch(branch: JsonObj) -> JsonObj:
-    """Branches of anyOf/allOf only constrain values; they must not add the unknown-field rule."""
-    converted = openapi_to_jsonschema(branch)
-    if "properties" not in branch and "additionalProperties" not in branch:
-        converted.pop("additionalProperties", None)
-    return converted
 
 
 def field_path(parts: Any) -> str:
@@ -186,7 +118,7 @@ class CrdSchemaValidator:
         with self._lock:
             validator = self._compiled.get(key)
             if validator is None:
-                schema = openapi_to_jsonschema(rt.schema, root=True)
+                schema = crd_schema_to_jsonschema(rt.schema)
                 validator = jsonschema.Draft202012Validator(schema)
                 self._compiled[key] = validator
         return sorted_errors(validator, obj)
