@@ -70,3 +70,7 @@ class Memory:
     breach_since: dict[str, float] = field(default_factory=dict)  # breach unit -> breach began
     ever_healthy: set[str] = field(default_factory=set)  # breach units seen healthy once
     warned: set[str] = field(default_factory=set)  # problems already logged
+    # base PodGangs whose persisted MinAvailableBreached this agent has read once (healing.py):
+    # after that, the memory above is authoritative, so a stale condition in the cache cannot
+    # restart a breach clock that a gang termination just reset
+    resumed: set[Key] = field(default_factory=set)

@@ -285,6 +285,29 @@ class Workload:
     def key(self) -> WorkloadKey:
         return self.namespace, self.pcs
 
+    def min_available(self, podclique: str) -> int | None:
+        """minAvailable of a PodClique FQN, or None when no live object says it.
+
+        A standalone PodClique's comes from the ``gitops.grove.io/day2`` annotation; a
+        scaling-group PodClique's from the ``minReplicas`` of the PodGang podgroup named after
+        it (the render writes the PodClique's minAvailable there, as Grove does,
+        ``spec/grove-desired-state.md`` §5). None means the PodGang holding it is not applied
+        (yet): nothing is decided about such a PodClique.
+        """
+        for day2 in self.replicas.values():
+            found = day2.min_available(podclique)
+            if found is not None:
+                return found
+        for gang in self.gangs.values():
+            groups = (gang.raw.get("spec") or {}).get("podgroups") or []
+            for group in groups if isinstance(groups, list) else []:
+                if isinstance(group, dict) and group.get("name") == podclique:
+                    value = group.get("minReplicas", 0)
+                    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                        return None
+                    return value
+        return None
+
     def replica_slots(self, replica: int) -> list[Slot]:
         """Slots of one PodCliqueSet replica (by their pods' replica-index label)."""
         out = []
