@@ -190,7 +190,20 @@ def _clique(slots: list[Slot], min_available: int) -> _Clique:
     )
 
 
-def replica_units(wl: Workload, day2: Day2) -> list[Unit]:
+@dataclass(frozen=True)
+class Index:
+    """What :func:`replica_units` looks up, computed once per workload and pass (the agent's
+    time per pass must stay small at a thousand pods)."""
+
+    slots: dict[str, list[Slot]]  # PodClique FQN -> its slots
+    min_available: dict[str, int]  # PodClique FQN -> minAvailable
+
+
+def index(wl: Workload) -> Index:
+    return Index(_slots_by_podclique(wl), wl.min_availables())
+
+
+def replica_units(wl: Workload, day2: Day2, idx: Index | None = None) -> list[Unit]:
     """Every breach unit of one PodCliqueSet replica, with its current state.
 
     A PodClique whose minAvailable no live object states (its PodGang not applied yet) is no
@@ -198,7 +211,8 @@ def replica_units(wl: Workload, day2: Day2) -> list[Unit]:
     incomplete, as a missing PodClique does in Grove (§5.3 last paragraph).
     """
     ns, i = wl.namespace, day2.replica
-    by_clique = _slots_by_podclique(wl)
+    idx = idx or index(wl)
+    by_clique = idx.slots
     units: list[Unit] = []
     for c in day2.cliques:
         state = _clique(by_clique.get(c.name, []), c.min_available)
@@ -209,7 +223,7 @@ def replica_units(wl: Workload, day2: Day2) -> list[Unit]:
             complete = fresh_ok = True
             for clique in g.cliques:
                 fqn = g.podclique(j, clique)
-                need = wl.min_available(fqn)
+                need = idx.min_available.get(fqn)
                 if need is None:
                     complete = fresh_ok = False
                     continue
@@ -451,12 +465,13 @@ def gang_termination(wl: Workload, memory: Memory, now: float, rolling: set[int]
     initialized (§8.8); the deletes are last. ``memory`` is updated in place.
     """
     out: list[Action] = []
+    idx = index(wl)
     for i in sorted(wl.replicas):
         day2 = wl.replicas[i]
         base = _base_gang(wl, i)
         if base is None:
             continue
-        units = replica_units(wl, day2)
+        units = replica_units(wl, day2, idx)
         _resume(wl, base, units, memory)
         _observe(units, memory, now, i in rolling)
         actions: list[Action] = []
@@ -478,8 +493,9 @@ def breached_replicas(wl: Workload, memory: Memory, now: float) -> set[int]:
     recorded counts as starting now).
     """
     out: set[int] = set()
+    idx = index(wl)
     for i, day2 in wl.replicas.items():
-        for u in replica_units(wl, day2):
+        for u in replica_units(wl, day2, idx):
             if u.pcs_scope and _candidate(u, memory) and not _expired(u, memory, now, day2.termination_delay):
                 out.add(i)
                 break

@@ -285,28 +285,32 @@ class Workload:
     def key(self) -> WorkloadKey:
         return self.namespace, self.pcs
 
-    def min_available(self, podclique: str) -> int | None:
-        """minAvailable of a PodClique FQN, or None when no live object says it.
+    def min_availables(self) -> dict[str, int]:
+        """minAvailable of every PodClique FQN a live object states (one pass over the gangs).
 
         A standalone PodClique's comes from the ``gitops.grove.io/day2`` annotation; a
         scaling-group PodClique's from the ``minReplicas`` of the PodGang podgroup named after
         it (the render writes the PodClique's minAvailable there, as Grove does,
-        ``spec/grove-desired-state.md`` §5). None means the PodGang holding it is not applied
-        (yet): nothing is decided about such a PodClique.
+        ``spec/grove-desired-state.md`` §5). A PodClique missing here has its PodGang not
+        applied (yet): nothing is decided about it.
         """
-        for day2 in self.replicas.values():
-            found = day2.min_available(podclique)
-            if found is not None:
-                return found
+        out: dict[str, int] = {}
         for gang in self.gangs.values():
             groups = (gang.raw.get("spec") or {}).get("podgroups") or []
             for group in groups if isinstance(groups, list) else []:
-                if isinstance(group, dict) and group.get("name") == podclique:
-                    value = group.get("minReplicas", 0)
-                    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                        return None
-                    return value
-        return None
+                if not isinstance(group, dict) or not isinstance(group.get("name"), str):
+                    continue
+                value = group.get("minReplicas", 0)
+                if not isinstance(value, bool) and isinstance(value, int) and value >= 0:
+                    out.setdefault(group["name"], value)
+        for day2 in self.replicas.values():
+            for c in day2.cliques:
+                out[c.name] = c.min_available
+        return out
+
+    def min_available(self, podclique: str) -> int | None:
+        """minAvailable of one PodClique FQN (see :meth:`min_availables`), None when unknown."""
+        return self.min_availables().get(podclique)
 
     def replica_slots(self, replica: int) -> list[Slot]:
         """Slots of one PodCliqueSet replica (by their pods' replica-index label)."""

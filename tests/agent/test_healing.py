@@ -230,7 +230,9 @@ def test_terminated_gang_is_not_terminated_again_until_healthy_once() -> None:
         for c in obj["status"]["conditions"]:
             if c["type"] == "MinAvailableBreached":
                 c.update(status="True", reason="InsufficientReadyPods", message="minAvailable breached: PodClique p-0-router since 2027-01-15T08:00:01Z")
-    assert deletes(run(w, memory, T0 + 62)) == []
+    again = run(w, memory, T0 + 62)
+    assert not any(isinstance(a, Event) for a in again) and conds(again, "Initialized") == []  # not terminated again
+    assert [(c.status, c.reason) for c in conds(again, "MinAvailableBreached")] == [("False", "SufficientReadyPods")]
     # GitOps re-creates the pods; they stay gated (gang not re-initialized) and never get healthy
     for key in list(w.pods):
         w.pods[key] = pod(key[1].rsplit("-", 1)[0], **_labels_of(w.pods[key]), scheduled=False, ready=False, gated=True)
