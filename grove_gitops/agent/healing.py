@@ -128,7 +128,7 @@ def failed_pods(wl: Workload) -> list[Action]:
 class Unit:
     """One thing whose ``MinAvailableBreached`` Grove computes: a PodClique or a scaling group."""
 
-    id: str  # memory key: "<ns>/PodClique/<fqn>" or "<ns>/PodCliqueScalingGroup/<fqn>"
+    id: str  # memory key: "<ns>/<pcs>/PodClique/<fqn>" or "<ns>/<pcs>/PodCliqueScalingGroup/<fqn>"
     kind: str  # PODCLIQUE or SCALING_GROUP
     name: str  # FQN
     replica: int  # PodCliqueSet replica
@@ -143,8 +143,9 @@ class Unit:
         return self.kind == SCALING_GROUP or self.scaling_group is None
 
 
-def unit_id(namespace: str, kind: str, name: str) -> str:
-    return f"{namespace}/{kind}/{name}"
+def unit_id(namespace: str, pcs: str, kind: str, name: str) -> str:
+    """Memory key of a unit; the PodCliqueSet in it lets a pass forget its own stale units only."""
+    return f"{namespace}/{pcs}/{kind}/{name}"
 
 
 def podclique_of(hostname: str) -> str:
@@ -216,7 +217,7 @@ def replica_units(wl: Workload, day2: Day2, idx: Index | None = None) -> list[Un
     units: list[Unit] = []
     for c in day2.cliques:
         state = _clique(by_clique.get(c.name, []), c.min_available)
-        units.append(Unit(unit_id(ns, PODCLIQUE, c.name), PODCLIQUE, c.name, i, state.breach, state.healthy))
+        units.append(Unit(unit_id(ns, wl.pcs, PODCLIQUE, c.name), PODCLIQUE, c.name, i, state.breach, state.healthy))
     for g in day2.scaling_groups:
         available = fresh_available = 0
         for j in range(g.replicas):
@@ -228,13 +229,13 @@ def replica_units(wl: Workload, day2: Day2, idx: Index | None = None) -> list[Un
                     complete = fresh_ok = False
                     continue
                 state = _clique(by_clique.get(fqn, []), need)
-                units.append(Unit(unit_id(ns, PODCLIQUE, fqn), PODCLIQUE, fqn, i, state.breach, state.healthy, g.name, j))
+                units.append(Unit(unit_id(ns, wl.pcs, PODCLIQUE, fqn), PODCLIQUE, fqn, i, state.breach, state.healthy, g.name, j))
                 complete = complete and state.breach is None
                 fresh_ok = fresh_ok and state.fresh_breach is None
             available += complete
             fresh_available += fresh_ok
         breach = INSUFFICIENT_PCSG if available < g.min_available else None
-        units.append(Unit(unit_id(ns, SCALING_GROUP, g.name), SCALING_GROUP, g.name, i, breach,
+        units.append(Unit(unit_id(ns, wl.pcs, SCALING_GROUP, g.name), SCALING_GROUP, g.name, i, breach,
                           fresh_available >= g.min_available))
     return units
 
@@ -291,7 +292,7 @@ def _resume(wl: Workload, base: Key, units: list[Unit], memory: Memory) -> None:
         return
     named: dict[str, float | None] = {}
     for kind, name, when in _NAMED.findall(str(cond.get("message") or "")):
-        named[unit_id(wl.namespace, kind, name)] = _parse_time(when)
+        named[unit_id(wl.namespace, wl.pcs, kind, name)] = _parse_time(when)
     fallback = _parse_time(cond.get("lastTransitionTime"))
     for u in units:
         if u.breach is None or u.id not in named or u.id in memory.breach_since:
@@ -466,12 +467,14 @@ def gang_termination(wl: Workload, memory: Memory, now: float, rolling: set[int]
     """
     out: list[Action] = []
     idx = index(wl)
+    seen: set[str] = set()
     for i in sorted(wl.replicas):
         day2 = wl.replicas[i]
         base = _base_gang(wl, i)
         if base is None:
             continue
         units = replica_units(wl, day2, idx)
+        seen.update(u.id for u in units)
         _resume(wl, base, units, memory)
         _observe(units, memory, now, i in rolling)
         actions: list[Action] = []
@@ -481,20 +484,35 @@ def gang_termination(wl: Workload, memory: Memory, now: float, rolling: set[int]
         persist = _persist(wl, base, units, memory, rolling=i in rolling, terminated=terminated)
         resets = [a for a in actions if isinstance(a, SetCondition)]
         out += resets + persist + [a for a in actions if not isinstance(a, SetCondition)]
+    _prune(wl, seen, memory)
     return out
 
 
-def breached_replicas(wl: Workload, memory: Memory, now: float) -> set[int]:
+def _prune(wl: Workload, seen: set[str], memory: Memory) -> None:
+    """Forget units of this PodCliqueSet that no longer exist (scaled in, or their replica has
+    no base PodGang): the memory stays bounded, and a unit that comes back starts afresh (not
+    once-healthy), the cautious side."""
+    prefix = f"{wl.namespace}/{wl.pcs}/"
+    for uid in [u for u in memory.breach_since if u.startswith(prefix) and u not in seen]:
+        del memory.breach_since[uid]
+    memory.ever_healthy -= {u for u in memory.ever_healthy if u.startswith(prefix) and u not in seen}
+
+
+def breached_replicas(wl: Workload, memory: Memory, now: float, rolling: Iterable[int] = ()) -> set[int]:
     """Replicas with a once-healthy standalone PodClique or scaling group breached, not yet expired.
 
     Grove's ``breachedNotExpired`` (§2.2, ``pcsr/gangterminate.go:99-102``), which the rollout
     uses to order replicas. Reads ``memory`` without changing it: call it after
     :func:`gang_termination` in the same pass so the clocks are current (a breach not yet
-    recorded counts as starting now).
+    recorded counts as starting now). Replicas in ``rolling`` are never breached, as Grove's
+    ``UpdateInProgress`` children are not.
     """
     out: set[int] = set()
     idx = index(wl)
+    skip = set(rolling)
     for i, day2 in wl.replicas.items():
+        if i in skip:
+            continue
         for u in replica_units(wl, day2, idx):
             if u.pcs_scope and _candidate(u, memory) and not _expired(u, memory, now, day2.termination_delay):
                 out.add(i)

@@ -198,7 +198,7 @@ def test_breach_held_past_termination_delay_terminates_the_pcs_replica() -> None
     # the Initialized resets come before any delete, so no re-created pod is released alone
     first_delete = next(n for n, a in enumerate(actions) if isinstance(a, DeletePod))
     assert all(actions.index(r) < first_delete for r in resets)
-    assert not any(u.startswith(f"{NS}/PodClique/p-0-router") for u in memory.ever_healthy | set(memory.breach_since))
+    assert not any(u.startswith(f"{NS}/p/PodClique/p-0-router") for u in memory.ever_healthy | set(memory.breach_since))
 
 
 def test_breach_that_recovers_before_the_delay_does_nothing() -> None:
@@ -287,8 +287,8 @@ def test_only_scaling_group_replica_breached_terminates_that_replica() -> None:
     (event,) = [a for a in actions if isinstance(a, Event)]
     assert event.gang == (NS, "p-0") and "PodCliqueScalingGroup p-0-prefill replica 2" in event.message
     # the other units keep their clocks and health
-    assert f"{NS}/PodClique/p-0-router" in memory.ever_healthy
-    assert f"{NS}/PodClique/p-0-prefill-2-worker" not in memory.ever_healthy
+    assert f"{NS}/p/PodClique/p-0-router" in memory.ever_healthy
+    assert f"{NS}/p/PodClique/p-0-prefill-2-worker" not in memory.ever_healthy
 
 
 def test_base_gang_scaling_group_replica_resets_the_base_gang() -> None:
@@ -369,7 +369,7 @@ def test_restarted_agent_without_a_persisted_breach_starts_a_new_clock() -> None
     crash(w, "p-0-router-1")
     memory = Memory()
     assert deletes(run(w, memory, T0 + 61)) == []
-    assert memory.breach_since[f"{NS}/PodClique/p-0-router"] == T0 + 61
+    assert memory.breach_since[f"{NS}/p/PodClique/p-0-router"] == T0 + 61
 
 
 def test_restart_resumes_only_units_the_condition_names() -> None:
@@ -395,7 +395,7 @@ def test_breached_replicas_lists_once_healthy_breaches_not_yet_expired() -> None
     run(w, memory, T0)
     crash(w, "p-1-router-1")
     w.set("p-2-router-1", scheduled=False, ready=False, gated=True)
-    memory.ever_healthy.discard(f"{NS}/PodClique/p-2-router")  # replica 2 never healthy
+    memory.ever_healthy.discard(f"{NS}/p/PodClique/p-2-router")  # replica 2 never healthy
     run(w, memory, T0 + 1)
     assert healing.breached_replicas(w.wl(), memory, T0 + 30) == {1}
     assert healing.breached_replicas(w.wl(), memory, T0 + 61) == set()  # expired: terminated instead
@@ -431,3 +431,27 @@ def test_no_base_podgang_no_decision() -> None:
     crash(w, "p-0-router-1")
     del w.gangs[(NS, "p-0")]
     assert run(w, memory, T0 + 1000) == []
+
+
+def test_breached_replicas_skips_the_rolling_replica() -> None:
+    w = world(cliques=(Clique("router", 2, 2),), replicas=2, delay=DELAY)
+    memory = Memory()
+    run(w, memory, T0)
+    crash(w, "p-0-router-1")
+    crash(w, "p-1-router-1")
+    run(w, memory, T0 + 1)
+    assert healing.breached_replicas(w.wl(), memory, T0 + 2) == {0, 1}
+    assert healing.breached_replicas(w.wl(), memory, T0 + 2, rolling={0}) == {1}
+
+
+def test_units_of_a_scaled_in_replica_are_forgotten() -> None:
+    w = world(cliques=(Clique("router", 2, 2),), replicas=2, delay=DELAY)
+    memory = Memory()
+    run(w, memory, T0)
+    crash(w, "p-1-router-1")
+    run(w, memory, T0 + 1)
+    assert f"{NS}/p/PodClique/p-1-router" in memory.breach_since
+    del w.gangs[(NS, "p-1")]  # replica 1 scaled in: its PodGang is gone
+    run(w, memory, T0 + 2)
+    assert not any("p-1-" in u for u in memory.ever_healthy | set(memory.breach_since))
+    assert f"{NS}/p/PodClique/p-0-router" in memory.ever_healthy
