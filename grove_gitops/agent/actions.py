@@ -71,3 +71,7 @@ class Memory:
     ever_healthy: set[str] = field(default_factory=set)  # breach units seen healthy once
     warned: set[str] = field(default_factory=set)  # problems already logged
     rollout_total: dict[str, int] = field(default_factory=dict)  # "ns/pcs/replica" -> steps at its start
+    # base PodGangs whose persisted MinAvailableBreached this agent has read once (healing.py):
+    # after that, the memory above is authoritative, so a stale condition in the cache cannot
+    # restart a breach clock that a gang termination just reset
+    resumed: set[Key] = field(default_factory=set)

@@ -155,13 +155,13 @@ class Agent:
         """Every day-2 action of one snapshot, in the order they must run."""
         actions: list[Action] = []
         for wl in snap.workloads.values():
-            breached = healing.breached_replicas(wl, self.memory, now)
-            retire, progress = rollout.rollout(wl, self.memory, now, breached=breached, grace=self.config.grace)
-            rolling = {progress.replica} if progress.replica is not None else set()
+            rolling = rollout.rolling_replicas(wl)
             actions += healing.failed_pods(wl)
             actions += healing.gang_termination(wl, self.memory, now, rolling)
+            breached = healing.breached_replicas(wl, self.memory, now, rolling)
+            retire, progress = rollout.rollout(wl, self.memory, now, breached=breached, grace=self.config.grace)
             actions += retire
-            actions += scalein.unwanted_pods(snap, wl, self.memory, now, self.config.grace)
+            actions += scalein.unwanted_pods(wl, self.memory, now, self.config.grace, snap)
             self.registry.set("grove_gitops_agent_outdated_pods", "Old pods still running", float(progress.outdated),
                               namespace=wl.namespace, podcliqueset=wl.pcs)
             if progress.replica is not None:

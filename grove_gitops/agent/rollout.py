@@ -83,6 +83,17 @@ def _condition(wl: Workload, replica: int, kind: str) -> dict[str, object] | Non
     return None
 
 
+def rolling_replicas(wl: Workload) -> set[int]:
+    """Replicas whose base PodGang says ``RollingUpdate=True`` (breaches there are not acted
+    on, as Grove's ``UpdateInProgress`` suppresses them)."""
+    out = set()
+    for i in wl.replicas:
+        cond = _condition(wl, i, ROLLING_UPDATE)
+        if cond is not None and cond.get("status") == "True":
+            out.add(i)
+    return out
+
+
 def superseded(wl: Workload, now: float, grace: float) -> list[Action]:
     """Old pods that never ran (still gated), older than ``grace``: delete at once."""
     out: list[Action] = []

@@ -294,16 +294,33 @@ class Workload:
     def key(self) -> WorkloadKey:
         return self.namespace, self.pcs
 
+    def min_availables(self) -> dict[str, int]:
+        """minAvailable of every PodClique FQN a live object states (one pass over the gangs).
+
+        A standalone PodClique's comes from the ``gitops.grove.io/day2`` annotation; a
+        scaling-group PodClique's from the ``minReplicas`` of the PodGang podgroup named after
+        it (the render writes the PodClique's minAvailable there, as Grove does,
+        ``spec/grove-desired-state.md`` §5). A PodClique missing here has its PodGang not
+        applied (yet): nothing is decided about it.
+        """
+        out: dict[str, int] = {}
+        for gang in self.gangs.values():
+            groups = (gang.raw.get("spec") or {}).get("podgroups") or []
+            for group in groups if isinstance(groups, list) else []:
+                if not isinstance(group, dict) or not isinstance(group.get("name"), str):
+                    continue
+                value = group.get("minReplicas", 0)
+                if not isinstance(value, bool) and isinstance(value, int) and value >= 0:
+                    out.setdefault(group["name"], value)
+        for day2 in self.replicas.values():
+            for c in day2.cliques:
+                out[c.name] = c.min_available
+        return out
+
     def min_available(self, podclique: str) -> int | None:
-        """minAvailable of a PodClique: its podgroup's ``minReplicas`` in the PodGang that
-        lists it (standalone and scaling-group PodCliques alike)."""
+        """minAvailable of one PodClique FQN (see :meth:`min_availables`), None when unknown."""
         if self._min is None:
-            self._min = {}
-            for gang in self.gangs.values():
-                for group in (gang.raw.get("spec") or {}).get("podgroups") or []:
-                    if isinstance(group, dict) and isinstance(group.get("name"), str):
-                        value = group.get("minReplicas", 0)
-                        self._min[group["name"]] = value if isinstance(value, int) and not isinstance(value, bool) else 0
+            self._min = self.min_availables()  # a snapshot is rebuilt every pass: cache per pass
         return self._min.get(podclique)
 
     def replica_slots(self, replica: int) -> list[Slot]:
