@@ -245,6 +245,8 @@ def gate_lifter(
 
 
 main.add_command(diff_command)
+# The overlays run `grove-gitops agent` (issue 13): the same command until the day-2 agent lands.
+main.add_command(gate_lifter, "agent")
 
 
 if __name__ == "__main__":
