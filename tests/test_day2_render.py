@@ -364,3 +364,32 @@ def test_podgang_health_ignores_day2_annotation_and_agent_conditions() -> None:
     }
     result = run_health(script, {**base, "status": terminated})
     assert result["status"] == "Healthy"  # Degraded only on a scheduler's failure signal
+
+
+# --- the docs say what the render does ---------------------------------------------------------
+
+
+def test_day2_doc_names_the_rendered_annotations_and_readme_links_it() -> None:
+    from grove_gitops.expand import labels
+    from grove_gitops.output import gitopsmeta
+
+    doc = (PROJECT / "docs" / "day2.md").read_text()
+    for text in (
+        gitopsmeta.ARGOCD_SYNC_OPTIONS,
+        gitopsmeta.ARGOCD_NO_PRUNE,
+        gitopsmeta.ARGOCD_COMPARE_OPTIONS,
+        gitopsmeta.ARGOCD_IGNORE_EXTRANEOUS,
+        gitopsmeta.FLUX_PRUNE,
+        gitopsmeta.FLUX_PRUNE_DISABLED,
+        labels.DAY2,
+        "selfHeal: true",
+        "RespectIgnoreDifferences=true",
+        "interval",
+    ):
+        assert text in doc, text
+    # The example in the doc is the annotation the example renders (modulo line wrapping).
+    assert "".join(doc.split("```json")[1].split("```")[0].split()) == json.dumps(
+        EXAMPLE_DAY2, sort_keys=True, separators=(",", ":")
+    )
+    readme = (PROJECT / "README.md").read_text()
+    assert "## Day 2" in readme and "(docs/day2.md)" in readme
