@@ -23,9 +23,10 @@ Flux, retires the old one in Grove's rolling order. Argo CD flavour: ``Prune=fal
 cluster does not make the Application OutOfSync). Argo CD matches both options exactly
 (case-sensitive) after splitting the value on ``,`` and trimming spaces, so options a user set
 on the clique template are kept and ours are added; a user's ``Prune=...`` is replaced by
-``Prune=false``. Flux flavour: ``kustomize.toolkit.fluxcd.io/prune: disabled``, overwriting a source value (lower case:
-recent Flux compares it case-insensitively, older releases exactly). Pass-through Pods (no
-managed-by label) keep normal pruning: the agent never deletes them, so nothing else would.
+``Prune=false``. Flux flavour: ``kustomize.toolkit.fluxcd.io/prune: disabled``, overwriting
+a source value (lower case: recent Flux compares it case-insensitively, older releases
+exactly). Pass-through Pods (no managed-by label) keep normal pruning: the agent never deletes
+them, so nothing else would.
 """
 
 from __future__ import annotations
