@@ -4,7 +4,9 @@ Deliberate differences from Grove: ``podReferences`` are filled at render time (
 them as pods appear; our pod names are known up front), no status is written (the
 in-cluster agent sets ``Initialized``), and no ``ownerReferences``.
 
-Every PodGang also carries ``gitops.grove.io/day2`` (:func:`day2_annotation`): the agent
+Every PodGang also carries ``gitops.grove.io/day2`` (:func:`day2_annotation`, added by
+``expand.workload`` after the backend translated the gang, like ``gitops.grove.io/gang-objects``,
+so backend objects that copy PodGang annotations stay as Grove makes them): the agent
 rolls updates, terminates gangs and scales in without a PodCliqueSet in the cluster, so the
 few PodCliqueSet facts it needs travel on the gangs of each replica (docs/day2.md).
 """
@@ -108,7 +110,6 @@ def build_podgangs(
         by_gang.setdefault(inst.podgang, []).append(inst)
     base = names.base_podgang_name(pcs.name, replica)
     tmpl = pcs.spec.template
-    day2 = day2_annotation(pcs, replica)
     gangs: list[PodGang] = []
     for gang_name, members in by_gang.items():
         podgroups = [
@@ -150,6 +151,5 @@ def build_podgangs(
         )
         if translated and translator.topology_name:
             meta.annotations = {**(meta.annotations or {}), L.TOPOLOGY_NAME: translator.topology_name}
-        meta.annotations = {**(meta.annotations or {}), L.DAY2: day2}
         gangs.append(PodGang(metadata=meta, spec=spec))
     return gangs
