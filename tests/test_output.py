@@ -43,7 +43,10 @@ def test_layout_and_kustomizations(tmp_path: Path) -> None:
         pod = yaml.safe_load(files[f"ml/alpha/{name}"])
         assert pod["metadata"]["annotations"] == {
             "argocd.argoproj.io/sync-wave": "10",
+            "argocd.argoproj.io/sync-options": "Prune=false",
+            "argocd.argoproj.io/compare-options": "IgnoreExtraneous",
             "kustomize.toolkit.fluxcd.io/ssa": "IfNotPresent",
+            "kustomize.toolkit.fluxcd.io/prune": "disabled",
         }
         assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "grove-gitops"
         assert "ownerReferences" not in pod["metadata"]

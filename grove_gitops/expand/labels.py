@@ -29,6 +29,11 @@ TOPOLOGY_NAME = "grove.io/topology-name"
 #: (a JSON list of {apiVersion, kind, name}); it keeps the lifter free of backend code.
 GANG_OBJECTS = "gitops.grove.io/gang-objects"
 
+#: PodGang annotation with what the in-cluster agent needs for day 2 (rolling updates, gang
+#: termination, scale-in) and cannot read from a PodCliqueSet, because none exists in the
+#: cluster: a compact JSON object (``expand.podgangs.day2_annotation``, docs/day2.md).
+DAY2 = "gitops.grove.io/day2"
+
 SCHEDULING_GATE = "grove.io/podgang-pending-creation"
 
 COMPONENT_PCS_PODCLIQUE = "pcs-podclique"

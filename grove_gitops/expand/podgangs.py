@@ -2,10 +2,19 @@
 
 Deliberate differences from Grove: ``podReferences`` are filled at render time (Grove fills
 them as pods appear; our pod names are known up front), no status is written (the
-gate-lifter sets ``Initialized``), and no ``ownerReferences``.
+in-cluster agent sets ``Initialized``), and no ``ownerReferences``.
+
+Every PodGang also carries ``gitops.grove.io/day2`` (:func:`day2_annotation`, added by
+``expand.workload`` after the backend translated the gang, like ``gitops.grove.io/gang-objects``,
+so backend objects that copy PodGang annotations stay as Grove makes them): the agent
+rolls updates, terminates gangs and scales in without a PodCliqueSet in the cluster, so the
+few PodCliqueSet facts it needs travel on the gangs of each replica (docs/day2.md).
 """
 
 from __future__ import annotations
+
+import json
+import math
 
 from grove_gitops.api.base import ObjectMeta
 from grove_gitops.api.podcliqueset import PodCliqueSet
@@ -20,6 +29,62 @@ from grove_gitops.expand import labels as L
 from grove_gitops.expand import names
 from grove_gitops.expand.plan import CliqueInstance
 from grove_gitops.expand.topology import Translator
+from grove_gitops.validation.defaulting import DEFAULT_TERMINATION_DELAY
+from grove_gitops.validation.k8snames import parse_go_duration
+
+#: Grove's strategy when ``spec.updateStrategy`` (or its ``type``) is absent.
+DEFAULT_UPDATE_STRATEGY = "RollingRecreate"
+
+
+def termination_delay_seconds(pcs: PodCliqueSet) -> int:
+    """The template's ``terminationDelay`` in whole seconds, Grove's 4 h when absent.
+
+    Rounded up, so the agent never terminates a gang earlier than the user asked. Validation
+    has already rejected a delay that does not parse or is not positive.
+    """
+    text = pcs.spec.template.terminationDelay or DEFAULT_TERMINATION_DELAY
+    seconds = parse_go_duration(text)
+    if seconds is None or seconds <= 0:  # validation rejects these before render
+        seconds = parse_go_duration(DEFAULT_TERMINATION_DELAY) or 0.0
+    return math.ceil(seconds)
+
+
+def day2_annotation(pcs: PodCliqueSet, replica: int) -> str:
+    """The ``gitops.grove.io/day2`` value of every PodGang of PodCliqueSet replica ``replica``.
+
+    Compact JSON with sorted keys, so the same source always renders the same bytes:
+    ``podCliqueSet``, ``replicaIndex``, ``updateStrategy``, ``terminationDelaySeconds``,
+    ``cliques`` (the standalone PodCliques ``P-i-<clique>``: name, minAvailable, replicas) and
+    ``scalingGroups`` (``P-i-<group>``: name, minAvailable, replicas and the template clique
+    names; replica ``j``'s PodClique of clique ``c`` is ``<name>-<j>-<c>``).
+    """
+    grouped = {c for g in pcs.scaling_groups for c in g.cliqueNames}
+    strategy = pcs.spec.updateStrategy.type if pcs.spec.updateStrategy is not None else None
+    value = {
+        "podCliqueSet": pcs.name,
+        "replicaIndex": replica,
+        "updateStrategy": strategy or DEFAULT_UPDATE_STRATEGY,
+        "terminationDelaySeconds": termination_delay_seconds(pcs),
+        "cliques": [
+            {
+                "name": names.pclq_name(pcs.name, replica, c.name),
+                "minAvailable": c.spec.minAvailable if c.spec.minAvailable is not None else c.spec.replicas,
+                "replicas": c.spec.replicas,
+            }
+            for c in pcs.cliques
+            if c.name not in grouped
+        ],
+        "scalingGroups": [
+            {
+                "name": names.pcsg_name(pcs.name, replica, g.name),
+                "minAvailable": g.minAvailable if g.minAvailable is not None else 1,
+                "replicas": g.replicas if g.replicas is not None else 1,
+                "cliques": list(g.cliqueNames),
+            }
+            for g in pcs.scaling_groups
+        ],
+    }
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _metadata(pcs: PodCliqueSet, name: str, scheduler: str) -> ObjectMeta:

@@ -20,7 +20,7 @@ from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.hashing import pod_template_hash
 from grove_gitops.expand.mnnvl import compute_domains
 from grove_gitops.expand.plan import Planner
-from grove_gitops.expand.podgangs import build_podgangs
+from grove_gitops.expand.podgangs import build_podgangs, day2_annotation
 from grove_gitops.expand.pods import build_pods
 from grove_gitops.expand.resourceclaims import ClaimPlanner
 from grove_gitops.expand.topology import Translator
@@ -81,6 +81,7 @@ def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext) -> Expansion:
             pods = build_pods(pcs, inst, ctx, hashes[inst.template.name], num, claims.claims_for(inst))
             pod_names[inst.fqn] = [p["metadata"]["name"] for p in pods]
             result.objects.extend(pods)
+        day2 = day2_annotation(pcs, replica)  # the agent's PodCliqueSet facts (docs/day2.md)
         for gang in build_podgangs(pcs, replica, instances, pod_names, scheduler, translator):
             gang_obj = gang.to_object()
             backend_objects = ctx.backend.gang_objects(gang_obj, pcs)
@@ -88,9 +89,9 @@ def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext) -> Expansion:
                 {"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"]}
                 for o in backend_objects
             ]
-            gang_obj["metadata"].setdefault("annotations", {})[L.GANG_OBJECTS] = json.dumps(
-                refs, sort_keys=True, separators=(",", ":")
-            )
+            annotations = gang_obj["metadata"].setdefault("annotations", {})
+            annotations[L.GANG_OBJECTS] = json.dumps(refs, sort_keys=True, separators=(",", ":"))
+            annotations[L.DAY2] = day2
             result.objects.append(gang_obj)
             result.objects.extend(backend_objects)
     result.objects.extend(claims.objects.values())

@@ -11,9 +11,22 @@ harmless; the waves keep the lifter's wait short and the UI in causal order. Hea
 for the gang kinds must say Healthy once the object exists, or the waves deadlock.
 
 Rendered pods get Flux's ``kustomize.toolkit.fluxcd.io/ssa: IfNotPresent``: once the
-gate-lifter removed the gate, re-applying the Git copy would try to add it back, which the
+agent removed the gate, re-applying the Git copy would try to add it back, which the
 API server forbids. (Argo CD's counterpart is ``ignoreDifferences`` on
 ``/spec/schedulingGates`` with ``RespectIgnoreDifferences=true`` on the Application.)
+
+Rendered pods (``app.kubernetes.io/managed-by: grove-gitops``) are never pruned by the GitOps
+tool (docs/day2.md): a spec change renames a pod, and the in-cluster agent, not Argo CD or
+Flux, retires the old one in Grove's rolling order. Argo CD flavour: ``Prune=false`` in
+``argocd.argoproj.io/sync-options`` (the sync skips the prune, "ignored (no prune)") and
+``IgnoreExtraneous`` in ``argocd.argoproj.io/compare-options`` (a retired pod still in the
+cluster does not make the Application OutOfSync). Argo CD matches both options exactly
+(case-sensitive) after splitting the value on ``,`` and trimming spaces, so options a user set
+on the clique template are kept and ours are added; a user's ``Prune=...`` is replaced by
+``Prune=false``. Flux flavour: ``kustomize.toolkit.fluxcd.io/prune: disabled``, overwriting
+a source value (lower case: recent Flux compares it case-insensitively, older releases
+exactly). Pass-through Pods (no managed-by label) keep normal pruning: the agent never deletes
+them, so nothing else would.
 """
 
 from __future__ import annotations
@@ -23,6 +36,14 @@ from typing import Any
 SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
+ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+ARGOCD_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+ARGOCD_NO_PRUNE = "Prune=false"
+ARGOCD_IGNORE_EXTRANEOUS = "IgnoreExtraneous"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+FLUX_PRUNE_DISABLED = "disabled"
+_MANAGED_BY = "app.kubernetes.io/managed-by"
+_MANAGED_BY_VALUE = "grove-gitops"
 
 WAVE_NAMESPACE = -20
 WAVE_PREREQ = -10
@@ -60,13 +81,44 @@ def wave_of(obj: dict[str, Any], cluster_scoped: bool) -> int:
     return WAVE_GANG
 
 
+def _with_option(value: str | None, option: str, drop_prefix: str | None = None) -> str:
+    """``value`` (Argo CD's comma-separated options) with ``option`` added once.
+
+    Items are split and trimmed as Argo CD does; items starting with ``drop_prefix`` (a
+    contradicting ``Prune=true``) are dropped, the rest keep their order.
+    """
+    items = [item.strip() for item in (value or "").split(",") if item.strip()]
+    if drop_prefix is not None:
+        items = [item for item in items if item == option or not item.startswith(drop_prefix)]
+    if option not in items:
+        items.append(option)
+    return ",".join(items)
+
+
+def is_managed_pod(obj: dict[str, Any]) -> bool:
+    """A Pod grove-gitops rendered (the agent's definition of "managed")."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1" and labels.get(_MANAGED_BY) == _MANAGED_BY_VALUE
+
+
 def annotate(obj: dict[str, Any], wave: int, flavour: str) -> None:
     """Add the GitOps annotations in place; a wave the user set on a passthrough object wins."""
     meta = obj.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
-    if flavour in ("argocd", "both"):
+    argocd, flux = flavour in ("argocd", "both"), flavour in ("flux", "both")
+    if argocd:
         annotations.setdefault(SYNC_WAVE, str(wave))
-    if flavour in ("flux", "both") and obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
+    if flux and obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
         annotations.setdefault(FLUX_SSA, "IfNotPresent")
+    if is_managed_pod(obj):
+        if argocd:
+            annotations[ARGOCD_SYNC_OPTIONS] = _with_option(
+                annotations.get(ARGOCD_SYNC_OPTIONS), ARGOCD_NO_PRUNE, drop_prefix="Prune="
+            )
+            annotations[ARGOCD_COMPARE_OPTIONS] = _with_option(
+                annotations.get(ARGOCD_COMPARE_OPTIONS), ARGOCD_IGNORE_EXTRANEOUS
+            )
+        if flux:
+            annotations[FLUX_PRUNE] = FLUX_PRUNE_DISABLED
     if annotations:
         meta["annotations"] = annotations

@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.agent.snapshot import Snapshot, Workload, build
 from grove_gitops.agent.gangs import GATE
+from grove_gitops.agent.snapshot import Snapshot, Workload, build
 
 Key = tuple[str, str]
 NS = "ml"

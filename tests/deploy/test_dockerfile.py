@@ -122,13 +122,17 @@ def test_image_user_matches_the_manifests(
     stages: list[list[Instruction]], lifter_objs: Objects, controller_objs: Objects
 ) -> None:
     uid = int([i for i in stages[1] if i.keyword == "USER"][-1].args.split(":")[0])
-    for objs, name in ((lifter_objs, "gate-lifter"), (controller_objs, "controller")):
+    # (container name, subcommand): the agent keeps the gate-lifter's object and container names.
+    for objs, name, subcommand in (
+        (lifter_objs, "gate-lifter", "agent"),
+        (controller_objs, "controller", "controller"),
+    ):
         deployment = one(objs, "Deployment")
         assert pod_spec(deployment)["securityContext"]["runAsUser"] == uid
         assert container(deployment, name)["securityContext"]["runAsUser"] == uid
         # The manifests pass a subcommand to the ENTRYPOINT, never a command of their own.
         assert "command" not in container(deployment, name)
-        assert container(deployment, name)["args"][0] == name
+        assert container(deployment, name)["args"][0] == subcommand
 
 
 def test_no_tests_or_venv_in_the_image(stages: list[list[Instruction]], ignore: DockerIgnore) -> None:

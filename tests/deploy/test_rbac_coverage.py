@@ -9,6 +9,7 @@ permission was used (nothing extra).
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -160,7 +161,7 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None) -> None:
     assert not rival.try_acquire_or_renew()
     # The lifter: release every gang; one pod patch conflicts (409) and the pod is re-read.
     server.faults.add(verb="patch", resource="pods", status=409, times=1)
-    lifter = Agent(kube, AgentConfig(namespace=watch_namespace, watch_timeout=1), Registry())
+    lifter = Agent(kube, AgentConfig(namespace=watch_namespace, watch_timeout=1, grace=0.0), Registry())
     stop = threading.Event()
     worker = threading.Thread(target=lifter.run, args=(stop,), daemon=True)
     worker.start()
@@ -171,6 +172,20 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None) -> None:
                 server.schedule_pod(WATCHED_NAMESPACE, pod["metadata"]["name"])
         assert server.wait_for(lambda: _gated(server) == [], timeout=20), _gated(server)
         assert server.wait_for(lambda: _initialized(server), timeout=20)
+        # Scale-in: a managed pod no PodGang wants is deleted (grace 0 here).
+        stray = copy.deepcopy(server.store.list_objects("pods", WATCHED_NAMESPACE)[0])
+        stray["metadata"] = {
+            "name": "stray-0-abcdefgh",
+            "namespace": WATCHED_NAMESPACE,
+            "labels": {**stray["metadata"]["labels"], "grove.io/podgang": "none"},
+        }
+        stray["spec"]["hostname"] = "stray-0"
+        stray.pop("status", None)
+        server.put_object({"apiVersion": "v1", "kind": "Pod", **stray})  # made by someone else, not traced
+        assert server.wait_for(
+            lambda: all(p["metadata"]["name"] != "stray-0-abcdefgh" for p in server.store.list_objects("pods", WATCHED_NAMESPACE)),
+            timeout=20,
+        )
     finally:
         stop.set()
         worker.join(timeout=20)
@@ -218,6 +233,7 @@ def test_every_request_is_allowed_and_every_grant_used(overlay: Any, watch_names
         if not authz.allows(req):
             denied.append(req)
     assert denied == []
+    # Every grant used, the agent's pod delete included.
     assert used == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
     # Discovery is only per group-version (system:discovery covers it), never a resource.
     assert discovery and all(p.startswith("/apis/") and p.count("/") == 3 for p in discovery), discovery
@@ -241,7 +257,9 @@ def test_denied_requests_are_denied() -> None:
     for req in (
         Request("list", "", "pods", None, None),
         Request("get", "", "secrets", WATCHED_NAMESPACE, "x"),
-        Request("delete", "", "pods", WATCHED_NAMESPACE, "x"),
+        Request("delete", "", "pods", "team-b", "x"),  # pods delete: the watched namespace only
+        Request("deletecollection", "", "pods", WATCHED_NAMESPACE, None),
+        Request("delete", "", "services", WATCHED_NAMESPACE, "x"),
         Request("update", "scheduler.grove.io", "podgangs", WATCHED_NAMESPACE, "x"),
         Request("create", "events.k8s.io", "events", "kube-system", None),
         Request("update", "coordination.k8s.io", "leases", LIFTER_NAMESPACE, "someone-else"),
