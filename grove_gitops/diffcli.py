@@ -36,11 +36,12 @@ from grove_gitops.diff.markdown import (
 )
 from grove_gitops.diff.report import Report, Side, build_report
 from grove_gitops.diff.sides import extracted_refs, side_from_rendered, side_from_source
+from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.plan.compute import build_plan
-from grove_gitops.plan.formats import PLAN_HEADING, markdown_sections
+from grove_gitops.plan.formats import markdown_blocks, unavailable_block
 from grove_gitops.plan.model import PlanError
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 
@@ -145,13 +146,13 @@ def load_sides(
     return sides[0], sides[1], f"{base} {head}"
 
 
-def plan_sections(report: Report) -> list[str]:
+def plan_blocks(report: Report) -> list[Block]:
     """The rollout plan for the Markdown report; a rendered side the plan cannot read (a
     malformed day-2 annotation) costs the section, not the diff."""
     try:
-        return markdown_sections(build_plan(report.base, report.head))
+        return markdown_blocks(build_plan(report.base, report.head))
     except PlanError as exc:
-        return [f"{PLAN_HEADING}\n\n⚠️ No rollout plan: {exc}\n\n"]
+        return [unavailable_block(str(exc))]
 
 
 def check_modes(rendered: bool, repo: Path | None, source_path: str | None) -> None:
@@ -263,7 +264,7 @@ def diff_command(
             parts_note = ""
         else:
             parts = render_markdown(
-                report, title=title, key=key, max_chars=max_chars, rerun_hint=hint, plan_sections=plan_sections(report)
+                report, title=title, key=key, max_chars=max_chars, rerun_hint=hint, plan_blocks=plan_blocks(report)
             )
             if out is not None:
                 write_parts(out, parts)

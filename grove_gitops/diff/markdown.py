@@ -148,19 +148,14 @@ def _continuation(shard: str) -> str:
     return f"### {shard_title(shard, code)} (continued)\n\n"
 
 
-#: Groups the rollout plan's blocks, so a part that opens inside it says where it is.
-PLAN_SECTION = "rollout plan"
-PLAN_CONTINUATION = "### Rollout plan (continued)\n\n"
-
-
-def report_blocks(report: Report, rerun_hint: str = "", plan_sections: Sequence[str] = ()) -> list[Block]:
+def report_blocks(report: Report, rerun_hint: str = "", plan_blocks: Sequence[Block] = ()) -> list[Block]:
     """The overview, the rollout plan (given by the caller: ``grove_gitops.plan`` builds on
     this package, not the reverse), then every shard's summary and object diffs."""
     if report.identical:
         n = len(report.head.objects)
         return [Block(f"**No changes:** the rendered output is identical ({n} objects).\n")]
     blocks = [Block(_overview(report))]
-    blocks += [Block(text, PLAN_SECTION, PLAN_CONTINUATION) for text in plan_sections]
+    blocks += plan_blocks
     for s in report.shards:
         blocks.append(Block(_shard_summary(s), s.shard, _continuation(s.shard)))
         blocks += [_object_block(d, s.shard, rerun_hint) for d in s.diffs]
@@ -181,13 +176,13 @@ def render_markdown(
     key: str = DEFAULT_KEY,
     max_chars: int = DEFAULT_MAX_CHARS,
     rerun_hint: str = "",
-    plan_sections: Sequence[str] = (),
+    plan_blocks: Sequence[Block] = (),
 ) -> list[str]:
     """The report as one or more Markdown parts, each shorter than ``max_chars`` characters.
 
-    ``plan_sections`` are the rollout plan's Markdown blocks
-    (:func:`grove_gitops.plan.formats.markdown_sections`), placed after the overview.
+    ``plan_blocks`` are the rollout plan's Markdown blocks
+    (:func:`grove_gitops.plan.formats.markdown_blocks`), placed after the overview.
     """
     return pack(
-        report_blocks(report, rerun_hint, plan_sections), max_chars, lambda i, n: _header(report, title, key, i, n)
+        report_blocks(report, rerun_hint, plan_blocks), max_chars, lambda i, n: _header(report, title, key, i, n)
     )

@@ -12,8 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from grove_gitops.diff.markdown import code
+from grove_gitops.diff.split import Block, shrink_lines
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 
+PLAN_HEADING = "### Rollout plan"
+#: Groups the plan's blocks, so a comment part that opens inside the plan says where it is.
+PLAN_SECTION = "rollout plan"
+PLAN_CONTINUATION = f"{PLAN_HEADING} (continued)\n\n"
 #: Above this many steps a PodCliqueSet's step table is collapsed in the Markdown.
 COLLAPSE_STEPS = 10
 ADDED_NOTE = "scale-out; released as their gang allows"
@@ -117,16 +122,21 @@ def _list(names: tuple[str, ...], fmt: Callable[[str], str]) -> str:
     return ", ".join(fmt(n) for n in names)
 
 
-def _steps_table(p: PodCliqueSetPlan) -> list[str]:
+def _steps_table(p: PodCliqueSetPlan, shown: int | None = None) -> list[str]:
+    """The steps as a table, collapsed above :data:`COLLAPSE_STEPS`; ``shown`` keeps only the
+    first rows (a plan too long for one comment) and says how many were left out."""
+    steps = p.steps if shown is None else p.steps[:shown]
     rows = ["| step | replica | unit | pods retired together |", "| --- | --- | --- | --- |"]
-    for i, s in enumerate(p.steps, start=1):
+    for i, s in enumerate(steps, start=1):
         rows.append(f"| {i} | {s.replica} | {code(s.unit)} | {_list(s.hostnames, code)} |")
+    if len(steps) < len(p.steps):
+        rows += ["", f"⚠️ {len(p.steps) - len(steps)} more steps not shown: run {code('grove-gitops plan')} for all."]
     if len(p.steps) <= COLLAPSE_STEPS:
         return [*rows, ""]
     return [f"<details><summary>{len(p.steps)} steps</summary>", "", *rows, "", "</details>", ""]
 
 
-def pcs_markdown(p: PodCliqueSetPlan) -> str:
+def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
     """One PodCliqueSet's part of the plan (an indivisible block of the PR comment)."""
     lines = [f"**{code(p.title)}** · {summary(p)}", ""]
     for paths, cliques in grouped_fields(p):
@@ -140,19 +150,36 @@ def pcs_markdown(p: PodCliqueSetPlan) -> str:
     if lines[-1]:
         lines.append("")
     if p.steps:
-        lines += _steps_table(p)
+        lines += _steps_table(p, shown)
     return "\n".join(lines) + "\n"
 
 
-PLAN_HEADING = "### Rollout plan"
+def _block(p: PodCliqueSetPlan) -> Block:
+    def shrink(budget: int) -> str:
+        """The most step rows that fit, the table still closed (never half a ``<details>``)."""
+        lo, hi = 0, len(p.steps)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if len(pcs_markdown(p, mid)) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        text = pcs_markdown(p, lo)
+        return text if len(text) <= budget else shrink_lines(text, budget)
+
+    return Block(pcs_markdown(p), PLAN_SECTION, PLAN_CONTINUATION, shrink)
 
 
-def markdown_sections(plan: Plan) -> list[str]:
-    """The plan as Markdown blocks: the heading with the intro, then one per PodCliqueSet.
-
-    ``diff`` packs them into its comment parts (a long plan may span parts).
-    Empty when nothing is rolled out, so an unchanged or pod-free diff gets no section.
-    """
+def markdown_blocks(plan: Plan) -> list[Block]:
+    """The plan as blocks of ``diff``'s PR comment: the heading with the intro, then one per
+    PodCliqueSet (a long plan may span parts). Empty when no PodCliqueSet changes, so an
+    unchanged diff gets no section."""
     if not plan.podcliquesets:
         return []
-    return [f"{PLAN_HEADING}\n\n{INTRO}\n\n", *(pcs_markdown(p) for p in plan.podcliquesets)]
+    head = Block(f"{PLAN_HEADING}\n\n{INTRO}\n\n", PLAN_SECTION, PLAN_CONTINUATION)
+    return [head, *(_block(p) for p in plan.podcliquesets)]
+
+
+def unavailable_block(reason: str) -> Block:
+    """What the section says when a side cannot be planned (the diff itself still runs)."""
+    return Block(f"{PLAN_HEADING}\n\n⚠️ No rollout plan: {reason}\n\n", PLAN_SECTION, PLAN_CONTINUATION)
