@@ -352,3 +352,16 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert run(base, base, "--output", "yaml").exit_code == 2
     result = CliRunner().invoke(main, ["--help"])
     assert "plan" in result.stdout
+
+
+def test_docs_name_the_command_and_every_json_key() -> None:
+    """README's usage lists ``plan``; docs/diff.md documents every key the JSON prints."""
+    from grove_gitops.plan.formats import pcs_dict
+    from grove_gitops.plan.model import PodCliqueSetPlan
+
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    assert "grove-gitops plan BASE HEAD" in readme[readme.index("## Usage") :]
+    doc = (PROJECT / "docs" / "diff.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## `grove-gitops plan`") : doc.index("## Modules")]
+    for key in pcs_dict(PodCliqueSetPlan("ns", "x", "modified", "RollingRecreate")):
+        assert f'"{key}"' in section, key
