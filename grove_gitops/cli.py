@@ -22,6 +22,7 @@ from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import write_tree
+from grove_gitops.plancli import plan_command
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 from grove_gitops.render import plan_source
 
@@ -264,6 +265,7 @@ def gate_lifter(**kwargs: Any) -> None:
 
 
 main.add_command(diff_command)
+main.add_command(plan_command)
 
 
 if __name__ == "__main__":

@@ -36,9 +36,13 @@ from grove_gitops.diff.markdown import (
 )
 from grove_gitops.diff.report import Report, Side, build_report
 from grove_gitops.diff.sides import extracted_refs, side_from_rendered, side_from_source
+from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.plan.compute import build_plan
+from grove_gitops.plan.formats import markdown_blocks, unavailable_block
+from grove_gitops.plan.model import PlanError
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 
 _KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -84,7 +88,7 @@ def write_parts(out: Path, parts: list[str]) -> list[Path]:
     return written
 
 
-class _InvalidSidesError(DiffError):
+class InvalidSidesError(DiffError):
     """One or both source trees are invalid; carries every side's problems so both are
     reported before the command exits."""
 
@@ -93,7 +97,8 @@ class _InvalidSidesError(DiffError):
         super().__init__("\n".join(str(e) for e in errors))
 
 
-def _report_invalid(errors: list[SideInvalidError]) -> None:
+def report_invalid(errors: list[SideInvalidError]) -> None:
+    """Every problem of every invalid side, ``error: <side>: file: field: message``."""
     for err in errors:
         for problem in err.error.problems:
             click.echo(f"error: {err.side}: {problem}", err=True)
@@ -112,8 +117,50 @@ def _render_sides(base: Path, head: Path, base_label: str, head_label: str) -> t
         except SideInvalidError as exc:
             errors.append(exc)
     if errors:
-        raise _InvalidSidesError(errors)
+        raise InvalidSidesError(errors)
     return sides[0], sides[1]
+
+
+def load_sides(
+    base: str,
+    head: str,
+    rendered: bool,
+    repo: Path | None,
+    source_path: str | None,
+    labels: tuple[str | None, str | None],
+) -> tuple[Side, Side, str]:
+    """Both sides as ``diff`` and ``plan`` name them, and the arguments that name them again
+    (for a re-run hint: short SHAs in ``--repo`` mode, so the hint stays valid after a push)."""
+    if repo is not None:
+        with extracted_refs(repo, base, head, source_path or ".") as (b, h):
+            sides = _render_sides(b.root, h.root, labels[0] or b.label, labels[1] or h.label)
+            sp = f" --source-path {source_path}" if source_path else ""
+            return sides[0], sides[1], f"--repo . {b.sha[:12]} {h.sha[:12]}{sp}"
+    if rendered:
+        return (
+            side_from_rendered(Path(base), labels[0] or base),
+            side_from_rendered(Path(head), labels[1] or head),
+            f"--rendered {base} {head}",
+        )
+    sides = _render_sides(Path(base), Path(head), labels[0] or base, labels[1] or head)
+    return sides[0], sides[1], f"{base} {head}"
+
+
+def plan_blocks(report: Report) -> list[Block]:
+    """The rollout plan for the Markdown report; a rendered side the plan cannot read (a
+    malformed day-2 annotation) costs the section, not the diff."""
+    try:
+        return markdown_blocks(build_plan(report.base, report.head))
+    except PlanError as exc:
+        return [unavailable_block(str(exc))]
+
+
+def check_modes(rendered: bool, repo: Path | None, source_path: str | None) -> None:
+    """The usage rules of the side options, shared by ``diff`` and ``plan`` (exit 2)."""
+    if rendered and repo is not None:
+        raise click.UsageError("--rendered and --repo exclude each other")
+    if source_path is not None and repo is None:
+        raise click.UsageError("--source-path needs --repo")
 
 
 def _build(
@@ -126,21 +173,8 @@ def _build(
     context: int,
 ) -> tuple[Report, str]:
     """The report and the command a reader can run locally for the full, untruncated diff."""
-    if repo is not None:
-        with extracted_refs(repo, base, head, source_path or ".") as (b, h):
-            sides = _render_sides(b.root, h.root, labels[0] or b.label, labels[1] or h.label)
-            sp = f" --source-path {source_path}" if source_path else ""
-            hint = f"grove-gitops diff --repo . {b.sha[:12]} {h.sha[:12]}{sp} --format text"
-    elif rendered:
-        sides = (
-            side_from_rendered(Path(base), labels[0] or base),
-            side_from_rendered(Path(head), labels[1] or head),
-        )
-        hint = f"grove-gitops diff --rendered {base} {head} --format text"
-    else:
-        sides = _render_sides(Path(base), Path(head), labels[0] or base, labels[1] or head)
-        hint = f"grove-gitops diff {base} {head} --format text"
-    return build_report(sides[0], sides[1], context), hint
+    base_side, head_side, args = load_sides(base, head, rendered, repo, source_path, labels)
+    return build_report(base_side, head_side, context), f"grove-gitops diff {args} --format text"
 
 
 @click.command("diff")
@@ -202,10 +236,7 @@ def diff_command(
     output: str,
 ) -> None:
     """Show what changes between the rendered output of BASE and HEAD (PR review)."""
-    if rendered and repo is not None:
-        raise click.UsageError("--rendered and --repo exclude each other")
-    if source_path is not None and repo is None:
-        raise click.UsageError("--source-path needs --repo")
+    check_modes(rendered, repo, source_path)
     if not _KEY_RE.match(key):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only (at most 64)", param_hint="--key")
     as_json = output == "json"
@@ -232,18 +263,20 @@ def diff_command(
                 click.echo(text, nl=False)
             parts_note = ""
         else:
-            parts = render_markdown(report, title=title, key=key, max_chars=max_chars, rerun_hint=hint)
+            parts = render_markdown(
+                report, title=title, key=key, max_chars=max_chars, rerun_hint=hint, plan_blocks=plan_blocks(report)
+            )
             if out is not None:
                 write_parts(out, parts)
             elif not as_json:
                 click.echo(f"\n{PART_SEPARATOR}\n".join(parts), nl=False)
             parts_note = f" in {len(parts)} part{'s' if len(parts) != 1 else ''}"
-    except _InvalidSidesError as exc:
+    except InvalidSidesError as exc:
         if as_json:
             problems += [from_input_problem(p, e.side) for e in exc.errors for p in e.error.problems]
             click.echo(json_document(False, problems))
         else:
-            _report_invalid(exc.errors)
+            report_invalid(exc.errors)
         sys.exit(1)
     except GroveGitopsError as exc:
         if as_json:

@@ -52,6 +52,9 @@ class RenderResult:
     warnings: list[str] = field(default_factory=list)
     #: (namespace, name) of every rendered PodCliqueSet, and the file it came from.
     podcliquesets: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (namespace, name) -> ``spec.updateStrategy.type`` (defaulted): ``grove-gitops plan``
+    #: needs the strategy, which no rendered object carries on every render.
+    update_strategies: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass
@@ -321,6 +324,9 @@ def render_source(root: Path) -> RenderResult:
         result.warnings += item.warnings + warnings
         result.objects += objects
         result.podcliquesets[item.key] = item.file
+        if item.pcs is not None:
+            strategy = item.pcs.spec.updateStrategy
+            result.update_strategies[item.key] = (strategy.type if strategy else None) or "RollingRecreate"
     result.objects += plan.extra
     return result
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from grove_gitops.diff.report import Report
 from grove_gitops.diff.semantic import ShardSummary
@@ -148,11 +148,14 @@ def _continuation(shard: str) -> str:
     return f"### {shard_title(shard, code)} (continued)\n\n"
 
 
-def report_blocks(report: Report, rerun_hint: str = "") -> list[Block]:
+def report_blocks(report: Report, rerun_hint: str = "", plan_blocks: Sequence[Block] = ()) -> list[Block]:
+    """The overview, the rollout plan (given by the caller: ``grove_gitops.plan`` builds on
+    this package, not the reverse), then every shard's summary and object diffs."""
     if report.identical:
         n = len(report.head.objects)
         return [Block(f"**No changes:** the rendered output is identical ({n} objects).\n")]
     blocks = [Block(_overview(report))]
+    blocks += plan_blocks
     for s in report.shards:
         blocks.append(Block(_shard_summary(s), s.shard, _continuation(s.shard)))
         blocks += [_object_block(d, s.shard, rerun_hint) for d in s.diffs]
@@ -173,6 +176,13 @@ def render_markdown(
     key: str = DEFAULT_KEY,
     max_chars: int = DEFAULT_MAX_CHARS,
     rerun_hint: str = "",
+    plan_blocks: Sequence[Block] = (),
 ) -> list[str]:
-    """The report as one or more Markdown parts, each shorter than ``max_chars`` characters."""
-    return pack(report_blocks(report, rerun_hint), max_chars, lambda i, n: _header(report, title, key, i, n))
+    """The report as one or more Markdown parts, each shorter than ``max_chars`` characters.
+
+    ``plan_blocks`` are the rollout plan's Markdown blocks
+    (:func:`grove_gitops.plan.formats.markdown_blocks`), placed after the overview.
+    """
+    return pack(
+        report_blocks(report, rerun_hint, plan_blocks), max_chars, lambda i, n: _header(report, title, key, i, n)
+    )

@@ -22,6 +22,9 @@ class Side:
     warnings: list[str] = field(default_factory=list)
     #: RenderConfiguration's ``acknowledgedWarnings`` of a source side (``-q`` hides those).
     acknowledged: list[str] = field(default_factory=list)
+    #: (namespace, PodCliqueSet) -> update strategy, known for a source side only (a
+    #: rendered side carries it in the PodGangs' ``gitops.grove.io/day2`` annotation).
+    strategies: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass

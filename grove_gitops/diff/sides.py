@@ -28,7 +28,13 @@ def side_from_source(root: Path, label: str, side: str) -> Side:
     except InvalidInputError as exc:
         raise SideInvalidError(side, label, exc) from exc
     tree = build_tree(result)
-    return Side(label, load_objects(tree.files), list(result.warnings), list(result.config.acknowledgedWarnings))
+    return Side(
+        label,
+        load_objects(tree.files),
+        list(result.warnings),
+        list(result.config.acknowledgedWarnings),
+        dict(result.update_strategies),
+    )
 
 
 def side_from_rendered(root: Path, label: str) -> Side:

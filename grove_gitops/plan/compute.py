@@ -1,0 +1,102 @@
+"""The plan: per PodCliqueSet, which slots change and in which steps the agent replaces them.
+
+Ordering is not decided here. :func:`grove_gitops.agent.order.order_replicas` picks the
+replica order and :func:`~grove_gitops.agent.order.steps_for_replica` the steps inside a
+replica, the same calls the agent makes, so the plan is what the agent will do. At plan time
+every replica is assumed scheduled and healthy (a reviewer cannot know the cluster's state),
+so replicas go in index order and no pod is retired early for being unready.
+
+A slot (namespace, ``spec.hostname``) is *changed* when its rendered pod has another name on
+HEAD than on BASE (pod names hash the spec), *added* when only HEAD renders it (scale-out:
+the agent releases it as its gang allows), *removed* when only BASE does (scale-in: the
+agent deletes it after its grace period; the render drops the highest indices).
+"""
+
+from __future__ import annotations
+
+from grove_gitops.agent.order import ReplicaRank, Step, order_replicas, steps_for_replica
+from grove_gitops.diff.report import Side
+from grove_gitops.plan.model import ON_DELETE, Plan, PodCliqueSetPlan
+from grove_gitops.plan.pods import RenderedPod, Workload, WorkloadKey, natural, strategy, workloads
+from grove_gitops.plan.restart import restart_fields
+
+
+def ordered_steps(changed: list[RenderedPod]) -> list[Step]:
+    """The agent's steps for the changed slots (HEAD pods), replica by replica."""
+    by_replica: dict[int, list[RenderedPod]] = {}
+    for pod in changed:
+        by_replica.setdefault(pod.replica, []).append(pod)
+    steps: list[Step] = []
+    for replica in order_replicas(ReplicaRank(i) for i in sorted(by_replica)):
+        steps += steps_for_replica(replica, (p.slot for p in by_replica[replica]))
+    return steps
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCliqueSetPlan | None:
+    pairs = [(base.pods[h], head.pods[h]) for h in sorted(base.pods.keys() & head.pods.keys(), key=natural)]
+    pairs = [(old, new) for old, new in pairs if old.name != new.name]
+    added = tuple(sorted(head.pods.keys() - base.pods.keys(), key=natural))
+    removed = tuple(sorted(base.pods.keys() - head.pods.keys(), key=natural))
+    if not pairs and not added and not removed and base.texts == head.texts:
+        return None
+    changed = [new for _, new in pairs]
+    steps: tuple[Step, ...] = ()
+    if not changed:
+        message = (
+            "no pod is replaced"
+            if added or removed
+            else "no pod changes (only PodGang-level or other objects): nothing is restarted"
+        )
+    elif strat == ON_DELETE:
+        message = (
+            f"OnDelete: the {_plural(len(changed), 'changed pod')} are replaced only when deleted; "
+            "the agent retires none itself and releases each new pod once its old pod is gone"
+        )
+    else:
+        steps = tuple(ordered_steps(changed))
+        message = ""
+    return PodCliqueSetPlan(
+        key[0],
+        key[1],
+        "modified",
+        strat,
+        steps,
+        tuple(p.slot.hostname for p in changed),
+        added,
+        removed,
+        restart_fields(pairs),
+        message,
+    )
+
+
+def build_plan(base: Side, head: Side) -> Plan:
+    """The plan from BASE to HEAD for every PodCliqueSet whose rendered objects differ."""
+    before, after = workloads(base), workloads(head)
+    out: list[PodCliqueSetPlan] = []
+    for key in sorted(before.keys() | after.keys()):
+        b, h = before.get(key), after.get(key)
+        if b is not None and h is not None:
+            item = _both(key, b, h, strategy(head, h, key))
+            if item is not None:
+                out.append(item)
+        elif h is not None:
+            n = _plural(len(h.pods), "pod")
+            message = f"new PodCliqueSet: its {n} are released as their gangs complete"
+            out.append(
+                PodCliqueSetPlan(
+                    *key, "added", strategy(head, h, key), added=tuple(sorted(h.pods, key=natural)), message=message
+                )
+            )
+        elif b is not None:
+            n = _plural(len(b.pods), "pod")
+            message = f"removed from Git: the agent deletes its {n} after its grace period"
+            out.append(
+                PodCliqueSetPlan(
+                    *key, "removed", strategy(base, b, key), removed=tuple(sorted(b.pods, key=natural)), message=message
+                )
+            )
+    return Plan(tuple(out))

@@ -1,0 +1,64 @@
+"""The rollout plan as data: what every output format (text, Markdown, JSON) lays out.
+
+Computed once (:mod:`.compute`), so ``plan``'s terminal view, its JSON and the section in
+``diff``'s PR comment never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from grove_gitops.agent.order import Step
+from grove_gitops.errors import GroveGitopsError
+
+ROLLING_RECREATE = "RollingRecreate"
+ON_DELETE = "OnDelete"
+Change = Literal["modified", "added", "removed"]
+
+
+class PlanError(GroveGitopsError):
+    """A rendered input the plan cannot read (e.g. a malformed ``gitops.grove.io/day2``)."""
+
+
+@dataclass(frozen=True)
+class PodCliqueSetPlan:
+    """What happens to one PodCliqueSet between BASE and HEAD.
+
+    ``steps`` are in execution order, each one's hostnames retired together; ``changed``
+    are the slots whose pod is replaced (under OnDelete too, where there are no steps);
+    ``added`` / ``removed`` are scale-out and scale-in slots, which are not steps.
+    ``restart_fields`` maps a PodClique to the pod fields that differ between its old and
+    new pods (why they are replaced).
+    """
+
+    namespace: str
+    name: str
+    change: Change
+    strategy: str
+    steps: tuple[Step, ...] = ()
+    changed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    restart_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def max_unavailable(self) -> int:
+        """The most slots down at once: the largest step (all replicas healthy at plan time)."""
+        return max((len(s.hostnames) for s in self.steps), default=0)
+
+    @property
+    def title(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every PodCliqueSet whose rendered pods or PodGangs differ, by namespace and name."""
+
+    podcliquesets: tuple[PodCliqueSetPlan, ...] = ()
+
+    @property
+    def steps(self) -> int:
+        return sum(len(p.steps) for p in self.podcliquesets)

@@ -1,0 +1,85 @@
+"""``grove-gitops plan``: the rollout the agent will perform, printed before the merge.
+
+It takes the same inputs as ``diff`` (two source trees, two rendered trees with
+``--rendered``, or two git refs with ``--repo``) through the same code
+(:func:`grove_gitops.diffcli.load_sides`), and prints per PodCliqueSet the update strategy,
+the ordered steps, the most slots unavailable at once and the fields forcing the restart.
+
+``--output json`` prints ``{"podcliquesets": [...]}`` alone on stdout (render warnings go to
+stderr). Exit codes as ``diff``: 0 when a plan was produced (an empty one included), 1 when
+either side is invalid or unreadable (every problem listed, prefixed with its side; with
+``--output json`` the usual ``{"ok": false, "problems": [...]}`` document), 2 for usage.
+
+This module only exposes :data:`plan_command`; ``cli.py`` registers it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grove_gitops.cliopts import output_option
+from grove_gitops.diffcli import InvalidSidesError, check_modes, load_sides, report_invalid
+from grove_gitops.errors import GroveGitopsError
+from grove_gitops.plan.compute import build_plan
+from grove_gitops.plan.formats import render_json, render_text
+from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document
+
+
+@click.command("plan")
+@click.argument("base")
+@click.argument("head")
+@click.option("--rendered", is_flag=True, help="BASE and HEAD are rendered output trees, not source trees.")
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Read the source trees at the git refs BASE and HEAD of this repository.",
+)
+@click.option("--source-path", help="With --repo: the source tree's path inside the repository (default: its root).")
+@click.option("--base-label", help="How to name BASE in the plan (default: the ref or path).")
+@click.option("--head-label", help="How to name HEAD in the plan (default: the ref or path).")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print no warning listed in RenderConfiguration's acknowledgedWarnings."
+)
+@output_option(' (on success: {"podcliquesets": [...]} alone)')
+def plan_command(
+    base: str,
+    head: str,
+    rendered: bool,
+    repo: Path | None,
+    source_path: str | None,
+    base_label: str | None,
+    head_label: str | None,
+    quiet: bool,
+    output: str,
+) -> None:
+    """Print the rollout the agent will perform from BASE to HEAD: per PodCliqueSet the
+    strategy, the steps in order, the most pods unavailable at once and the fields that
+    force the restart."""
+    check_modes(rendered, repo, source_path)
+    as_json = output == "json"
+    try:
+        base_side, head_side, _ = load_sides(base, head, rendered, repo, source_path, (base_label, head_label))
+        plan = build_plan(base_side, head_side)
+    except InvalidSidesError as exc:
+        if as_json:
+            problems = [from_input_problem(p, e.side) for e in exc.errors for p in e.error.problems]
+            click.echo(json_document(False, problems))
+        else:
+            report_invalid(exc.errors)
+        sys.exit(1)
+    except GroveGitopsError as exc:
+        if as_json:
+            click.echo(json_document(False, [Problem("", "", str(exc), "error")]))
+        else:
+            click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    sink = WarningSink(quiet=quiet)
+    sink.emit(head_side.warnings, lambda line: click.echo(line, err=True), head_side.acknowledged, "head: ")
+    if as_json:
+        click.echo(render_json(plan))
+        return
+    click.echo(render_text(plan, base_side.label, head_side.label), nl=False)
+    click.echo(f"{len(plan.podcliquesets)} PodCliqueSet(s) to roll out, {plan.steps} step(s) in all", err=True)
