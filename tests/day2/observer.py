@@ -26,6 +26,57 @@ Slot = tuple[str, str]  # (namespace, hostname)
 
 
 @dataclass(frozen=True)
+class Unit:
+    """Where a slot sits in Grove's rolling order, from the pod's labels.
+
+    ``group`` is the standalone PodClique (FQN) or the PodCliqueScalingGroup (FQN); ``member``
+    the hostname (standalone: pods roll one at a time) or the scaling-group replica index (a
+    scaling-group replica's pods roll together).
+    """
+
+    pcs: str
+    replica: str
+    group: str
+    member: str
+
+    @staticmethod
+    def of(labels: dict[str, str], hostname: str) -> Unit:
+        pcsg = labels.get("grove.io/podcliquescalinggroup")
+        return Unit(
+            pcs=labels.get("app.kubernetes.io/part-of", ""),
+            replica=labels.get("grove.io/podcliqueset-replica-index", ""),
+            group=pcsg or labels.get("grove.io/podclique", ""),
+            member=labels.get("grove.io/podcliquescalinggroup-replica-index", "") if pcsg else hostname,
+        )
+
+
+def rolling_bound_problem(units: Iterable[Unit], strict: bool = False) -> str | None:
+    """Why the unavailable ``units`` exceed a RollingRecreate's bound, or ``None`` when within.
+
+    Grove's bound (spec grove-day2 §2.2, §2.6): per PodCliqueSet one replica at a time; inside
+    it every standalone PodClique has at most one pod down and every scaling group at most one
+    replica down, cliques and groups rolling concurrently. ``strict`` asks for the narrower
+    reading "one standalone pod or one scaling-group replica of the PodCliqueSet at a time".
+    """
+    by_pcs: dict[str, set[Unit]] = {}
+    for unit in units:
+        by_pcs.setdefault(unit.pcs, set()).add(unit)
+    for pcs, down in sorted(by_pcs.items()):
+        replicas = {u.replica for u in down}
+        if len(replicas) > 1:
+            return f"{pcs}: replicas {sorted(replicas)} unavailable at once"
+        members: dict[str, set[str]] = {}
+        for unit in down:
+            members.setdefault(unit.group, set()).add(unit.member)
+        for group, present in sorted(members.items()):
+            if len(present) > 1:
+                return f"{pcs}: {group}: {sorted(present)} unavailable at once"
+        if strict and len(members) > 1:
+            return f"{pcs}: {sorted(members)} unavailable at once"
+    return None
+
+
+@dataclass(frozen=True)
 class PodView:
     """What the invariants need of one pod at one moment."""
 
@@ -41,6 +92,7 @@ class PodView:
     template_hash: str
     images: tuple[str, ...]
     resource_version: str
+    unit: Unit
 
     @property
     def slot(self) -> Slot:
@@ -67,6 +119,7 @@ class PodView:
             template_hash=str((meta.get("labels") or {}).get("grove.io/pod-template-hash", "")),
             images=tuple(str(c.get("image", "")) for c in spec.get("containers") or []),
             resource_version=str(meta.get("resourceVersion", "")),
+            unit=Unit.of(meta.get("labels") or {}, str(spec.get("hostname") or "")),
         )
 
 
@@ -137,6 +190,7 @@ class Observer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lists = 0
+        self.units: dict[Slot, Unit] = {}  # every slot ever seen -> its unit (from its pods' labels)
 
     def start(self) -> Observer:
         path = f"/api/v1/namespaces/{self.namespace}/pods"
@@ -165,6 +219,9 @@ class Observer:
 
     # -- recording ---------------------------------------------------------------------------
     def _record(self, event: str, pod: str, rv: str) -> None:
+        for view in self._pods.values():
+            if view.hostname:
+                self.units.setdefault(view.slot, view.unit)
         self.moments.append(
             Moment(len(self.moments), time.monotonic(), int(rv or 0), event, pod, tuple(self._pods.values()))
         )
@@ -215,6 +272,20 @@ class Observer:
             if count > worst:
                 worst, at = count, moment
         return max(worst, 0), at
+
+    def rolling_bound_violation(
+        self, slots: Iterable[Slot], since: int = 0, strict: bool = False
+    ) -> tuple[Moment, str] | None:
+        """The first moment after ``since`` whose unavailable ``slots`` exceed the rolling bound."""
+        wanted = list(slots)
+        for moment in self.since(since):
+            down = moment.unavailable(wanted)
+            with self._lock:
+                units = [self.units[s] for s in down if s in self.units]
+            problem = rolling_bound_problem(units, strict)
+            if problem is not None:
+                return moment, problem
+        return None
 
     def first_violation(self, predicate: Callable[[Moment], bool], since: int = 0) -> Moment | None:
         """The first moment after ``since`` for which ``predicate`` is false."""

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from tests.day2.harness import Day2Env
+from tests.day2.observer import Unit, rolling_bound_problem
 from tests.day2.rest import JSON_PATCH, Raw
 
 GATE = "grove.io/podgang-pending-creation"
@@ -102,3 +103,19 @@ def test_observer_sees_two_ungated_pods_sharing_a_hostname(day2: Callable[..., D
     slots = list(env.desired_pods())
     count, _ = env.observer.max_unavailable(slots, since=0)
     assert count == len(slots)  # at first no slot is available
+
+
+def test_rolling_bound() -> None:
+    def router(i: int, replica: str = "0") -> Unit:
+        return Unit("p", replica, f"p-{replica}-router", f"p-{replica}-router-{i}")
+
+    def prefill(j: int, replica: str = "0") -> Unit:
+        return Unit("p", replica, f"p-{replica}-prefill", str(j))
+
+    assert rolling_bound_problem([]) is None
+    assert rolling_bound_problem([router(0), prefill(1), prefill(1)]) is None  # concurrent cliques and groups
+    assert rolling_bound_problem([router(0), router(1)]) == "p: p-0-router: ['p-0-router-0', 'p-0-router-1'] unavailable at once"
+    assert rolling_bound_problem([prefill(0), prefill(1)]) == "p: p-0-prefill: ['0', '1'] unavailable at once"
+    assert rolling_bound_problem([router(0), router(0, "1")]) == "p: replicas ['0', '1'] unavailable at once"
+    assert rolling_bound_problem([router(0), prefill(1)], strict=True) is not None
+    assert rolling_bound_problem([router(0), Unit("q", "1", "q-1-a", "q-1-a-0")]) is None  # PodCliqueSets roll independently
