@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
+from tests.day2.applier import Mode
 from tests.day2.harness import Day2Env, describe
 
 
-def test_example_first_deploy_ends_ready_without_shared_hostnames(day2: Callable[..., Day2Env]) -> None:
-    env = day2()
+@pytest.mark.parametrize("mode", ["argocd", "flux"])
+def test_example_first_deploy_ends_ready_without_shared_hostnames(day2: Callable[..., Day2Env], mode: Mode) -> None:
+    env = day2(mode=mode)
     desired = env.desired_pods()
     assert len(desired) == 12
     env.wait_until(env.converged, timeout=10, what="every slot Ready with its rendered pod")
