@@ -264,6 +264,12 @@ class Day2Env:
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0, what: str = "") -> None:
         wait_until(predicate, timeout, what)
 
+    def agent_requests(self, verb: str, resource: str = "pods") -> int:
+        """Requests ``verb`` on ``resource`` the server served to anyone but the simulators and
+        the test's own client: the agent's (e.g. ``delete`` pods, ``patch`` pods)."""
+        ours = sum(r.requests[verb, resource] for r in (self.rest, self.applier.rest, self.kubelet.rest, self.observer.rest))
+        return self.server.requests_count(verb=verb, resource=resource) - ours
+
     def pod_annotations(self, pod: Raw) -> dict[str, str]:
         return dict((pod.get("metadata") or {}).get("annotations") or {})
 

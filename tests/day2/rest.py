@@ -25,6 +25,18 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "GET": "get"}
+
+
+def resource_of(path: str) -> str:
+    """``pods``, ``pods/status``, ``podgangs``... of a REST path (what the fake server logs)."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    return "/".join([rest[0], *rest[2:3]]) if rest else ""
+
+
 def key_of(obj: Raw) -> tuple[str, str]:
     """``(namespace, name)`` of an object ("" for a cluster-scoped one)."""
     meta = obj.get("metadata") or {}
@@ -38,6 +50,7 @@ class Rest:
         self.api_client = api_client
         self.timeout = (min(5.0, timeout), timeout)
         self.calls: Counter[str] = Counter()
+        self.requests: Counter[tuple[str, str]] = Counter()  # (verb, resource), as the fake logs them
         self._lock = threading.Lock()
         self._resources: dict[str, dict[str, tuple[str, bool]]] = {}
 
@@ -51,6 +64,7 @@ class Rest:
         )
         with self._lock:
             self.calls[method] += 1
+            self.requests[_VERBS.get(method, method.lower()), resource_of(path)] += 1
         response = self.api_client.call_api(m, url, header_params=hdrs, body=data, _request_timeout=self.timeout)
         response.read()  # type: ignore[no-untyped-call]
         payload = response.data or b"{}"

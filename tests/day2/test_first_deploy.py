@@ -25,6 +25,8 @@ def test_example_first_deploy_ends_ready_without_shared_hostnames(day2: Callable
     # Each pod was created once and never deleted: a first deploy retires nothing.
     assert not [m for m in moments if m.event == "DELETED"]
     assert {m.pod for m in moments if m.event == "ADDED"} == set(desired.values())
+    # The agent's pod writes: one gate removal per pod, no delete.
+    assert (env.agent_requests("patch"), env.agent_requests("delete")) == (len(desired), 0)
     # The applier never wrote a pod after creating it, and the final state needs no writes.
     writes_before = env.applier.rest.writes
     env.sync()

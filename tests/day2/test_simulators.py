@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from tests.day2.harness import Day2Env
 from tests.day2.observer import Unit, rolling_bound_problem
-from tests.day2.rest import JSON_PATCH, Raw
+from tests.day2.rest import JSON_PATCH, Raw, resource_of
 
 GATE = "grove.io/podgang-pending-creation"
 
@@ -56,6 +56,10 @@ def test_kubelet_runs_released_pods_and_terminates_deleted_ones_gracefully(day2:
     terminating = [m for m in env.observer.since(0) if m.pod == name and any(p.terminating for p in m.pods)]
     assert terminating and all(not m.available(("inference", "llama-disagg-0-router-0")) for m in terminating)
     assert env.observer.events_for(name)[-1] == "DELETED"
+    # The harness tells the agent's requests from the simulators' and the test's own.
+    assert env.agent_requests("delete") == 0
+    assert env.agent_requests("patch") == 0
+    assert env.agent_requests("create", "pods/binding") == 0
 
 
 def test_fail_crash_and_set_ready(day2: Callable[..., Day2Env]) -> None:
@@ -119,3 +123,11 @@ def test_rolling_bound() -> None:
     assert rolling_bound_problem([router(0), router(0, "1")]) == "p: replicas ['0', '1'] unavailable at once"
     assert rolling_bound_problem([router(0), prefill(1)], strict=True) is not None
     assert rolling_bound_problem([router(0), Unit("q", "1", "q-1-a", "q-1-a-0")]) is None  # PodCliqueSets roll independently
+
+
+def test_resource_of_matches_the_servers_log() -> None:
+    assert resource_of("/api/v1/namespaces/ns/pods") == "pods"
+    assert resource_of("/api/v1/namespaces/ns/pods/p/status?x=1") == "pods/status"
+    assert resource_of("/api/v1/namespaces") == "namespaces"
+    assert resource_of("/apis/scheduler.grove.io/v1alpha1/namespaces/ns/podgangs/g/status") == "podgangs/status"
+    assert resource_of("/apis/grove.io/v1alpha1/clustertopologybindings/x") == "clustertopologybindings"
