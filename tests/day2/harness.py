@@ -256,9 +256,17 @@ class Day2Env:
         return all(v.available and not v.gated and desired.get(v.slot) == v.name for v in views)
 
     def settle(self, timeout: float = 5.0) -> Moment:
-        """Wait until the observer has seen the pods as they are now; the latest moment."""
-        current = {p["metadata"]["name"]: p["metadata"]["resourceVersion"] for p in self.pods()}
-        wait_until(lambda: self.observer.versions() == current, timeout, "the observer to catch up")
+        """Wait until the observer's view equals the pods as listed now; the latest moment.
+
+        Compared against a fresh list at every poll: pods may still be changing (a kubelet
+        starting one), and the first poll at which both agree is a moment the observer saw.
+        """
+
+        def caught_up() -> bool:
+            current = {p["metadata"]["name"]: p["metadata"]["resourceVersion"] for p in self.pods()}
+            return self.observer.versions() == current
+
+        wait_until(caught_up, timeout, "the observer to catch up", interval=0.02)
         return self.observer.now()
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0, what: str = "") -> None:
