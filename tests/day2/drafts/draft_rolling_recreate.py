@@ -1,0 +1,74 @@
+"""RollingRecreate of the bundled example after an image bump (issue 13, Tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.day2.harness import Day2Env, describe
+
+
+def test_image_bump_rolls_one_unit_at_a_time(day2: Callable[..., Day2Env]) -> None:
+    env = day2()
+    env.wait_until(env.converged, timeout=10, what="the first deploy")
+    old = env.desired_pods()
+    mark = env.observer.mark()
+    env.bump_image()
+    new = env.desired_pods()
+    assert set(new) == set(old) and all(new[s] != old[s] for s in new)  # 12 of 12 pods renamed
+    env.wait_until(env.converged, timeout=30, what="every slot Ready with its new pod")
+    env.settle()
+
+    violation = env.observer.rolling_bound_violation(new, since=mark, strict=True)
+    assert violation is None, f"{violation[1]}\n{describe(violation[0])}"
+    conflicts = env.observer.hostname_conflicts(mark)
+    assert conflicts == [], describe(conflicts[0][0])
+    worst, at = env.observer.max_unavailable(new, since=mark)
+    assert worst == 4, describe(at)  # the measured bound: one prefill replica (leader + 3 workers)
+    # Every old pod was retired once, by the agent (GitOps never pruned a pod).
+    deleted = {m.pod for m in env.observer.since(mark) if m.event == "DELETED"}
+    assert deleted == set(old.values())
+    gang = env.podgang("llama-disagg-0")
+    assert gang is not None
+    rolling = {c["type"]: c for c in gang["status"]["conditions"]}.get("RollingUpdate")
+    assert rolling is not None and (rolling["status"], rolling["reason"]) == ("False", "UpdateComplete"), rolling
+
+
+def test_a_clique_only_change_touches_only_its_slots(day2: Callable[..., Day2Env]) -> None:
+    env = day2()
+    env.wait_until(env.converged, timeout=10, what="the first deploy")
+    old = env.desired_pods()
+    mark = env.observer.mark()
+    env.bump_image(cliques=("router",))
+    new = env.desired_pods()
+    changed = {s for s in new if new[s] != old[s]}
+    assert {h for _, h in changed} == {"llama-disagg-0-router-0", "llama-disagg-0-router-1"}
+    env.wait_until(env.converged, timeout=20, what="the routers replaced")
+    env.settle()
+    violation = env.observer.rolling_bound_violation(new, since=mark, strict=True)
+    assert violation is None, f"{violation[1]}\n{describe(violation[0])}"
+    worst, at = env.observer.max_unavailable(new, since=mark)
+    assert worst == 1, describe(at)
+    deleted = {m.pod for m in env.observer.since(mark) if m.event == "DELETED"}
+    assert deleted == {old[s] for s in changed}
+
+
+def test_agent_killed_mid_rollout_resumes(day2: Callable[..., Day2Env]) -> None:
+    env = day2()
+    env.wait_until(env.converged, timeout=10, what="the first deploy")
+    old = env.desired_pods()
+    mark = env.observer.mark()
+    env.bump_image()
+    new = env.desired_pods()
+    env.wait_until(
+        lambda: 0 < sum(v.name in new.values() and v.available for v in env.views()) < len(new),
+        timeout=15,
+        what="the rollout under way",
+    )
+    env.stop_agent()
+    env.settle()
+    env.start_agent()
+    env.wait_until(env.converged, timeout=30, what="the rollout finished by the restarted agent")
+    env.settle()
+    violation = env.observer.rolling_bound_violation(new, since=mark, strict=True)
+    assert violation is None, f"{violation[1]}\n{describe(violation[0])}"
+    assert {m.pod for m in env.observer.since(mark) if m.event == "DELETED"} == set(old.values())

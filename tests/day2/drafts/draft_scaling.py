@@ -1,0 +1,83 @@
+"""Scale-out and scale-in of PodCliqueSet, scaling-group and clique replicas; a PodCliqueSet
+removed from Git (issue 13, Tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.day2.harness import EXAMPLE_PCS, Day2Env, describe
+from tests.day2.rest import Raw
+
+
+def _pcs_replicas(n: int) -> Callable[[Raw], None]:
+    def change(pcs: Raw) -> None:
+        pcs["spec"]["replicas"] = n
+
+    return change
+
+
+def _group_replicas(group: str, n: int) -> Callable[[Raw], None]:
+    def change(pcs: Raw) -> None:
+        (pcsg,) = [g for g in pcs["spec"]["template"]["podCliqueScalingGroups"] if g["name"] == group]
+        pcsg["replicas"] = n
+
+    return change
+
+
+def _clique_replicas(clique: str, n: int) -> Callable[[Raw], None]:
+    def change(pcs: Raw) -> None:
+        (spec,) = [c["spec"] for c in pcs["spec"]["template"]["cliques"] if c["name"] == clique]
+        spec["replicas"] = n
+
+    return change
+
+
+SCALES = {
+    "podcliqueset": (_pcs_replicas(2), _pcs_replicas(1), 12),
+    "scaling-group": (_group_replicas("prefill", 3), _group_replicas("prefill", 2), 4),
+    "clique": (_clique_replicas("router", 3), _clique_replicas("router", 2), 1),
+}
+
+
+@pytest.mark.parametrize("what", sorted(SCALES))
+def test_scale_out_then_in(day2: Callable[..., Day2Env], what: str) -> None:
+    out, back, added = SCALES[what]
+    env = day2()
+    env.wait_until(env.converged, timeout=10, what="the first deploy")
+    before = env.desired_pods()
+    mark = env.observer.mark()
+    env.edit_pcs(out)
+    grown = env.desired_pods()
+    assert {s: grown[s] for s in before} == before  # existing pods keep their names
+    assert len(grown) - len(before) == added
+    env.wait_until(env.converged, timeout=15, what="the new slots Ready")
+    env.settle()
+    assert [m for m in env.observer.since(mark) if m.event == "DELETED"] == []
+    assert env.observer.max_unavailable(before, since=mark)[0] == 0  # scale-out disturbs nobody
+
+    mark = env.observer.mark()
+    env.edit_pcs(back)
+    assert env.desired_pods() == before
+    env.wait_until(env.converged, timeout=15, what="the removed slots' pods deleted")
+    env.settle()
+    deleted = {m.pod for m in env.observer.since(mark) if m.event == "DELETED"}
+    assert deleted == set(grown.values()) - set(before.values())  # highest indices, nothing else
+    assert env.observer.max_unavailable(before, since=mark)[0] == 0
+    conflicts = env.observer.hostname_conflicts()
+    assert conflicts == [], describe(conflicts[0][0])
+
+
+def test_podcliqueset_removed_from_git(day2: Callable[..., Day2Env]) -> None:
+    env = day2()
+    env.wait_until(env.converged, timeout=10, what="the first deploy")
+    pods = set(env.desired_pods().values())
+    mark = env.observer.mark()
+    (env.source / EXAMPLE_PCS.relative_to(EXAMPLE_PCS.parents[2])).unlink()
+    env.render()
+    assert env.desired_pods() == {}
+    env.wait_until(lambda: env.pods() == [], timeout=15, what="every pod of the removed PodCliqueSet deleted")
+    env.settle()
+    assert {m.pod for m in env.observer.since(mark) if m.event == "DELETED"} == pods
+    assert env.podgang("llama-disagg-0") is None  # GitOps pruned the gangs

@@ -1,0 +1,350 @@
+"""The day-2 scenario harness: fake API server, GitOps applier, kubelet, observer and agent.
+
+This module is the one place that imports the fake API server and the agent, so moving
+either means editing only here (:func:`start_server`, :func:`start_agent`).
+
+A :class:`Day2Env` owns one scenario's world: a copy of a source tree the test may edit, the
+rendered output tree, an :class:`~tests.day2.applier.Applier` that applies it as Argo CD or
+Flux would, a :class:`~tests.day2.kubelet.Kubelet`, an :class:`~tests.day2.observer.Observer`
+and the agent, each over real HTTP against the same server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grove_gitops.output.layout import build_tree
+from grove_gitops.output.writer import write_tree
+from grove_gitops.render import render_source
+from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.day2.applier import Applier, Mode, read_tree
+from tests.day2.kubelet import Kubelet, KubeletConfig
+from tests.day2.observer import Moment, Observer, PodView, Slot
+from tests.day2.rest import Raw, Rest
+from tests.support import PROJECT, SHARED
+
+EXAMPLES = PROJECT / "examples"
+EXAMPLE_NAMESPACE = "inference"
+EXAMPLE_PCS = PROJECT / "examples" / "workloads" / "llm-inference" / "llama-disagg.yaml"
+
+ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+ARGO_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+
+
+# ------------------------------------------------------------------------------ the server
+def start_server() -> FakeApiServer:
+    """The fake API server with the project's CRDs and an event window no scenario exhausts."""
+    return FakeApiServer(crd_dir=SHARED / "crds", event_window=200_000).start()
+
+
+# ------------------------------------------------------------------------------ the agent
+class RunningAgent:
+    """The agent running in a thread; :meth:`stop` ends it (as a killed pod would)."""
+
+    def __init__(self, impl: Any, run: Callable[[threading.Event], None]) -> None:
+        self.impl = impl
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=run, args=(self._stop,), name="day2-agent", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            raise RuntimeError("the agent did not stop within 10 s")
+
+
+def start_agent(server: FakeApiServer, namespace: str | None = None, **config: Any) -> RunningAgent:
+    """Start "the agent" against ``server``: the one place that says which agent that is.
+
+    Until ``grove_gitops.agent`` exists this runs today's gate-lifter, with a fast recheck.
+    """
+    from grove_gitops.gatelifter.kube import Kube
+    from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+    from grove_gitops.gitops.metrics import Registry
+
+    settings: dict[str, Any] = {"namespace": namespace, "recheck": 0.05, "watch_read_timeout": 0.5}
+    settings.update(config)
+    lifter = GateLifter(Kube(server.api_client()), LifterConfig(**settings), Registry())
+    return RunningAgent(lifter, lifter.run)
+
+
+# ------------------------------------------------------------------------------ rendering
+def render(source: Path, out: Path) -> None:
+    """``grove-gitops render SOURCE --out OUT``, in process."""
+    write_tree(build_tree(render_source(source)), out)
+    _ensure_pod_prune_annotations(out)
+
+
+def _ensure_pod_prune_annotations(out: Path) -> None:
+    """Stand-in until the render adds them (issue 13, design 1): rendered Pods are never
+    pruned by the GitOps tool. Adds Argo CD's and Flux's annotations to every Pod file that
+    lacks them; a no-op once the render writes them itself.
+    """
+    for path in out.rglob("*-pod--*.yaml"):
+        pod = yaml.safe_load(path.read_text(encoding="utf-8"))
+        annotations = pod.setdefault("metadata", {}).setdefault("annotations", {})
+        if ARGO_SYNC_OPTIONS in annotations or FLUX_PRUNE in annotations:
+            continue
+        annotations[ARGO_SYNC_OPTIONS] = "Prune=false"
+        annotations[ARGO_COMPARE_OPTIONS] = "IgnoreExtraneous"
+        annotations[FLUX_PRUNE] = "disabled"
+        path.write_text(yaml.safe_dump(pod, sort_keys=True), encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------ source edits
+def pcs_files(source: Path) -> list[Path]:
+    """The source files holding a PodCliqueSet."""
+    out = []
+    for path in sorted(source.rglob("*.yaml")):
+        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        if any(isinstance(d, dict) and d.get("kind") == "PodCliqueSet" for d in docs):
+            out.append(path)
+    return out
+
+
+def edit_pcs(source: Path, change: Callable[[Raw], None], name: str | None = None) -> None:
+    """Apply ``change`` to every PodCliqueSet document of ``source`` (or only the one named)."""
+    for path in pcs_files(source):
+        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        for doc in docs:
+            is_pcs = isinstance(doc, dict) and doc.get("kind") == "PodCliqueSet"
+            if is_pcs and (name is None or doc["metadata"]["name"] == name):
+                change(doc)
+        path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+
+
+def bump_image(source: Path, cliques: tuple[str, ...] | None = None, image: str | None = None) -> dict[str, str]:
+    """Change the image of every container of ``cliques`` (default: all) in every PodCliqueSet.
+
+    Without ``image`` the tag gets a ``-bump<n>`` suffix (the n-th bump). Returns
+    ``{clique: new image}``.
+    """
+    changed: dict[str, str] = {}
+
+    def change(pcs: Raw) -> None:
+        for clique in pcs["spec"]["template"]["cliques"]:
+            if cliques is not None and clique["name"] not in cliques:
+                continue
+            for container in clique["spec"]["podSpec"]["containers"]:
+                old = str(container["image"])
+                if image is not None:
+                    new = image
+                elif "-bump" in old:
+                    base, _, n = old.rpartition("-bump")
+                    new = f"{base}-bump{int(n) + 1}"
+                else:
+                    new = f"{old}-bump1"
+                container["image"] = new
+                changed[clique["name"]] = new
+
+    edit_pcs(source, change)
+    return changed
+
+
+# ------------------------------------------------------------------------------ the world
+class WaitTimeout(AssertionError):
+    """``wait_until`` ran out of time (an AssertionError, so pytest shows it as a failure)."""
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "", interval: float = 0.01) -> None:
+    """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+class Day2Env:
+    """One scenario's world; build it with :func:`day2_env` (or the ``day2`` fixture)."""
+
+    def __init__(
+        self,
+        server: FakeApiServer,
+        source: Path,
+        out: Path,
+        namespace: str,
+        mode: Mode,
+        kubelet_config: KubeletConfig,
+        sync_interval: float,
+    ) -> None:
+        self.server = server
+        self.source = source
+        self.out = out
+        self.namespace = namespace
+        self.rest = Rest(server.api_client())
+        self.observer = Observer(server.api_client(), namespace)
+        self.kubelet = Kubelet(server.api_client(), kubelet_config)
+        self.applier = Applier(server.api_client(), out, mode=mode, interval=sync_interval)
+        self.agent: RunningAgent | None = None
+        self.agent_config: dict[str, Any] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start_agent(self, **config: Any) -> RunningAgent:
+        if self.agent is not None:
+            raise RuntimeError("an agent is already running")
+        self.agent = start_agent(self.server, self.namespace, **{**self.agent_config, **config})
+        return self.agent
+
+    def stop_agent(self) -> None:
+        if self.agent is not None:
+            agent, self.agent = self.agent, None
+            agent.stop()
+
+    def close(self) -> None:
+        self.applier.stop()
+        self.stop_agent()
+        self.kubelet.stop()
+        self.observer.stop()
+
+    # -- Git ---------------------------------------------------------------------------------
+    def render(self) -> None:
+        """Re-render the source into the output tree (between two applier syncs)."""
+        with self.applier.lock:
+            render(self.source, self.out)
+
+    def bump_image(self, cliques: tuple[str, ...] | None = None, image: str | None = None) -> dict[str, str]:
+        """Change images in the source and re-render (the next sync applies it)."""
+        changed = bump_image(self.source, cliques, image)
+        self.render()
+        return changed
+
+    def edit_pcs(self, change: Callable[[Raw], None], name: str | None = None) -> None:
+        edit_pcs(self.source, change, name)
+        self.render()
+
+    def sync(self) -> None:
+        self.applier.sync()
+
+    def desired(self) -> list[Raw]:
+        return read_tree(self.out)
+
+    def desired_pods(self) -> dict[Slot, str]:
+        """``{slot: pod name}`` of the rendered tree."""
+        return {
+            (str(p["metadata"]["namespace"]), str(p["spec"]["hostname"])): str(p["metadata"]["name"])
+            for p in self.desired()
+            if p["kind"] == "Pod"
+        }
+
+    # -- the cluster -------------------------------------------------------------------------
+    def pods(self) -> list[Raw]:
+        """The namespace's pods, read over HTTP."""
+        listing = self.rest.request("GET", f"/api/v1/namespaces/{self.namespace}/pods")
+        return list(listing.get("items") or [])
+
+    def views(self) -> list[PodView]:
+        return [PodView.of(p) for p in self.pods()]
+
+    def converged(self) -> bool:
+        """Every slot holds exactly its rendered pod, Running, Ready and not terminating."""
+        desired = self.desired_pods()
+        views = self.views()
+        if sorted(v.name for v in views) != sorted(desired.values()):
+            return False
+        return all(v.available and not v.gated and desired.get(v.slot) == v.name for v in views)
+
+    def settle(self, timeout: float = 5.0) -> Moment:
+        """Wait until the observer's view equals the pods as listed now; the latest moment.
+
+        Compared against a fresh list at every poll: pods may still be changing (a kubelet
+        starting one), and the first poll at which both agree is a moment the observer saw.
+        """
+
+        def caught_up() -> bool:
+            current = {p["metadata"]["name"]: p["metadata"]["resourceVersion"] for p in self.pods()}
+            return self.observer.versions() == current
+
+        wait_until(caught_up, timeout, "the observer to catch up", interval=0.02)
+        return self.observer.now()
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0, what: str = "") -> None:
+        wait_until(predicate, timeout, what)
+
+    def agent_requests(self, verb: str, resource: str = "pods") -> int:
+        """Requests ``verb`` on ``resource`` the server served to anyone but the simulators and
+        the test's own client: the agent's (e.g. ``delete`` pods, ``patch`` pods)."""
+        ours = sum(r.requests[verb, resource] for r in (self.rest, self.applier.rest, self.kubelet.rest, self.observer.rest))
+        return self.server.requests_count(verb=verb, resource=resource) - ours
+
+    def pod_annotations(self, pod: Raw) -> dict[str, str]:
+        return dict((pod.get("metadata") or {}).get("annotations") or {})
+
+    def podgang(self, name: str) -> Raw | None:
+        return self.rest.get("scheduler.grove.io/v1alpha1", "PodGang", self.namespace, name)
+
+
+@contextlib.contextmanager
+def day2_env(
+    tmp: Path,
+    *,
+    source: Path = EXAMPLES,
+    namespace: str = EXAMPLE_NAMESPACE,
+    mode: Mode = "argocd",
+    ready_delay: float = 0.05,
+    termination_delay: float | None = 0.1,
+    sync_interval: float = 0.1,
+    edit: Callable[[Raw], None] | None = None,
+    agent: bool = True,
+    background_sync: bool = True,
+    agent_config: dict[str, Any] | None = None,
+) -> Iterator[Day2Env]:
+    """Build a scenario's world and tear it down (every thread joined, the server stopped).
+
+    Order: server, namespace, observer (so it sees every pod from the first), kubelet, first
+    render and sync, then the agent and the periodic applier (when asked).
+    """
+    work = tmp / "src"
+    shutil.copytree(source, work)
+    if edit is not None:
+        edit_pcs(work, edit)
+    server = start_server()
+    env: Day2Env | None = None
+    try:
+        rest = Rest(server.api_client())
+        rest.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": namespace}})
+        env = Day2Env(
+            server,
+            work,
+            tmp / "out",
+            namespace,
+            mode,
+            KubeletConfig(namespace=namespace, ready_delay=ready_delay, termination_delay=termination_delay),
+            sync_interval,
+        )
+        env.agent_config = dict(agent_config or {})
+        env.observer.start()
+        env.kubelet.start()
+        env.render()
+        env.sync()
+        if agent:
+            env.start_agent()
+        if background_sync:
+            env.applier.start()
+        yield env
+        assert server.internal_errors == [], server.internal_errors
+        assert env.observer.relists == 0, "the observer missed events (it had to re-list)"
+    finally:
+        if env is not None:
+            env.close()
+        server.stop()
+
+
+def describe(moment: Moment | None) -> str:
+    return moment.describe() if moment is not None else "(no moment)"
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True, default=str)

@@ -1,0 +1,155 @@
+"""The GitOps applier simulator follows Argo CD's and Flux's rules (no agent, no kubelet)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.day2.applier import Applier, Mode, read_tree
+from tests.day2.harness import EXAMPLES, render, start_server
+from tests.day2.rest import Raw, Rest
+
+NS = "inference"
+SERVICE = ("v1", "Service", NS, "llama-disagg-0")
+GANG = ("scheduler.grove.io/v1alpha1", "PodGang", NS, "llama-disagg-0")
+
+
+@contextlib.contextmanager
+def applied(tmp_path: Path, mode: Mode) -> Iterator[tuple[Applier, Rest, Path]]:
+    out = tmp_path / "out"
+    render(EXAMPLES, out)
+    server = start_server()
+    try:
+        applier = Applier(server.api_client(), out, mode=mode)
+        first = applier.sync()
+        assert len(first.created) == len(read_tree(out))
+        yield applier, Rest(server.api_client()), out
+        assert server.internal_errors == []
+    finally:
+        server.stop()
+
+
+def _file(out: Path, pattern: str) -> Path:
+    (path,) = out.rglob(pattern)
+    return path
+
+
+def _pods(rest: Rest) -> dict[str, Raw]:
+    return {p["metadata"]["name"]: p for p in rest.request("GET", f"/api/v1/namespaces/{NS}/pods")["items"]}
+
+
+def _set_annotations(path: Path, **annotations: str | None) -> None:
+    obj = yaml.safe_load(path.read_text())
+    current = obj["metadata"].setdefault("annotations", {})
+    for key, value in annotations.items():
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+    path.write_text(yaml.safe_dump(obj))
+
+
+def test_applies_in_wave_order_and_a_second_sync_writes_nothing(tmp_path: Path) -> None:
+    with applied(tmp_path, "argocd") as (applier, _rest, out):
+        kinds = [r[1] for r in applier.sync().created]
+        assert kinds == []  # everything exists
+        before = applier.rest.writes
+        result = applier.sync()
+        assert (result.created, result.updated, result.pruned) == ([], [], [])
+        assert applier.rest.writes == before
+        order = [obj["kind"] for obj in read_tree(out)]
+        assert order.index("Namespace") < order.index("ServiceAccount") < order.index("PodGang") < order.index("Pod")
+
+
+@pytest.mark.parametrize("mode", ["argocd", "flux"])
+def test_pods_left_out_of_git_survive_other_objects_are_pruned(tmp_path: Path, mode: Mode) -> None:
+    with applied(tmp_path, mode) as (applier, rest, out):
+        pod_file = _file(out, "*-pod--llama-disagg-0-router-0-*.yaml")
+        pod_name = yaml.safe_load(pod_file.read_text())["metadata"]["name"]
+        pod_file.unlink()
+        _file(out, "*-service--llama-disagg-0.yaml").unlink()
+        result = applier.sync()
+        assert result.pruned == [SERVICE]
+        assert [r[3] for r in result.kept] == [pod_name]
+        assert rest.get("v1", "Service", NS, "llama-disagg-0") is None
+        assert pod_name in _pods(rest)
+        # Argo CD keeps tracking the pod as extraneous; Flux forgets it. Neither deletes it later.
+        assert bool(applier.extraneous) == (mode == "argocd")
+        applier.sync()
+        assert pod_name in _pods(rest)
+
+
+@pytest.mark.parametrize(
+    ("mode", "other_tools_annotation"),
+    [("argocd", {"kustomize.toolkit.fluxcd.io/prune": "disabled"}),
+     ("flux", {"argocd.argoproj.io/sync-options": "Prune=false"})],
+)
+def test_each_tool_honours_only_its_own_prune_annotation(
+    tmp_path: Path, mode: Mode, other_tools_annotation: dict[str, str]
+) -> None:
+    out = tmp_path / "out"
+    render(EXAMPLES, out)
+    pod_file = _file(out, "*-pod--llama-disagg-0-router-0-*.yaml")
+    cleared: dict[str, str | None] = {"argocd.argoproj.io/sync-options": None, "kustomize.toolkit.fluxcd.io/prune": None}
+    _set_annotations(pod_file, **{**cleared, **other_tools_annotation})
+    pod_name = yaml.safe_load(pod_file.read_text())["metadata"]["name"]
+    server = start_server()
+    try:
+        applier = Applier(server.api_client(), out, mode=mode)
+        applier.sync()
+        pod_file.unlink()
+        result = applier.sync()
+        assert [r[3] for r in result.pruned] == [pod_name]
+        assert pod_name not in _pods(Rest(server.api_client()))
+    finally:
+        server.stop()
+
+
+def test_the_live_annotation_decides_not_the_file(tmp_path: Path) -> None:
+    """An object removed from Git is no longer in any file: the tool reads the live copy."""
+    with applied(tmp_path, "argocd") as (applier, rest, out):
+        path = _file(out, "*-service--llama-disagg-0.yaml")
+        _set_annotations(path, **{"argocd.argoproj.io/sync-options": "Prune=false,ServerSideApply=true"})
+        assert applier.sync().updated == [SERVICE]
+        path.unlink()
+        assert applier.sync().kept == [SERVICE]
+        assert rest.get("v1", "Service", NS, "llama-disagg-0") is not None
+
+
+def test_a_deleted_pod_is_recreated_and_a_live_pod_never_modified(tmp_path: Path) -> None:
+    with applied(tmp_path, "flux") as (applier, rest, out):
+        pod_file = _file(out, "*-pod--llama-disagg-0-router-0-*.yaml")
+        name = yaml.safe_load(pod_file.read_text())["metadata"]["name"]
+        old_uid = _pods(rest)[name]["metadata"]["uid"]
+        rest.request("DELETE", f"/api/v1/namespaces/{NS}/pods/{name}")
+        assert [r[3] for r in applier.sync().created] == [name]  # selfHeal / the reconcile interval
+        live = _pods(rest)[name]
+        assert live["metadata"]["uid"] != old_uid
+        assert live["spec"]["schedulingGates"]  # re-created gated, as in Git
+        _set_annotations(pod_file, team="changed-in-git")
+        before = applier.rest.writes
+        result = applier.sync()
+        assert (result.created, result.updated) == ([], [])
+        assert applier.rest.writes == before
+        assert "team" not in _pods(rest)[name]["metadata"].get("annotations", {})
+
+
+def test_a_changed_podgang_gets_git_spec_and_keeps_its_status(tmp_path: Path) -> None:
+    with applied(tmp_path, "argocd") as (applier, rest, out):
+        path = _file(out, "*-podgang.scheduler.grove.io--llama-disagg-0.yaml")
+        status = {"phase": "Running", "conditions": [{"type": "Initialized", "status": "True",
+                  "reason": "Ready", "message": "x", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        rest.request("PATCH", rest.path(GANG[0], GANG[1], NS, GANG[3]) + "/status", {"status": status},
+                     "application/merge-patch+json")
+        gang = yaml.safe_load(path.read_text())
+        gang["spec"]["podgroups"] = gang["spec"]["podgroups"][:-1]
+        path.write_text(yaml.safe_dump(gang))
+        assert applier.sync().updated == [GANG]
+        live = rest.get(*GANG)
+        assert live is not None
+        assert live["spec"]["podgroups"] == gang["spec"]["podgroups"]
+        assert live["status"] == status
