@@ -17,7 +17,7 @@ from grove_gitops.agent.order import SlotRef
 from grove_gitops.agent.snapshot import PART_OF, PCS_REPLICA_INDEX, PCSG, PCSG_REPLICA_INDEX, POD_INDEX, parse_day2
 from grove_gitops.diff.model import ObjectKey, TreeObject
 from grove_gitops.diff.report import Side
-from grove_gitops.gatelifter.gangs import PODCLIQUE_LABEL, MalformedPodGang
+from grove_gitops.agent.gangs import PODCLIQUE_LABEL, MalformedPodGang
 from grove_gitops.plan.model import ROLLING_RECREATE, PlanError
 
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)

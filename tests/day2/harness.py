@@ -25,7 +25,7 @@ import yaml
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source
-from grove_gitops.testing.fakeapi import FakeApiServer
+from tests.fakeserver import FakeApiServer
 from tests.day2.applier import Applier, Mode, read_tree
 from tests.day2.kubelet import Kubelet, KubeletConfig
 from tests.day2.observer import Moment, Observer, PodView, Slot
@@ -67,15 +67,16 @@ class RunningAgent:
 def start_agent(server: FakeApiServer, namespace: str | None = None, **config: Any) -> RunningAgent:
     """Start "the agent" against ``server``: the one place that says which agent that is.
 
-    Until ``grove_gitops.agent`` exists this runs today's gate-lifter, with a fast recheck.
+    The day-2 agent (``grove_gitops.agent``), with fast rechecks and a short grace period.
     """
-    from grove_gitops.gatelifter.kube import Kube
-    from grove_gitops.gatelifter.lifter import GateLifter, LifterConfig
+    from grove_gitops.agent.kube import Kube
+    from grove_gitops.agent.loop import Agent, AgentConfig
     from grove_gitops.gitops.metrics import Registry
 
-    settings: dict[str, Any] = {"namespace": namespace, "recheck": 0.05, "watch_read_timeout": 0.5}
+    settings: dict[str, Any] = {"namespace": namespace, "recheck": 0.05, "resync": 0.2, "grace": 1.0,
+                                "watch_read_timeout": 0.5}
     settings.update(config)
-    lifter = GateLifter(Kube(server.api_client()), LifterConfig(**settings), Registry())
+    lifter = Agent(Kube(server.api_client()), AgentConfig(**settings), Registry())
     return RunningAgent(lifter, lifter.run)
 
 
