@@ -173,6 +173,7 @@ def decide(
     pods: Mapping[tuple[str, str], K8s],
     object_exists: Callable[[ObjectRef], bool],
     podgang_by_name: Mapping[str, K8s],
+    base_check: Callable[[K8s], list[str]] | None = None,
 ) -> Decision:
     """Whether the gang is complete and which of its pods still carry the gate.
 
@@ -198,7 +199,7 @@ def decide(
         if base is None:
             waiting.append(f"base PodGang {base_name}")
         else:
-            waiting.extend(base_gang_scheduled(base, pods))
+            waiting.extend(base_check(base) if base_check is not None else base_gang_scheduled(base, pods))
     if not waiting:
         for ref in objects:
             if not object_exists(ref):

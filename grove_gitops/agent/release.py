@@ -40,6 +40,47 @@ def _blocked(snap: Snapshot) -> dict[Key, str]:
     return out
 
 
+def _slots_by_new(snap: Snapshot) -> dict[Key, list[Any]]:
+    """Referenced pod -> the released old pods still in its slot."""
+    out: dict[Key, list[Any]] = {}
+    for wl in snap.workloads.values():
+        for slot in wl.slots.values():
+            if slot.new_name is not None and slot.released_old:
+                out[(slot.namespace, slot.new_name)] = slot.released_old
+    return out
+
+
+def base_scheduled(base: Mapping[str, Any], snap: Snapshot, holders: Mapping[Key, list[Any]]) -> list[str]:
+    """Podgroups of a base gang below ``minReplicas`` scheduled pods (empty = scheduled).
+
+    Grove reads the PodClique's ``scheduledReplicas``, which counts every pod of the PodClique.
+    Here a podgroup counts its referenced pods, and, once the base gang is ``Initialized``,
+    the old pod still holding a referenced pod's slot (mid-rollout the base gang's new pods
+    wait for their turn; a scaled gang's replacement must not wait for them, or the rollout
+    deadlocks). Old pods in *other* slots never count.
+    """
+    name = str((base.get("metadata") or {}).get("name"))
+    initialized = any(
+        isinstance(c, dict) and c.get("type") == "Initialized" and c.get("status") == "True"
+        for c in (base.get("status") or {}).get("conditions") or []
+    )
+    counts: dict[str, int] = {}
+    for group, ns, pod_name in G.referenced_pods(base):
+        pod = snap.pods.get((ns, pod_name))
+        candidates = [pod] if pod is not None and pod.podgang == name else []
+        if initialized:
+            candidates += holders.get((ns, pod_name), [])
+        if any(p.scheduled and not p.terminating and not p.finished for p in candidates):
+            counts[group] = counts.get(group, 0) + 1
+    out = []
+    for g in (base.get("spec") or {}).get("podgroups") or []:
+        need = g.get("minReplicas", 0)
+        need = need if isinstance(need, int) else 0
+        if counts.get(g["name"], 0) < need:
+            out.append(f"base PodGang {name}: podgroup {g['name']} has {counts.get(g['name'], 0)}/{need} scheduled pods")
+    return out
+
+
 def decide_gang(
     key: Key,
     snap: Snapshot,
@@ -47,6 +88,7 @@ def decide_gang(
     gangs_by_name: Mapping[str, Mapping[str, Any]],
     object_exists: Callable[[G.ObjectRef], bool],
     blocked: Mapping[Key, str],
+    holders: Mapping[Key, list[Any]] | None = None,
 ) -> GangRelease:
     """Release decision for one PodGang; raises :class:`~.gangs.MalformedPodGang`."""
     if key in snap.malformed:
@@ -54,10 +96,12 @@ def decide_gang(
     gang = snap.gangs.get(key)
     if gang is None:
         return GangRelease(False, True, [], ["PodGang"])
-    holders = [f"slot of pod {ns}/{name} still holds pod {blocked[(ns, name)]}" for _, ns, name in gang.refs if (ns, name) in blocked]
+    blocking = [f"slot of pod {ns}/{name} still holds pod {blocked[(ns, name)]}" for _, ns, name in gang.refs if (ns, name) in blocked]
     if not gang.initialized:
-        decision = G.decide(gang.raw, raw_pods, object_exists if not holders else (lambda _ref: True), gangs_by_name)
-        waiting = decision.waiting_for + holders
+        held = holders or {}
+        decision = G.decide(gang.raw, raw_pods, object_exists if not blocking else (lambda _ref: True), gangs_by_name,
+                            lambda base: base_scheduled(base, snap, held))
+        waiting = decision.waiting_for + blocking
         if waiting:
             return GangRelease(False, True, [], waiting)
         return GangRelease(True, True, [(n, decision.uids.get(n, "")) for n in decision.to_ungate])
@@ -74,7 +118,9 @@ def decide_gang(
         if base:
             if base not in base_ok:
                 base_gang = gangs_by_name.get(base)
-                base_ok[base] = [f"base PodGang {base}"] if base_gang is None else G.base_gang_scheduled(base_gang, raw_pods)
+                base_ok[base] = (
+                    [f"base PodGang {base}"] if base_gang is None else base_scheduled(base_gang, snap, holders or {})
+                )
             if base_ok[base]:
                 out.waiting_for.extend(base_ok[base])
                 continue
@@ -92,13 +138,14 @@ def decide_all(
 ) -> dict[Key, GangRelease | G.MalformedPodGang]:
     """Decisions for several gangs; a malformed gang yields its error, never blocks others."""
     blocked = _blocked(snap)
+    holders = _slots_by_new(snap)
     by_ns: dict[str, dict[str, Mapping[str, Any]]] = {}
     for (ns, name), raw in raw_gangs.items():
         by_ns.setdefault(ns, {})[name] = raw
     out: dict[Key, GangRelease | G.MalformedPodGang] = {}
     for key in keys:
         try:
-            out[key] = decide_gang(key, snap, raw_pods, by_ns.get(key[0], {}), object_exists, blocked)
+            out[key] = decide_gang(key, snap, raw_pods, by_ns.get(key[0], {}), object_exists, blocked, holders)
         except G.MalformedPodGang as exc:
             out[key] = exc
     return out
