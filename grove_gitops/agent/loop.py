@@ -126,6 +126,16 @@ class Agent:
     def _snapshot(self, wl: WorkloadKey) -> Snapshot:
         pods, gangs = self.cache.workload(wl)
         with self.cache.lock:
+            # Pods these PodGangs list that belong to another workload: seen, so a bad
+            # reference is reported (and never acted on).
+            for gang in gangs.values():
+                try:
+                    refs = G.referenced_pods(gang)
+                except G.MalformedPodGang:
+                    continue
+                for _, ns, name in refs:
+                    if (ns, name) not in pods and (ns, name) in self.cache.pods:
+                        pods[(ns, name)] = self.cache.pods[(ns, name)]
             elsewhere = [k for k in pods if self.cache.ref_count.get(k)]
         return build(pods, gangs, elsewhere)
 

@@ -25,11 +25,11 @@ import yaml
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source
-from tests.fakeserver import FakeApiServer
 from tests.day2.applier import Applier, Mode, read_tree
 from tests.day2.kubelet import Kubelet, KubeletConfig
 from tests.day2.observer import Moment, Observer, PodView, Slot
 from tests.day2.rest import Raw, Rest
+from tests.fakeserver import FakeApiServer
 from tests.support import PROJECT, SHARED
 
 EXAMPLES = PROJECT / "examples"
