@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grove_gitops.agent.gangs import PODCLIQUE_LABEL, MalformedPodGang
 from grove_gitops.agent.order import SlotRef
 from grove_gitops.agent.snapshot import PART_OF, PCS_REPLICA_INDEX, PCSG, PCSG_REPLICA_INDEX, POD_INDEX, parse_day2
 from grove_gitops.diff.model import ObjectKey, TreeObject
 from grove_gitops.diff.report import Side
-from grove_gitops.agent.gangs import PODCLIQUE_LABEL, MalformedPodGang
 from grove_gitops.plan.model import ROLLING_RECREATE, PlanError
 
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
