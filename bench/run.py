@@ -242,6 +242,16 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
                 log(f"lifter {r}/{args.repeat} FAILED: {exc}")
             results["lifter"]["runs"].append(lift)
 
+        try:
+            results["rollout"] = sub("bench.rollout_bench", "--gangs", str(args.rollout_gangs), "--pods", str(args.rollout_pods))
+            ro = results["rollout"]
+            log(f"rollout: {ro['step_ms']} ms/step, {ro['writes_per_pod']} writes/pod, "
+                f"ready->next median {ro['ready_to_next_s_median']} s")
+        except ChildError as exc:
+            results["rollout"] = {"error": str(exc)}
+            errors.append(f"rollout: {exc}")
+            log(f"rollout FAILED: {exc}")
+
         log("profiling one render")
         try:
             results["profile"] = sub(
@@ -269,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the raw results as JSON here")
     parser.add_argument("--lifter-gangs", type=int, default=50)
     parser.add_argument("--lifter-pods", type=int, default=1000)
+    parser.add_argument("--rollout-gangs", type=int, default=50)
+    parser.add_argument("--rollout-pods", type=int, default=1000)
     parser.add_argument("--kustomize-timeout", type=float, default=300.0, help="seconds (default 300)")
     parser.add_argument("--skip-kustomize", action="store_true")
     parser.add_argument("--workdir", type=Path, help="where the temporary trees go (default: the system temp dir)")

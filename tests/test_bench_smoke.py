@@ -17,7 +17,7 @@ import pytest
 
 from tests.support import PROJECT
 
-SMOKE = ["--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40"]
+SMOKE = ["--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40", "--rollout-gangs", "2", "--rollout-pods", "10"]
 
 
 def positive(value: Any) -> bool:

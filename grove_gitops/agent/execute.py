@@ -31,6 +31,10 @@ log = logging.getLogger("grove_gitops.agent")
 # Reasons whose deletes get an Event: rare, and worth a person's attention. Rolling-update
 # steps are reported per replica instead (an Event per pod would double the writes per step).
 EVENT_REASONS = {"FailedPodDeleted", "GangTerminated", "UnwantedPodDeleted"}
+# Progress messages ("step k of n") change every step; rewriting them each time would add a
+# write per replaced pod. A status change is always written at once.
+THROTTLED = {"RollingUpdate"}
+PROGRESS_EVERY = 5.0
 
 
 def rfc3339(epoch: float | None = None) -> str:
@@ -51,6 +55,7 @@ class Executor:
         self.deletes = 0
         self.status_writes = 0
         self.events = 0
+        self._written: dict[tuple[str, str], float] = {}  # PodGang -> last throttled condition write
 
     def _api_error(self, code: str) -> None:
         self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=code)
@@ -162,6 +167,9 @@ class Executor:
         ):
             return True
         changed = old is None or old.get("status") != action.status
+        if not changed and action.type in THROTTLED and time.monotonic() - self._written.get(action.gang, -1e9) < PROGRESS_EVERY:
+            return True  # a step counter: refreshed at most every PROGRESS_EVERY seconds
+        self._written[action.gang] = time.monotonic()
         new: dict[str, Any] = {
             "type": action.type,
             "status": action.status,
