@@ -259,7 +259,7 @@ def agent(**kwargs: Any) -> None:
 @main.command("gate-lifter")
 @_agent_options
 def gate_lifter(**kwargs: Any) -> None:
-    """Deprecated alias of ``agent`` (same options, same behaviour)."""
+    """Deprecated alias of `agent` (same options, same behaviour)."""
     click.echo("warning: `grove-gitops gate-lifter` is deprecated; use `grove-gitops agent`", err=True)
     _run_agent(**kwargs)
 
