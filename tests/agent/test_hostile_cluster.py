@@ -1,0 +1,65 @@
+"""Hostile cluster values never become a deletion of something that is not ours."""
+
+from __future__ import annotations
+
+import pytest
+
+from grove_gitops.agent import gangs as G
+from grove_gitops.agent.actions import DeletePod
+from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.loop import Agent, AgentConfig
+from grove_gitops.agent.snapshot import parse_day2
+from grove_gitops.gitops.metrics import Registry
+from tests.fakeserver import FakeApiServer
+
+
+def _pod(name: str, managed: bool) -> dict[str, object]:
+    labels = {"app.kubernetes.io/managed-by": "grove-gitops" if managed else "someone-else"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "hostname": "x-0"},
+    }
+
+
+def test_delete_spares_a_same_name_pod_that_is_not_the_one_decided_about_or_not_ours() -> None:
+    with FakeApiServer() as server:
+        kube = Kube(server.api_client())
+        agent = Agent(kube, AgentConfig(), Registry())
+        try:
+            ours = server.put_object(_pod("p-0", managed=True))
+            theirs = server.put_object(_pod("q-0", managed=False))
+            agent.cache.replace("pods", [ours, theirs])
+            # A stale decision (another uid under the same name): refused before any request.
+            assert not agent.executor.delete(DeletePod("default", "p-0", "not-the-uid", "PodRetired", "test"))
+            # A pod without our managed-by label: refused even with its real uid.
+            assert not agent.executor.delete(DeletePod("default", "q-0", theirs["metadata"]["uid"], "PodRetired", "t"))
+            assert server.get_object("pods", "default", "p-0") is not None
+            assert server.get_object("pods", "default", "q-0") is not None
+            # Re-created under the same name after the cache saw it: the uid precondition makes
+            # the API server refuse (409), and the new pod survives.
+            server.delete_object("pods", "default", "p-0")
+            server.put_object(_pod("p-0", managed=True))
+            assert not agent.executor.delete(DeletePod("default", "p-0", ours["metadata"]["uid"], "PodRetired", "t"))
+            assert server.get_object("pods", "default", "p-0") is not None
+        finally:
+            agent._pool.shutdown()
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        '{"podCliqueSet": ["a"], "replicaIndex": 0}',
+        '{"podCliqueSet": "a", "replicaIndex": "../0"}',
+        '{"podCliqueSet": "a", "replicaIndex": 0, "updateStrategy": "/abs"}',
+        '{"podCliqueSet": "a", "replicaIndex": 0, "terminationDelaySeconds": -1}',
+        '{"podCliqueSet": "a", "replicaIndex": 0, "cliques": [{"name": "a\\u0000b", "minAvailable": "x"}]}',
+        "[1, 2]",
+        "not json",
+    ],
+)
+def test_hostile_day2_annotation_is_a_malformed_podgang(annotation: str) -> None:
+    gang = {"metadata": {"name": "g", "namespace": "default", "annotations": {"gitops.grove.io/day2": annotation}}}
+    with pytest.raises(G.MalformedPodGang):
+        parse_day2(gang)
