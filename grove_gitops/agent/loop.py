@@ -34,7 +34,7 @@ from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCond
 from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey
 from grove_gitops.agent.execute import Executor
 from grove_gitops.agent.kube import Kube
-from grove_gitops.agent.snapshot import Snapshot, build
+from grove_gitops.agent.snapshot import Snapshot, Views, build
 from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
@@ -75,6 +75,7 @@ class Agent:
                                 watch_read_timeout=config.watch_read_timeout, backoff=self._backoff)
         self.executor = Executor(self.cache, self.registry, active, max_retries=config.max_retries, backoff=self._backoff)
         self.memory = Memory()
+        self.views = Views()  # parsed objects per resourceVersion (only the loop thread uses it)
         self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="agent")
         self._waiting: dict[Key, float] = {}  # gang -> since when it waits (re-checked every recheck)
         self._complete_since: dict[Key, float] = {}
@@ -84,6 +85,8 @@ class Agent:
         self._threads: list[threading.Thread] = []
         self._last_resync = 0.0
         self.passes = 0
+        self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
+        self._asked_s = 0.0  # time spent asking the API server whether backend objects exist
         self.pass_max = 0.0  # the longest pass (seconds): the rollout benchmark reports it
 
     # -- compatibility with the gate-lifter's surface ----------------------------------
@@ -129,20 +132,21 @@ class Agent:
         with self.cache.lock:
             # Pods these PodGangs list that belong to another workload: seen, so a bad
             # reference is reported (and never acted on).
-            for gang in gangs.values():
+            for key, gang in gangs.items():
                 try:
-                    refs = G.referenced_pods(gang)
+                    refs = self.views.gang(key, gang)[1]
                 except G.MalformedPodGang:
                     continue
                 for _, ns, name in refs:
                     if (ns, name) not in pods and (ns, name) in self.cache.pods:
                         pods[(ns, name)] = self.cache.pods[(ns, name)]
             elsewhere = [k for k in pods if self.cache.ref_count.get(k)]
-        return build(pods, gangs, elsewhere)
+        return build(pods, gangs, elsewhere, self.views)
 
     def _object_exists(self, ref: G.ObjectRef) -> bool:
         """Ask the API server every time: a backend object deleted since the last check must
         not be remembered as present (asked only once everything else is in place)."""
+        began = time.monotonic()
         try:
             return self.kube.object_exists(ref)
         except ApiException as exc:
@@ -151,6 +155,8 @@ class Agent:
         except (HTTPError, OSError):
             self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="connection")
             return False
+        finally:
+            self._asked_s += time.monotonic() - began
 
     def _warn_problems(self, snap: Snapshot) -> None:
         """Log each problem once (a warning, no Event: problems can repeat on every pass and
@@ -203,25 +209,38 @@ class Agent:
     def sync_workloads(self, keys: Iterable[WorkloadKey]) -> None:
         """One pass over some workloads: day-2 actions, then releases."""
         started = time.monotonic()
+        self._decide_s = 0.0
         keys = sorted(set(keys))
         now = self.clock()
+        unchanged: dict[WorkloadKey, Snapshot] = {}
         if self.config.day2 and self.active():
+            # Decide for every workload first, then act on all of them at once: the deletes
+            # of fifty PodCliqueSets rolling side by side go out in parallel, not one
+            # workload's round trips after another's.
+            actions: list[Action] = []
             for wl in keys:
                 snap = self._snapshot(wl)
                 self._warn_problems(snap)
-                actions = self.day2_actions(snap, now)
-                if actions and self.active():
-                    self._run_actions(actions)
-        gang_keys: list[Key] = []
+                found = self.day2_actions(snap, now)
+                if found:
+                    actions += found
+                else:
+                    unchanged[wl] = snap  # nothing done to it: the release step reads the same state
+            self._decide_s += time.monotonic() - started
+            if actions and self.active():
+                self._run_actions(actions)
+        gang_keys: set[Key] = set(self._waiting)
         for wl in keys:
             _, gangs = self.cache.workload(wl)
-            gang_keys.extend(gangs)
-        gang_keys.extend(k for k in self._waiting if k not in gang_keys)
-        self.sync_gangs(sorted(set(gang_keys)))
+            gang_keys.update(gangs)
+        self.sync_gangs(sorted(gang_keys), unchanged)
         self.passes += 1
         took = time.monotonic() - started
         self.pass_max = max(self.pass_max, took)
-        self.registry.observe("grove_gitops_agent_pass", "Time of one agent pass", took)
+        self.registry.observe("grove_gitops_agent_pass", "Time of one agent pass, API calls included", took)
+        self.registry.observe("grove_gitops_agent_decide", "Time of one pass spent deriving state and deciding "
+                              "(no API calls)", self._decide_s)
+        self.registry.set("grove_gitops_agent_pass_longest_seconds", "The longest agent pass so far", self.pass_max)
 
     # -- releases ----------------------------------------------------------------------
     def _report_bad(self, key: Key, problem: str) -> None:
@@ -261,8 +280,9 @@ class Agent:
         """Evaluate one gang and release what it allows; True when nothing is left to wait for."""
         return self.sync_gangs([key])[key]
 
-    def sync_gangs(self, keys: list[Key]) -> dict[Key, bool]:
-        """Evaluate gangs and release what each allows.
+    def sync_gangs(self, keys: list[Key], snapshots: dict[WorkloadKey, Snapshot] | None = None) -> dict[Key, bool]:
+        """Evaluate gangs and release what each allows (``snapshots``: workloads already
+        derived in this pass and left untouched since, so they need not be derived again).
 
         The pods of all releasable gangs go to the worker pool together, so many small gangs
         completing at once (a sync of a large app) are released in parallel; a gang that is not
@@ -283,9 +303,12 @@ class Agent:
         releasing: dict[Key, tuple[float, bool, list[Future[bool]]]] = {}
         for wl, wl_keys in sorted(by_wl.items()):
             try:
-                snap = self._snapshot(wl)
+                began = time.monotonic()
+                snap = (snapshots or {}).get(wl) or self._snapshot(wl)
                 pods, gangs = self.cache.workload(wl)
+                asked = self._asked_s
                 decisions = release.decide_all(wl_keys, snap, pods, gangs, self._object_exists)
+                self._decide_s += time.monotonic() - began - (self._asked_s - asked)
             except Exception as exc:  # one workload's surprise must never block the others
                 log.exception("evaluating workload %s/%s failed", wl[0], wl[1])
                 for key in wl_keys:
@@ -366,6 +389,7 @@ class Agent:
                     if time.monotonic() - self._last_resync >= self.config.resync and self.cache.ready():
                         batch |= set(self.cache.by_workload)
                         self._last_resync = time.monotonic()
+                        self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
                 if stop.is_set() or not self.active():
                     continue
                 if not self.cache.ready():

@@ -119,7 +119,7 @@ def run_agent(opts: ServiceOptions) -> int:
         kube,
         AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2),
         registry,
-        elector.is_leader.__get__ if False else (lambda: elector.is_leader),
+        lambda: elector.is_leader,
     )
     drift = DriftChecker(kube, registry)
     stop = threading.Event()
