@@ -10,9 +10,12 @@ never share its interpreter; its figures are read from its ``/metrics``. After t
 deploy every container image is bumped, so every pod is replaced, one step (one pod) at a
 time per PodCliqueSet, the G PodCliqueSets in parallel. One JSON line on stdout:
 
-- ``step_ms``: the agent's time per step: the sum of its passes during the rollout (API
-  round trips included) over the steps taken; ``decide_ms``: the part of it spent deriving
-  state and deciding, without API calls; ``pass_ms_max``: its longest single pass;
+- ``cpu_ms``: the agent process's CPU time (user + system, from /proc; watches, decisions,
+  HTTP) during the rollout over the steps taken: its own cost, whatever else runs;
+- ``step_ms``: the agent's wall time per step: the sum of its passes during the rollout (API
+  round trips and waiting for a CPU included) over the steps taken; ``decide_ms``: the part
+  of it spent deriving state and deciding, without API calls; ``pass_ms_max``: its longest
+  single pass since it started;
 - ``writes_per_pod``: every agent API write (pod DELETEs, pod PATCHes, PodGang status
   PATCHes, Event POSTs) over the pods replaced, and each kind apart (``pod_writes_per_pod``,
   ``status_writes``, ``events``);
@@ -35,14 +38,14 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from bench.lifter_bench import workload, write_source
 
 
-def run(gangs: int, pods: int) -> dict[str, float | int]:
+def run(gangs: int, pods: int, resync: float = 2.0) -> dict[str, float | int]:
     from tests.day2.harness import day2_env
 
     pcss = workload(gangs, pods)
@@ -52,21 +55,23 @@ def run(gangs: int, pods: int) -> dict[str, float | int]:
         source = write_source(Path(tmp) / "source", pcss)
         with day2_env(Path(tmp) / "world", source=source, namespace="bench", ready_delay=0.0,
                       termination_delay=None, sync_interval=0.5, agent=False) as env, \
-                _agent_process(env.server, Path(tmp) / "kubeconfig") as metrics:
+                _agent_process(env.server, Path(tmp) / "kubeconfig", resync) as agent:
             env.wait_until(env.converged, timeout=300, what="the first deploy")
             old = env.desired_pods()
             mark = env.observer.mark()
             kinds = [("delete", "pods"), ("patch", "pods"), ("patch", "podgangs/status"), ("patch", "podgangs"),
                      ("post", "events")]
             before = {v: env.agent_requests(*v) for v in kinds}
-            start_metrics = metrics()
+            start_metrics = agent.metrics()
+            cpu_before = agent.cpu()
             started = time.monotonic()
             env.bump_image()
             new = env.desired_pods()
             env.wait_until(env.converged, timeout=900, what="every pod replaced")
             env.wait_until(lambda: not set(old.values()) & {v.name for v in env.views()}, timeout=60, what="old pods gone")
             elapsed = time.monotonic() - started
-            end_metrics = metrics()
+            end_metrics = agent.metrics()
+            cpu = agent.cpu() - cpu_before
             writes = {v: env.agent_requests(*v) - n for v, n in before.items()}
             gaps = sorted(_ready_to_next(env, mark, old, new))
 
@@ -81,6 +86,7 @@ def run(gangs: int, pods: int) -> dict[str, float | int]:
                 "steps": steps,
                 "passes": int(spent("grove_gitops_agent_pass_seconds_count")),
                 "step_ms": round(1000 * spent("grove_gitops_agent_pass_seconds_sum") / steps, 2),
+                "cpu_ms": round(1000 * cpu / steps, 2),
                 "decide_ms": round(1000 * spent("grove_gitops_agent_decide_seconds_sum") / steps, 2),
                 "pass_ms_max": round(1000 * end_metrics.get("grove_gitops_agent_pass_longest_seconds", 0.0), 1),
                 "writes_per_pod": round(sum(writes.values()) / steps, 3),
@@ -93,9 +99,33 @@ def run(gangs: int, pods: int) -> dict[str, float | int]:
             }
 
 
+class AgentProcess:
+    """The running agent: its /metrics and its CPU time."""
+
+    def __init__(self, proc: subprocess.Popen[str], port: int) -> None:
+        self.proc = proc
+        self.port = port
+
+    def metrics(self) -> dict[str, float]:
+        """Unlabelled samples of its /metrics."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        values: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#") and "{" not in line:
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+        return values
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) so far, from /proc (a BENCH_AGENT_PREFIX wrapper's own, if set)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def _agent_process(server: Any, kubeconfig: Path) -> Iterator[Callable[[], dict[str, float]]]:
-    """``grove-gitops agent`` in its own process against ``server``; yields a /metrics reader."""
+def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[AgentProcess]:
+    """``grove-gitops agent`` in its own process against ``server``."""
     kubeconfig.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "fake",
         "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
@@ -109,33 +139,24 @@ def _agent_process(server: Any, kubeconfig: Path) -> Iterator[Callable[[], dict[
     log = kubeconfig.with_name("agent.log").open("w+")  # a file, never a pipe that fills and blocks the agent
     # BENCH_AGENT_PREFIX wraps the agent, e.g. "py-spy record -o agent.svg --" to profile it.
     proc = subprocess.Popen(
-        [*shlex.split(os.environ.get("BENCH_AGENT_PREFIX", "")), sys.executable, "-m", "grove_gitops.cli", "agent", "--kubeconfig", str(kubeconfig), "--namespace", "bench",
-         "--identity", "bench", "--lease-namespace", "bench", "--metrics-address", f"127.0.0.1:{port}"],
+        [*shlex.split(os.environ.get("BENCH_AGENT_PREFIX", "")), sys.executable, "-m", "grove_gitops.cli", "agent",
+         "--kubeconfig", str(kubeconfig), "--namespace", "bench", "--identity", "bench", "--lease-namespace", "bench", "--metrics-address", f"127.0.0.1:{port}",
+         "--resync", str(resync)],
         env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
     )
-
-    def metrics() -> dict[str, float]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-            text = response.read().decode()
-        values: dict[str, float] = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#") and "{" not in line:
-                name, _, value = line.rpartition(" ")
-                values[name] = float(value)
-        return values
-
+    agent = AgentProcess(proc, port)
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                metrics()
+                agent.metrics()
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     log.seek(0)
                     raise RuntimeError(f"the agent did not start: {log.read()[-2000:]}") from None
                 time.sleep(0.1)
-        yield metrics
+        yield agent
     finally:
         proc.send_signal(signal.SIGINT)  # the agent stops on it as on SIGTERM; a profiler writes its file
         try:
@@ -173,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gangs", type=int, default=50)
     parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--resync", type=float, default=2.0, help="the agent's --resync")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.gangs, args.pods), sort_keys=True))
+    print(json.dumps(run(args.gangs, args.pods, args.resync), sort_keys=True))
     return 0
 
 

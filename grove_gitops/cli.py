@@ -219,6 +219,14 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             "is kept before the agent deletes it; covers a GitOps tool applying pods before their PodGang.",
         ),
         click.option(
+            "--resync",
+            default=2.0,
+            show_default=True,
+            type=click.FloatRange(min=0.05),
+            help="Seconds between re-derivations of every workload without an event (grace periods and "
+            "terminationDelay expire silently).",
+        ),
+        click.option(
             "--day2/--no-day2",
             default=True,
             show_default=True,

@@ -16,9 +16,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
 from grove_gitops.agent.gangs import ObjectRef
 
@@ -155,24 +156,35 @@ class Kube:
                 on_connect()
                 return response
 
-        w = watch.Watch()
+        # The client's Watch would also build a typed model of every object (a V1Pod per
+        # event), which the agent never reads: a tenth of its CPU in the rollout benchmark.
+        # Each line is one JSON event; parse it and nothing more.
+        response = func(
+            *args,
+            label_selector=selector,
+            resource_version=resource_version,
+            timeout_seconds=timeout,
+            allow_watch_bookmarks=False,
+            watch=True,
+            _preload_content=False,
+            _request_timeout=(5.0, read_timeout),
+        )
         try:
-            for event in w.stream(
-                func,
-                *args,
-                label_selector=selector,
-                resource_version=resource_version,
-                timeout_seconds=timeout,
-                allow_watch_bookmarks=False,
-                _request_timeout=(5.0, read_timeout),
-            ):
-                raw = event.get("raw_object")
-                if event.get("type") == "ERROR":
+            status = getattr(response, "status", 200)
+            if isinstance(status, int) and not 200 <= status <= 299:
+                raise ApiException(status=status, reason=response.data.decode("utf-8", "replace")[:1000])
+            for line in iter_resp_lines(response):
+                if not line:
+                    continue
+                event = json.loads(line)
+                raw = event.get("object") if isinstance(event, dict) else None
+                if not isinstance(event, dict) or event.get("type") == "ERROR" or not isinstance(raw, dict):
                     code = int(raw.get("code", 500)) if isinstance(raw, dict) else 500
-                    raise ApiException(status=code, reason=str(raw))
-                yield {"type": event["type"], "object": raw}
+                    raise ApiException(status=code, reason=str(raw)[:1000])
+                yield {"type": event.get("type"), "object": raw}
         finally:
-            w.stop()
+            response.close()
+            response.release_conn()
 
     # -- objects -----------------------------------------------------------------------
     def read_pod(self, namespace: str, name: str) -> Raw:

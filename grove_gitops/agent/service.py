@@ -57,6 +57,7 @@ class ServiceOptions:
     drift_interval: float
     grace: float = 60.0
     day2: bool = True
+    resync: float = 2.0
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -117,7 +118,8 @@ def run_agent(opts: ServiceOptions) -> int:
     )
     lifter = Agent(
         kube,
-        AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2),
+        AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2,
+                    resync=opts.resync),
         registry,
         lambda: elector.is_leader,
     )
