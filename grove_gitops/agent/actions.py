@@ -9,6 +9,7 @@ a property of one place: the executor guards each delete with the pod's uid.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 Key = tuple[str, str]
@@ -21,7 +22,7 @@ class DeletePod:
     namespace: str
     name: str
     uid: str
-    reason: str  # Event reason: PodRetired, FailedPodDeleted, GangTerminated, UnwantedPodDeleted
+    reason: str  # PodRetired, SupersededPodDeleted, FailedPodDeleted, GangTerminated, UnwantedPodDeleted
     message: str
     gang: Key | None = None  # the PodGang the Event is attached to
 
@@ -47,6 +48,9 @@ class SetCondition:
     reason: str
     message: str
     since: float | None = None
+    # (step, steps) when the message is a progress counter: the executor refreshes such a
+    # message only now and then, so progress never costs a write per replaced pod
+    progress: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,3 +79,21 @@ class Memory:
     # after that, the memory above is authoritative, so a stale condition in the cache cannot
     # restart a breach clock that a gang termination just reset
     resumed: set[Key] = field(default_factory=set)
+
+    def retain(self, workloads: Collection[tuple[str, str]], pods: Collection[Key], gangs: Collection[Key]) -> None:
+        """Forget what belongs to objects gone from the cluster: a PodCliqueSet removed from
+        Git leaves no workload that would ever prune its own entries (called on resync).
+
+        Breach units and rollout totals are keyed ``namespace/podcliqueset/...``; Kubernetes
+        names hold no ``/``, so the first two parts are the workload.
+        """
+
+        def live(unit: str) -> bool:
+            ns, _, rest = unit.partition("/")
+            return (ns, rest.partition("/")[0]) in workloads
+
+        self.breach_since = {u: t for u, t in self.breach_since.items() if live(u)}
+        self.ever_healthy = {u for u in self.ever_healthy if live(u)}
+        self.rollout_total = {u: n for u, n in self.rollout_total.items() if live(u)}
+        self.unwanted_since = {k: t for k, t in self.unwanted_since.items() if k in pods}
+        self.resumed = {k for k in self.resumed if k in gangs}

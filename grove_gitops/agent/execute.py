@@ -32,9 +32,12 @@ log = logging.getLogger("grove_gitops.agent")
 # steps are reported per replica instead (an Event per pod would double the writes per step).
 EVENT_REASONS = {"FailedPodDeleted", "GangTerminated", "UnwantedPodDeleted"}
 # Progress messages ("step k of n") change every step; rewriting them each time would add a
-# write per replaced pod. A status change is always written at once.
-THROTTLED = {"RollingUpdate"}
+# write per replaced pod. A status change is always written at once; a new step count only
+# when PROGRESS_EVERY seconds have passed *and* the count moved by a PROGRESS_WRITES-th of
+# the steps since it was last written: at most PROGRESS_WRITES refreshes per replica rolled,
+# however many pods it has and however slowly they become Ready.
 PROGRESS_EVERY = 5.0
+PROGRESS_WRITES = 4
 
 
 def rfc3339(epoch: float | None = None) -> str:
@@ -55,7 +58,7 @@ class Executor:
         self.deletes = 0
         self.status_writes = 0
         self.events = 0
-        self._written: dict[tuple[str, str], float] = {}  # PodGang -> last throttled condition write
+        self._written: dict[tuple[str, str], tuple[float, int]] = {}  # PodGang -> (when, step) last written
 
     def _api_error(self, code: str) -> None:
         self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code=code)
@@ -167,9 +170,9 @@ class Executor:
         ):
             return True
         changed = old is None or old.get("status") != action.status
-        if not changed and action.type in THROTTLED and time.monotonic() - self._written.get(action.gang, -1e9) < PROGRESS_EVERY:
-            return True  # a step counter: refreshed at most every PROGRESS_EVERY seconds
-        self._written[action.gang] = time.monotonic()
+        if not changed and action.progress is not None and not self._progress_due(action.gang, action.progress):
+            return True  # a step counter, refreshed only now and then
+        self._written[action.gang] = (time.monotonic(), action.progress[0] if action.progress else 0)
         new: dict[str, Any] = {
             "type": action.type,
             "status": action.status,
@@ -198,6 +201,11 @@ class Executor:
             if current is not None:
                 self.cache.podgangs[action.gang] = {**current, "status": status}
         return True
+
+    def _progress_due(self, gang: tuple[str, str], progress: tuple[int, int]) -> bool:
+        when, step = self._written.get(gang, (-1e9, -(10**9)))
+        step_now, steps = progress
+        return time.monotonic() - when >= PROGRESS_EVERY and step_now - step >= max(1, -(-steps // PROGRESS_WRITES))
 
     def event(self, action: Event) -> None:
         with self.cache.lock:

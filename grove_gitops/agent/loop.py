@@ -31,7 +31,7 @@ from urllib3.exceptions import HTTPError
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent import healing, release, rollout, scalein
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
-from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey
+from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey, workload_of
 from grove_gitops.agent.execute import Executor
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.snapshot import Snapshot, Views, build
@@ -199,12 +199,21 @@ class Agent:
         for a in first:
             self.executor.set_condition(a)
         done = sum(1 for ok in self._pool.map(self.executor.delete, deletes) if ok)
+        # Conditions and Events: PodGangs in parallel, each PodGang's in order (a status
+        # patch carries the whole condition list, so two at once could lose one).
+        by_gang: dict[Key, list[Action]] = {}
         for a in rest:
+            if isinstance(a, (SetCondition, Event)):
+                by_gang.setdefault(a.gang, []).append(a)
+        list(self._pool.map(self._gang_writes, by_gang.values()))
+        return done
+
+    def _gang_writes(self, actions: list[Action]) -> None:
+        for a in actions:
             if isinstance(a, SetCondition):
                 self.executor.set_condition(a)
             elif isinstance(a, Event):
                 self.executor.event(a)
-        return done
 
     def sync_workloads(self, keys: Iterable[WorkloadKey]) -> None:
         """One pass over some workloads: day-2 actions, then releases."""
@@ -270,8 +279,6 @@ class Agent:
         return result
 
     def _workload_of_gang(self, key: Key) -> WorkloadKey:
-        from grove_gitops.agent.cache import workload_of
-
         with self.cache.lock:
             gang = self.cache.podgangs.get(key)
         return workload_of(gang) if gang is not None else (key[0], "")
@@ -390,6 +397,7 @@ class Agent:
                         batch |= set(self.cache.by_workload)
                         self._last_resync = time.monotonic()
                         self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
+                        self.memory.retain(set(self.cache.by_workload), set(self.cache.pods), set(self.cache.podgangs))
                 if stop.is_set() or not self.active():
                     continue
                 if not self.cache.ready():

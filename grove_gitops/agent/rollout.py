@@ -29,6 +29,7 @@ period is deleted at once, since it holds no workload and would otherwise block 
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 
@@ -37,6 +38,8 @@ from grove_gitops.agent.order import ReplicaRank, SlotRef, Step, order_replicas,
 from grove_gitops.agent.snapshot import ON_DELETE, PodView, Slot, Workload
 
 ROLLING_UPDATE = "RollingUpdate"
+RETIRED = "PodRetired"  # an old pod retired by a rollout step
+SUPERSEDED = "SupersededPodDeleted"  # an old pod that never ran, past the grace period
 _OF = re.compile(r"step \d+ of (\d+)")
 
 
@@ -52,8 +55,6 @@ class Progress:
 
 
 def _epoch(created: str) -> float:
-    import datetime as dt
-
     try:
         return dt.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
     except ValueError:
@@ -100,7 +101,7 @@ def superseded(wl: Workload, now: float, grace: float) -> list[Action]:
     for slot in wl.slots.values():
         for pod in slot.old:
             if pod.gated and not pod.terminating and now - _epoch(pod.created) >= grace:
-                out.append(DeletePod(pod.namespace, pod.name, pod.uid, "PodRetired",
+                out.append(DeletePod(pod.namespace, pod.name, pod.uid, SUPERSEDED,
                                      f"superseded before it ever ran (slot {slot.hostname})", _gang_key(wl, slot)))
     return out
 
@@ -190,13 +191,15 @@ def rollout(wl: Workload, memory: Memory, now: float, *, breached: set[int], gra
     progress.replica = current
     slots = by_replica[current]
     actions += _retire_step(wl, memory, current, slots, progress)
-    if not _work(slots) and _replica_done(wl, slots) and not any(isinstance(a, DeletePod) and a.reason == "PodRetired" and not a.message.startswith("superseded") for a in actions):
+    retiring = any(isinstance(a, DeletePod) and a.reason == RETIRED for a in actions)
+    if not _work(slots) and _replica_done(wl, slots) and not retiring:
         actions += _complete(wl, current, memory)
     else:
         gang = base_gang(wl, current)
         if gang is not None:
             actions.append(SetCondition((wl.namespace, gang), ROLLING_UPDATE, "True", "RollingReplica",
-                                        f"rolling replica {current}, step {progress.step} of {progress.total}"))
+                                        f"rolling replica {current}, step {progress.step} of {progress.total}",
+                                        progress=(progress.step, progress.total)))
     return actions, progress
 
 
@@ -255,7 +258,7 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
                 continue
             else:
                 reason = "not Ready"
-            out.append(DeletePod(pod.namespace, pod.name, pod.uid, "PodRetired",
+            out.append(DeletePod(pod.namespace, pod.name, pod.uid, RETIRED,
                                  f"rolling update of replica {replica}: old pod {reason}", _gang_key(wl, slot)))
             retired.add(slot.hostname)
     remaining = [s for s in _remaining_steps(replica, slots) if not set(s.hostnames) & retired]
@@ -298,7 +301,7 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
     for host in step.hostnames:
         slot = by_host[host]
         for pod in _live_old(slot):
-            out.append(DeletePod(pod.namespace, pod.name, pod.uid, "PodRetired",
+            out.append(DeletePod(pod.namespace, pod.name, pod.uid, RETIRED,
                                  f"rolling update of replica {replica}, step {progress.step} of {progress.total}: {step.unit}",
                                  _gang_key(wl, slot)))
     return out

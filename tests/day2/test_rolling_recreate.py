@@ -31,6 +31,34 @@ def test_image_bump_rolls_one_unit_at_a_time(day2: Callable[..., Day2Env]) -> No
     assert gang is not None
     rolling = {c["type"]: c for c in gang["status"]["conditions"]}.get("RollingUpdate")
     assert rolling is not None and (rolling["status"], rolling["reason"]) == ("False", "UpdateComplete"), rolling
+    _assert_progress_metrics(env, retired=len(old))
+
+
+def _samples(exposition: str) -> dict[str, float]:
+    """``name{labels}`` -> value of a Prometheus text exposition (what /metrics serves)."""
+    out: dict[str, float] = {}
+    for line in exposition.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def _assert_progress_metrics(env: Day2Env, retired: int) -> None:
+    """What an operator reads on /metrics after the rollout: every old pod retired by a step,
+    nothing outdated, and the pass timings in step with each other."""
+    agent = env.agent
+    assert agent is not None
+    env.stop_agent()  # a pass records its two timings one after the other: read between passes
+    metrics = _samples(agent.impl.registry.render())
+    assert metrics['grove_gitops_agent_pods_deleted_total{reason="PodRetired"}'] == retired
+    assert not any(k.startswith("grove_gitops_agent_pods_deleted_total") and "PodRetired" not in k for k in metrics)
+    outdated = [v for k, v in metrics.items() if k.startswith("grove_gitops_agent_outdated_pods{")]
+    assert outdated and all(v == 0 for v in outdated), outdated
+    passes = metrics["grove_gitops_agent_pass_seconds_count"]
+    assert passes > 0 and metrics["grove_gitops_agent_decide_seconds_count"] == passes
+    assert 0 < metrics["grove_gitops_agent_decide_seconds_sum"] <= metrics["grove_gitops_agent_pass_seconds_sum"]
+    assert metrics["grove_gitops_agent_pass_longest_seconds"] <= metrics["grove_gitops_agent_pass_seconds_sum"]
 
 
 def test_a_clique_only_change_touches_only_its_slots(day2: Callable[..., Day2Env]) -> None:
