@@ -14,8 +14,9 @@ time per PodCliqueSet, the G PodCliqueSets in parallel. One JSON line on stdout:
   HTTP) during the rollout over the steps taken: its own cost, whatever else runs;
 - ``step_ms``: the agent's wall time per step: the sum of its passes during the rollout (API
   round trips and waiting for a CPU included) over the steps taken; ``decide_ms``: the part
-  of it spent deriving state and deciding, without API calls; ``pass_ms_max``: its longest
-  single pass since it started;
+  of it spent deriving state and deciding, without API calls; ``passes_over_50ms`` and
+  ``passes_over_1s``: passes during the rollout longer than that (from the histogram);
+  ``pass_ms_max_since_start``: its longest pass, the first deploy included;
 - ``writes_per_pod``: every agent API write (pod DELETEs, pod PATCHes, PodGang status
   PATCHes, Event POSTs) over the pods replaced, and each kind apart (``pod_writes_per_pod``,
   ``status_writes``, ``events``);
@@ -88,7 +89,11 @@ def run(gangs: int, pods: int, resync: float = 2.0) -> dict[str, float | int]:
                 "step_ms": round(1000 * spent("grove_gitops_agent_pass_seconds_sum") / steps, 2),
                 "cpu_ms": round(1000 * cpu / steps, 2),
                 "decide_ms": round(1000 * spent("grove_gitops_agent_decide_seconds_sum") / steps, 2),
-                "pass_ms_max": round(1000 * end_metrics.get("grove_gitops_agent_pass_longest_seconds", 0.0), 1),
+                "pass_ms_max_since_start": round(1000 * end_metrics.get("grove_gitops_agent_pass_longest_seconds", 0.0), 1),
+                "passes_over_50ms": int(spent("grove_gitops_agent_pass_seconds_count")
+                                        - spent('grove_gitops_agent_pass_seconds_bucket{le="0.05"}')),
+                "passes_over_1s": int(spent("grove_gitops_agent_pass_seconds_count")
+                                      - spent('grove_gitops_agent_pass_seconds_bucket{le="1"}')),
                 "writes_per_pod": round(sum(writes.values()) / steps, 3),
                 "pod_writes_per_pod": round((writes["delete", "pods"] + writes["patch", "pods"]) / steps, 3),
                 "status_writes": writes["patch", "podgangs/status"] + writes["patch", "podgangs"],
@@ -107,12 +112,12 @@ class AgentProcess:
         self.port = port
 
     def metrics(self) -> dict[str, float]:
-        """Unlabelled samples of its /metrics."""
+        """Samples of its /metrics, ``name{labels}`` -> value."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as response:
             text = response.read().decode()
         values: dict[str, float] = {}
         for line in text.splitlines():
-            if line and not line.startswith("#") and "{" not in line:
+            if line and not line.startswith("#"):
                 name, _, value = line.rpartition(" ")
                 values[name] = float(value)
         return values

@@ -245,7 +245,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         try:
             results["rollout"] = sub("bench.rollout_bench", "--gangs", str(args.rollout_gangs), "--pods", str(args.rollout_pods))
             ro = results["rollout"]
-            log(f"rollout: {ro['step_ms']} ms/step, {ro['writes_per_pod']} writes/pod, "
+            log(f"rollout: {ro['cpu_ms']} ms CPU/step, {ro['step_ms']} ms pass/step, {ro['pod_writes_per_pod']} pod writes/pod, "
                 f"ready->next median {ro['ready_to_next_s_median']} s")
         except ChildError as exc:
             results["rollout"] = {"error": str(exc)}

@@ -145,3 +145,16 @@ def test_profile_and_report(smoke: tuple[dict[str, Any], str]) -> None:
     if "seconds" in results["render"]["runs"][0]["kustomize"]:
         assert "n/a" not in summary_section
     assert "N=3" in markdown and "40 pods / 4 gangs" in markdown
+
+
+@pytest.mark.timeout(300)
+def test_rollout_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
+    """The rollout benchmark ran its agent as a process and read its figures back."""
+    rollout = smoke[0]["rollout"]
+    assert rollout["steps"] == rollout["pods"] == 10
+    for key in ("cpu_ms", "step_ms", "decide_ms", "rollout_s"):
+        assert positive(rollout[key]), (key, rollout)
+    assert rollout["decide_ms"] <= rollout["step_ms"]
+    # Every replaced pod took at least its delete and its gate patch.
+    assert rollout["pod_writes_per_pod"] >= 2.0
+    assert rollout["passes"] >= rollout["passes_over_50ms"] >= rollout["passes_over_1s"] >= 0

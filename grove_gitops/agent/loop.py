@@ -39,6 +39,7 @@ from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
 INITIALIZED = "Initialized"
+PASS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
 @dataclass
@@ -246,9 +247,9 @@ class Agent:
         self.passes += 1
         took = time.monotonic() - started
         self.pass_max = max(self.pass_max, took)
-        self.registry.observe("grove_gitops_agent_pass", "Time of one agent pass, API calls included", took)
+        self.registry.observe("grove_gitops_agent_pass", "Time of one agent pass, API calls included", took, PASS_BUCKETS)
         self.registry.observe("grove_gitops_agent_decide", "Time of one pass spent deriving state and deciding "
-                              "(no API calls)", self._decide_s)
+                              "(no API calls)", self._decide_s, PASS_BUCKETS)
         self.registry.set("grove_gitops_agent_pass_longest_seconds", "The longest agent pass so far", self.pass_max)
 
     # -- releases ----------------------------------------------------------------------

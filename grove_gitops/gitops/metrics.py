@@ -50,11 +50,16 @@ class Registry:
                 metric.values.clear()
             metric.values[tuple(sorted(labels.items()))] = value
 
-    def observe(self, name: str, help_text: str, seconds: float) -> None:
-        """A duration: ``<name>_seconds_sum`` / ``_count`` plus the last value."""
+    def observe(self, name: str, help_text: str, seconds: float, buckets: tuple[float, ...] = ()) -> None:
+        """A duration: ``<name>_seconds_sum`` / ``_count`` plus the last value; with
+        ``buckets``, also cumulative ``<name>_seconds_bucket{le=...}`` counters (as a
+        Prometheus histogram), so the share of slow ones can be read for any time window."""
         self.inc(f"{name}_seconds_sum", f"{help_text} (sum)", seconds)
         self.inc(f"{name}_seconds_count", f"{help_text} (count)")
         self.set(f"{name}_last_seconds", f"{help_text} (last)", seconds)
+        for bound in (*buckets, float("inf")) if buckets else ():
+            self.inc(f"{name}_seconds_bucket", f"{help_text} (histogram)", 1.0 if seconds <= bound else 0.0,
+                     le="+Inf" if bound == float("inf") else f"{bound:g}")
 
     def get(self, name: str, **labels: str) -> float | None:
         with self._lock:
