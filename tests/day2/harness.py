@@ -25,7 +25,7 @@ import yaml
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source
-from tests.day2.applier import Applier, Mode, read_tree
+from tests.day2.applier import Applier, FileCache, Mode, read_tree
 from tests.day2.kubelet import Kubelet, KubeletConfig
 from tests.day2.observer import Moment, Observer, PodView, Slot
 from tests.day2.rest import Raw, Rest
@@ -190,6 +190,7 @@ class Day2Env:
         self.applier = Applier(server.api_client(), out, mode=mode, interval=sync_interval)
         self.agent: RunningAgent | None = None
         self.agent_config: dict[str, Any] = {}
+        self._files: FileCache = {}  # parsed output files, re-read when a render rewrites one
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start_agent(self, **config: Any) -> RunningAgent:
@@ -229,7 +230,7 @@ class Day2Env:
         self.applier.sync()
 
     def desired(self) -> list[Raw]:
-        return read_tree(self.out)
+        return read_tree(self.out, self._files)
 
     def desired_pods(self) -> dict[Slot, str]:
         """``{slot: pod name}`` of the rendered tree."""
@@ -270,8 +271,9 @@ class Day2Env:
         wait_until(caught_up, timeout, "the observer to catch up", interval=0.02)
         return self.observer.now()
 
-    def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0, what: str = "") -> None:
-        wait_until(predicate, timeout, what)
+    def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0, what: str = "",
+                   interval: float = 0.01) -> None:
+        wait_until(predicate, timeout, what, interval)
 
     def agent_requests(self, verb: str, resource: str = "pods") -> int:
         """Requests ``verb`` on ``resource`` the server served to anyone but the simulators and
