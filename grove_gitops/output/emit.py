@@ -168,7 +168,7 @@ def _float(v: float) -> str:
 
 def _scalar(v: Any, indent: int) -> str:
     if isinstance(v, str):
-        return format_string(v, indent)
+        return _str(v, indent)
     if v is None:
         return "null"
     if v is True:
@@ -186,10 +186,37 @@ def _scalar(v: Any, indent: int) -> str:
     raise TypeError(f"cannot emit a {type(v).__name__} as YAML")
 
 
+#: Formatted keys and one-line string scalars (neither depends on the indentation), so the
+#: hot loop is a dict lookup. Cleared when large: a controller runs for weeks.
+_KEYS: dict[str, str] = {}
+_FLAT: dict[str, str] = {}
+_CACHE_LIMIT = 1 << 18
+
+
 def _key(k: Any) -> str:
+    found = _KEYS.get(k) if type(k) is str else None
+    if found is not None:
+        return found
     if not isinstance(k, str):
         raise TypeError(f"mapping keys must be strings, not {type(k).__name__}")
-    return format_string(k, 0, True)
+    text = format_string(k, 0, True)
+    if len(text) <= _MAX_SIMPLE_KEY:  # only short keys are cached: a hit needs no length check
+        if len(_KEYS) > _CACHE_LIMIT:
+            _KEYS.clear()
+        _KEYS[k] = text
+    return text
+
+
+def _str(s: str, indent: int) -> str:
+    found = _FLAT.get(s)
+    if found is not None:
+        return found
+    text = format_string(s, indent)
+    if "\n" not in text:
+        if len(_FLAT) > _CACHE_LIMIT:
+            _FLAT.clear()
+        _FLAT[s] = text
+    return text
 
 
 def _is_block(v: Any) -> bool:
@@ -209,24 +236,41 @@ def _node(v: Any, indent: int, first: str, out: list[str], sort_keys: bool) -> N
 def _mapping(m: Mapping[str, Any], indent: int, first: str, out: list[str], sort_keys: bool) -> None:
     pad = " " * indent
     lead = first
+    append = out.append
+    keys_get = _KEYS.get
+    flat_get = _FLAT.get
     for k in sorted(m) if sort_keys else m:
         v = m[k]
-        key = _key(k)
-        if len(key) > _MAX_SIMPLE_KEY:
-            # An explicit key; its value follows ": " like a sequence item follows "- ".
-            out.append(f"{lead}? {key}\n")
-            if _is_block(v):
-                _node(v, indent + 2, pad + ": ", out, sort_keys)
-            else:
-                out.append(f"{pad}: {_scalar(v, indent + 2)}\n")
-        elif isinstance(v, Mapping) and v:
-            out.append(f"{lead}{key}:\n")
+        key = keys_get(k) if type(k) is str else None
+        if key is None:
+            key = _key(k)
+            if len(key) > _MAX_SIMPLE_KEY:
+                # An explicit key; its value follows ": " like a sequence item follows "- ".
+                append(f"{lead}? {key}\n")
+                if _is_block(v):
+                    _node(v, indent + 2, pad + ": ", out, sort_keys)
+                else:
+                    append(f"{pad}: {_scalar(v, indent + 2)}\n")
+                lead = pad
+                continue
+        t = type(v)
+        if t is str:
+            text = flat_get(v)
+            append(f"{lead}{key}: {text if text is not None else _str(v, indent + 2)}\n")
+        elif t is dict and v:
+            append(f"{lead}{key}:\n")
             _mapping(v, indent + 2, pad + "  ", out, sort_keys)
-        elif isinstance(v, (list, tuple)) and v:
-            out.append(f"{lead}{key}:\n")
+        elif t is list and v:
+            append(f"{lead}{key}:\n")
             _sequence(v, indent, pad, out, sort_keys)  # not indented under its key, as kubectl prints
+        elif _is_block(v):
+            append(f"{lead}{key}:\n")
+            if isinstance(v, Mapping):
+                _mapping(v, indent + 2, pad + "  ", out, sort_keys)
+            else:
+                _sequence(v, indent, pad, out, sort_keys)
         else:
-            out.append(f"{lead}{key}: {_scalar(v, indent + 2)}\n")
+            append(f"{lead}{key}: {_scalar(v, indent + 2)}\n")
         lead = pad
 
 
@@ -234,7 +278,13 @@ def _sequence(items: Sequence[Any], indent: int, first: str, out: list[str], sor
     pad = " " * indent
     lead = first
     for v in items:
-        if _is_block(v):
+        t = type(v)
+        if t is str:
+            text = _FLAT.get(v)
+            out.append(f"{lead}- {text if text is not None else _str(v, indent + 2)}\n")
+        elif t is dict and v:
+            _mapping(v, indent + 2, lead + "- ", out, sort_keys)
+        elif _is_block(v):
             _node(v, indent + 2, lead + "- ", out, sort_keys)
         else:
             out.append(f"{lead}- {_scalar(v, indent + 2)}\n")
