@@ -21,6 +21,7 @@ from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.layout import build_tree_from_plan
+from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import write_tree
 from grove_gitops.plancli import plan_command
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
@@ -45,6 +46,14 @@ def _error_problems(exc: GroveGitopsError) -> list[Problem]:
 
 
 OUTPUT_OPTION = output_option()
+JOBS_OPTION = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes expanding and serialising PodCliqueSets (default: the number of CPUs). "
+    "The output is the same for every value; small renders run in one process.",
+)
 QUIET_OPTION = click.option(
     "-q",
     "--quiet",
@@ -72,12 +81,12 @@ def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
 
 
-def _check(source: Path, out: Path | None, quiet: bool, output: str) -> None:
+def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
     try:
         plan = plan_source(source)
-        tree = build_tree_from_plan(plan)
+        tree = build_tree_from_plan(plan, jobs=default_jobs() if jobs is None else jobs)
         if out is not None:
             write_tree(tree, out)
     except GroveGitopsError as exc:
@@ -109,18 +118,20 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str) -> None:
 )
 @QUIET_OPTION
 @OUTPUT_OPTION
-def render(source: Path, out: Path, quiet: bool, output: str) -> None:
+@JOBS_OPTION
+def render(source: Path, out: Path, quiet: bool, output: str, jobs: int | None) -> None:
     """Render SOURCE (a directory of YAML files) into OUT."""
-    _check(source, out, quiet, output)
+    _check(source, out, quiet, output, jobs)
 
 
 @main.command()
 @click.argument("source", type=click.Path(path_type=Path))
 @QUIET_OPTION
 @OUTPUT_OPTION
-def validate(source: Path, quiet: bool, output: str) -> None:
+@JOBS_OPTION
+def validate(source: Path, quiet: bool, output: str, jobs: int | None) -> None:
     """Run every check of 'render' on SOURCE; write nothing."""
-    _check(source, None, quiet, output)
+    _check(source, None, quiet, output, jobs)
 
 
 @main.command()
