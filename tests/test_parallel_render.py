@@ -88,3 +88,23 @@ def test_cache_is_filled_and_used_as_with_one_process(source: Path) -> None:
     second = build_tree_from_plan(plan, cache, jobs=2, min_pods=0)
     cache.finish()
     assert cache.hits == 8 and second.files == first.files
+
+
+def test_without_processes_the_render_runs_in_this_one(source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sandbox that refuses new processes (no /dev/shm, seccomp) still renders, serially."""
+    import multiprocessing.context
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(multiprocessing.context.ForkContext, "Pool", refuse)
+    monkeypatch.setattr(multiprocessing.context.SpawnContext, "Pool", refuse)
+    serial = build_tree_from_plan(plan_source(source), jobs=1)
+    assert build_tree_from_plan(plan_source(source), jobs=2, min_pods=0).files == serial.files
+
+
+def test_default_jobs_is_the_cpus_this_process_may_use() -> None:
+    import os
+
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert parallel.default_jobs() == expected

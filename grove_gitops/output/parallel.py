@@ -61,6 +61,9 @@ def _work(item: PlannedPCS) -> CachedShard | _Failure:
 
 
 def default_jobs() -> int:
+    """The CPUs this process may run on (a container's affinity mask, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
 
 
@@ -98,7 +101,13 @@ def render_shards(
     """
     ctx: BaseContext = multiprocessing.get_context(method or start_method())
     chunk = max(1, min(8, len(items) // (workers * 8)))
-    with ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render)) as pool:
+    try:
+        pool = ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render))
+    except OSError:
+        # No processes here (a sandbox without /dev/shm or fork): the same work in this one.
+        yield from (render(plan, item) for item in items)
+        return
+    with pool:
         for result in pool.imap(_work, items, chunksize=chunk):
             if isinstance(result, _Failure):
                 if result.problems is not None:
