@@ -23,11 +23,13 @@ __all__ = ["is_output_dir", "write_tree"]
 MAX_NAME_BYTES = 255
 
 
-def _checked_target(root: Path, rel: str) -> Path:
+def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -> Path:
     """``root / rel``, refusing anything that would land outside ``root``.
 
     Defence in depth: the loader already validates every input that becomes a path, but a
     bug there must not let a source tree write outside the output (issue 9, section 1).
+    ``dirs`` memoises directories already resolved: resolving every file's path cost a large
+    render more than writing it (issue 10); the file name is a single checked component.
     """
     parts = rel.split("/")
     if rel.startswith("/") or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
@@ -35,8 +37,16 @@ def _checked_target(root: Path, rel: str) -> Path:
     for part in parts:
         if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
             raise OutputError(f"refusing to write {rel!r}: a file name is longer than {MAX_NAME_BYTES} bytes")
-    target = root / rel
-    if not target.resolve().is_relative_to(root.resolve()):
+    parent, _, name = rel.rpartition("/")
+    folder = dirs.get(parent) if dirs is not None else None
+    if folder is None:
+        folder = root / parent if parent else root
+        if not folder.resolve().is_relative_to(root.resolve()):
+            raise OutputError(f"refusing to write {rel!r}: it resolves outside the output directory")
+        if dirs is not None:
+            dirs[parent] = folder
+    target = folder / name
+    if dirs is None and not target.resolve().is_relative_to(root.resolve()):
         raise OutputError(f"refusing to write {rel!r}: it resolves outside the output directory")
     return target
 
@@ -52,11 +62,15 @@ def write_tree(tree: Tree, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
+        dirs: dict[str, Path] = {}  # the directories made so far (and checked), by relative path
         for rel, data in tree.files.items():
-            target = _checked_target(tmp, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            known = len(dirs)
+            target = _checked_target(tmp, rel, dirs)
+            if len(dirs) != known:
+                target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        for d in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+        made = {"/".join(rel.split("/")[:i]) for rel in dirs if rel for i in range(1, rel.count("/") + 2)}
+        for d in [tmp, *(tmp / rel for rel in sorted(made))]:
             os.chmod(d, 0o755)
     except OutputError:
         shutil.rmtree(tmp, ignore_errors=True)
