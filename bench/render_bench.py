@@ -40,19 +40,22 @@ def _peak_rss_mib() -> float:
 
 
 def _render(source: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
-    """The measured unit, exactly what ``grove-gitops render`` does: ``plan_source`` (load and
-    validate) + ``build_tree_from_plan`` (expand, backends and serialise one PodCliqueSet at a
-    time) + ``write_tree`` (atomic write), with stage times."""
+    """The measured unit, exactly what ``grove-gitops render`` does (``writer.render_to``):
+    ``plan_source`` (load and validate) + ``build_tree_from_plan`` (expand, backends and
+    serialise one PodCliqueSet at a time, in ``jobs`` processes, each PodCliqueSet's files
+    written as soon as they are merged) + the rest of the files and the atomic swap."""
     from grove_gitops.output.layout import build_tree_from_plan
-    from grove_gitops.output.writer import write_tree
+    from grove_gitops.output.writer import TreeWriter
     from grove_gitops.render import plan_source
 
     t0 = time.perf_counter()
     plan = plan_source(source)
     t1 = time.perf_counter()
-    tree = build_tree_from_plan(plan, jobs=jobs)
+    writer = TreeWriter(out)
+    tree = build_tree_from_plan(plan, jobs=jobs, on_files=writer.write)
     t2 = time.perf_counter()
-    write_tree(tree, out)
+    writer.write(tree.files)
+    writer.commit()
     t3 = time.perf_counter()
     pods = sum(1 for path in tree.files if "/30-pod--" in path)
     return {

@@ -20,9 +20,8 @@ from grove_gitops import __version__
 from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.parallel import default_jobs
-from grove_gitops.output.writer import write_tree
+from grove_gitops.output.writer import render_to
 from grove_gitops.plancli import plan_command
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 from grove_gitops.render import plan_source
@@ -86,9 +85,7 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
     as_json = output == "json"
     try:
         plan = plan_source(source)
-        tree = build_tree_from_plan(plan, jobs=default_jobs() if jobs is None else jobs)
-        if out is not None:
-            write_tree(tree, out)
+        tree = render_to(plan, out, default_jobs() if jobs is None else jobs)
     except GroveGitopsError as exc:
         if as_json:
             click.echo(json_document(False, _error_problems(exc)))

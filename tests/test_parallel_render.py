@@ -14,6 +14,7 @@ from grove_gitops.cli import main
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.output import layout, parallel
 from grove_gitops.output.layout import build_tree_from_plan
+from grove_gitops.output.writer import render_to, write_tree
 from grove_gitops.render import plan_source
 from tests.support import PROJECT
 
@@ -108,3 +109,25 @@ def test_default_jobs_is_the_cpus_this_process_may_use() -> None:
 
     expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert parallel.default_jobs() == expected
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_render_to_writes_what_write_tree_writes(
+    source: Path, tmp_path: Path, jobs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI writes each PodCliqueSet's files while the next ones render: same tree."""
+    monkeypatch.setattr(parallel, "MIN_PODS", 0)
+    write_tree(build_tree_from_plan(plan_source(source)), tmp_path / "a")
+    tree = render_to(plan_source(source), tmp_path / "b", jobs)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b") == tree.files
+
+
+def test_a_render_failing_midway_keeps_the_previous_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    render_to(plan_source(PROJECT / "examples"), out, 1)
+    before = _files(out)
+    monkeypatch.setattr(layout, "MAX_OBJECT_BYTES", 1000)  # a later object is "too large"
+    with pytest.raises(InvalidInputError):
+        render_to(plan_source(PROJECT / "examples"), out, 1)
+    assert _files(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary directory left

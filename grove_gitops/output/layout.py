@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,7 +189,11 @@ def build_tree(result: RenderResult) -> Tree:
 
 
 def build_tree_from_plan(
-    plan: RenderPlan, cache: RenderCache | None = None, jobs: int = 1, min_pods: int | None = None
+    plan: RenderPlan,
+    cache: RenderCache | None = None,
+    jobs: int = 1,
+    min_pods: int | None = None,
+    on_files: Callable[[dict[str, bytes]], None] | None = None,
 ) -> Tree:
     """The output tree, expanding one PodCliqueSet at a time (bounded memory) and reusing
     the bytes of every PodCliqueSet the cache already rendered with the same inputs.
@@ -199,6 +203,9 @@ def build_tree_from_plan(
     default :data:`parallel.MIN_PODS`);
     results are merged in plan order, so the tree is the same as with ``jobs=1``, and the
     cache is filled in the parent exactly as the serial path fills it.
+
+    ``on_files`` receives each PodCliqueSet's files as soon as they are merged (the CLI
+    writes them while workers render the next ones).
     """
     tree, summary = Tree(), _Summary(plan.config, list(plan.warnings))
     todo = [item for item in plan.items if not (item.pcs is None and cache is not None)]
@@ -217,6 +224,8 @@ def build_tree_from_plan(
                 summary.shard_counts.setdefault(shard, Counter())[kind] += n
             summary.shard_gangs.setdefault(f"{cached.key[0]}/{cached.key[1]}", []).extend(cached.gangs)
             _merge(tree, summary, cached.files)
+            if on_files is not None:
+                on_files(cached.files)
             summary.warnings += cached.warnings
             summary.podcliquesets[item.key] = item.file
     finally:
