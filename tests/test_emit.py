@@ -47,7 +47,7 @@ HAZARDS = [
     "yes", "no", "on", "off", "y", "n", "Y", "N", "Yes", "NO", "On", "OFF",
     "true", "false", "True", "FALSE", "null", "Null", "NULL", "~", "",
     "0x1", "0o7", "0b101", "0777", "1e3", "1E3", "1e-3", "-1e+3", "1_000", "+1", "-0", "1.", ".5", "1.5",
-    "12:30", "190:20:30", "-12:30", "1:20.5", "2001-12-14", "2001-12-14t21:59:43.10-05:00",
+    "12:30", "190:20:30", "-12:30", "1:20.5", "2001-12-14", "2001-12-14t21:59:43.10-05:00", "2001-1-2", "2001-1-2 3:4:5",
     ".inf", "-.inf", "+.INF", ".nan", ".NaN", "-", "--", "---", "...", "--- a", "... b", "=", "<<",
     " a", "a ", " ", "a: b", "a:", "a #b", "#a", "a#b", "-a", "- a", "?a", "? a", ":a", ",a", "[a", "]", "{a}",
     "&a", "*a", "!a", "|a", ">a", "'a", '"a', "%a", "@a", "`a", "a'b", 'a"b', "a\\b",
@@ -135,6 +135,8 @@ def test_unclean_multi_line_text_is_double_quoted() -> None:
 def test_numbers_yaml_1_2_would_read_are_quoted() -> None:
     """PyYAML's own dumper wrote ``1e3`` and ``1_000`` plain: numbers for YAML 1.2 readers."""
     assert emit({"a": "1e3", "b": "1_000", "c": "0o7"}) == "a: '1e3'\nb: '1_000'\nc: '0o7'\n"
+    # and Go's yaml.v2 (sigs.k8s.io/yaml) reads one-digit-month dates as timestamps
+    assert emit({"d": "2001-1-2", "e": "2001-1-2 3:4:5"}) == "d: '2001-1-2'\ne: '2001-1-2 3:4:5'\n"
 
 
 def test_long_keys_use_the_explicit_form() -> None:

@@ -42,6 +42,10 @@ _NUMBERISH = re.compile(
     r"|\.(?:inf|Inf|INF|nan|NaN|NAN))"
 )
 
+#: Dates with one-digit months or days, which Go's yaml (v2 behind sigs.k8s.io/yaml, which Argo
+#: CD uses) reads as timestamps and PyYAML's stricter pattern does not.
+_LOOSE_DATE = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?")
+
 #: Words some YAML version reads as a bool or null, compared case-insensitively
 #: (YAML 1.1 has ``y``/``n`` in its spec even though PyYAML does not resolve them).
 _WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
@@ -74,7 +78,7 @@ _ESCAPES = {
 
 def _resolves(s: str) -> bool:
     """Whether some YAML reader would take the plain scalar ``s`` for a non-string."""
-    if s.lower() in _WORDS or _NUMBERISH.fullmatch(s):
+    if s.lower() in _WORDS or _NUMBERISH.fullmatch(s) or _LOOSE_DATE.fullmatch(s):
         return True
     return any(regexp.match(s) for _, regexp in _RESOLVERS.get(s[0], ()))
 

@@ -16,6 +16,7 @@ the parent's imports) is used when the platform has it and the process runs no o
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
 import os
 import threading
@@ -101,12 +102,20 @@ def render_shards(
     """
     ctx: BaseContext = multiprocessing.get_context(method or start_method())
     chunk = max(1, min(8, len(items) // (workers * 8)))
+    fork = ctx.get_start_method() == "fork"
+    if fork:
+        # Forked workers share the parent's heap copy-on-write; their garbage collector
+        # would touch (and so copy) every inherited object. Frozen objects are not scanned.
+        gc.freeze()
     try:
         pool = ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render))
     except OSError:
         # No processes here (a sandbox without /dev/shm or fork): the same work in this one.
         yield from (render(plan, item) for item in items)
         return
+    finally:
+        if fork:
+            gc.unfreeze()
     with pool:
         for result in pool.imap(_work, items, chunksize=chunk):
             if isinstance(result, _Failure):
