@@ -21,7 +21,6 @@ in every other case. The output depends on nothing but the object, so bytes are 
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -134,12 +133,9 @@ def _literal_lines(s: str) -> list[str] | None:
     return lines
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def format_string(s: str, indent: int = 2, key: bool = False) -> str:
-    """A string as a scalar; ``indent`` is where a literal block's lines go.
-
-    Memoised: labels, keys and names repeat across tens of thousands of objects.
-    """
+    """A string as a scalar; ``indent`` is where a literal block's lines go (the emitter
+    memoises the results that do not depend on it)."""
     if _plain_ok(s):
         return s
     if not key:
@@ -191,10 +187,12 @@ def _scalar(v: Any, indent: int) -> str:
 
 
 #: Formatted keys and one-line string scalars (neither depends on the indentation), so the
-#: hot loop is a dict lookup. Cleared when large: a controller runs for weeks.
+#: hot loop is a dict lookup. Cleared when full: keys, labels, images and env names repeat
+#: and come right back; names and hashes are unique and would only hold memory (a full cache
+#: of a large render's strings is about 25 MB, a fifth of the RSS bar).
 _KEYS: dict[str, str] = {}
 _FLAT: dict[str, str] = {}
-_CACHE_LIMIT = 1 << 18
+_CACHE_LIMIT = 1 << 15
 
 
 def _key(k: Any) -> str:
