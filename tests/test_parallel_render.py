@@ -131,3 +131,17 @@ def test_a_render_failing_midway_keeps_the_previous_output(tmp_path: Path, monke
         render_to(plan_source(PROJECT / "examples"), out, 1)
     assert _files(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary directory left
+
+
+def test_fork_only_when_single_threaded_on_linux(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import threading
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert parallel.start_method() == "fork"
+    monkeypatch.setattr(threading, "active_count", lambda: 3)  # e.g. the controller's metrics server
+    assert parallel.start_method() == "spawn"
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert parallel.start_method() == "spawn"

@@ -9,7 +9,7 @@ so the output is byte-identical to ``--jobs 1`` whatever the scheduling.
 
 Fork- and spawn-safe: workers hold no state but the plan given to their initialiser, and the
 worker functions live at module level so ``spawn`` can import them. ``fork`` (cheap, shares
-the parent's imports) is used when the platform has it and the process runs no other thread
+the parent's imports) is used on Linux when the process runs no other thread
 (forking a threaded process can copy a lock held by another thread); ``spawn`` otherwise.
 """
 
@@ -19,6 +19,7 @@ import dataclasses
 import gc
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -69,8 +70,9 @@ def default_jobs() -> int:
 
 
 def start_method() -> str:
-    """``fork`` where it is safe (a single-threaded process on a platform that has it)."""
-    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+    """``fork`` where it is safe: a single-threaded process on Linux (macOS system libraries
+    are not fork-safe, which is why Python defaults to ``spawn`` there); ``spawn`` otherwise."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
         return "fork"
     return "spawn"
 
