@@ -169,6 +169,7 @@ def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
     help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).",
 )
 @click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
+@JOBS_OPTION
 def controller(
     repo: str,
     source_branch: str,
@@ -180,6 +181,7 @@ def controller(
     interval: float,
     metrics_address: str,
     author: str,
+    jobs: int | None,
 ) -> None:
     """Render every new source commit of REPO and push the output for Argo CD / Flux."""
     from grove_gitops.gitops.service import run_controller
@@ -196,6 +198,7 @@ def controller(
             interval=interval,
             metrics_address=metrics_address,
             author=author,
+            jobs=default_jobs() if jobs is None else jobs,
         )
     )
 
