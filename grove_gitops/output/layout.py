@@ -200,9 +200,8 @@ def build_tree_from_plan(
 
     With ``jobs`` > 1 the PodCliqueSets the cache does not have are expanded and serialised
     in that many worker processes (when there are at least ``min_pods`` pods to expand,
-    default :data:`parallel.MIN_PODS`);
-    results are merged in plan order, so the tree is the same as with ``jobs=1``, and the
-    cache is filled in the parent exactly as the serial path fills it.
+    default :data:`parallel.MIN_PODS`). Results are merged in plan order, so the tree is the
+    same as with ``jobs=1``, and the cache is filled in the parent as the serial path fills it.
 
     ``on_files`` receives each PodCliqueSet's files as soon as they are merged (the CLI
     writes them while workers render the next ones).
