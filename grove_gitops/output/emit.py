@@ -237,59 +237,75 @@ def _node(v: Any, indent: int, first: str, out: list[str], sort_keys: bool) -> N
 
 def _mapping(m: Mapping[str, Any], indent: int, first: str, out: list[str], sort_keys: bool) -> None:
     pad = " " * indent
+    inner = indent + 2
     lead = first
     append = out.append
     keys_get = _KEYS.get
     flat_get = _FLAT.get
     for k in sorted(m) if sort_keys else m:
         v = m[k]
-        key = keys_get(k) if type(k) is str else None
+        key = keys_get(k)
         if key is None:
             key = _key(k)
             if len(key) > _MAX_SIMPLE_KEY:
                 # An explicit key; its value follows ": " like a sequence item follows "- ".
                 append(f"{lead}? {key}\n")
                 if _is_block(v):
-                    _node(v, indent + 2, pad + ": ", out, sort_keys)
+                    _node(v, inner, pad + ": ", out, sort_keys)
                 else:
-                    append(f"{pad}: {_scalar(v, indent + 2)}\n")
+                    append(f"{pad}: {_scalar(v, inner)}\n")
                 lead = pad
                 continue
         t = type(v)
         if t is str:
             text = flat_get(v)
-            append(f"{lead}{key}: {text if text is not None else _str(v, indent + 2)}\n")
-        elif t is dict and v:
-            append(f"{lead}{key}:\n")
-            _mapping(v, indent + 2, pad + "  ", out, sort_keys)
-        elif t is list and v:
-            append(f"{lead}{key}:\n")
-            _sequence(v, indent, pad, out, sort_keys)  # not indented under its key, as kubectl prints
+            if text is None:
+                text = _str(v, inner)
+            append(f"{lead}{key}: {text}\n")
+        elif t is dict:
+            if v:
+                append(f"{lead}{key}:\n")
+                _mapping(v, inner, pad + "  ", out, sort_keys)
+            else:
+                append(f"{lead}{key}: {{}}\n")
+        elif t is list:
+            if v:
+                append(f"{lead}{key}:\n")
+                _sequence(v, indent, pad, out, sort_keys)  # not indented under its key, as kubectl prints
+            else:
+                append(f"{lead}{key}: []\n")
+        elif t is int:
+            append(f"{lead}{key}: {v}\n")
         elif _is_block(v):
             append(f"{lead}{key}:\n")
             if isinstance(v, Mapping):
-                _mapping(v, indent + 2, pad + "  ", out, sort_keys)
+                _mapping(v, inner, pad + "  ", out, sort_keys)
             else:
                 _sequence(v, indent, pad, out, sort_keys)
         else:
-            append(f"{lead}{key}: {_scalar(v, indent + 2)}\n")
+            append(f"{lead}{key}: {_scalar(v, inner)}\n")
         lead = pad
 
 
 def _sequence(items: Sequence[Any], indent: int, first: str, out: list[str], sort_keys: bool) -> None:
     pad = " " * indent
+    inner = indent + 2
     lead = first
+    append = out.append
+    flat_get = _FLAT.get
     for v in items:
         t = type(v)
         if t is str:
-            text = _FLAT.get(v)
-            out.append(f"{lead}- {text if text is not None else _str(v, indent + 2)}\n")
+            text = flat_get(v)
+            if text is None:
+                text = _str(v, inner)
+            append(f"{lead}- {text}\n")
         elif t is dict and v:
-            _mapping(v, indent + 2, lead + "- ", out, sort_keys)
+            _mapping(v, inner, lead + "- ", out, sort_keys)
         elif _is_block(v):
-            _node(v, indent + 2, lead + "- ", out, sort_keys)
+            _node(v, inner, lead + "- ", out, sort_keys)
         else:
-            out.append(f"{lead}- {_scalar(v, indent + 2)}\n")
+            append(f"{lead}- {_scalar(v, inner)}\n")
         lead = pad
 
 
