@@ -1,7 +1,10 @@
 """Render benchmark: one measurement per process, one JSON line on stdout.
 
     python -m bench.render_bench full    --source SRC --out OUT     # render + build_tree + write_tree
+    python -m bench.render_bench full    --source SRC --out OUT --jobs 2   # the same with 2 worker processes
     python -m bench.render_bench floor   --rendered OUT --out FLOOR # yaml.dump of the same objects + write
+    python -m bench.render_bench io      --rendered OUT --out FLOOR # the same bytes written into the same files
+    python -m bench.render_bench serialise --rendered OUT --out X   # emitter vs CDumper vs orjson, no writes
     python -m bench.render_bench profile --source SRC --out OUT     # cProfile of one full render, grouped
 
 Each mode is meant to run in a fresh interpreter (``bench.run`` starts one per measurement),
@@ -36,20 +39,23 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _render(source: Path, out: Path) -> dict[str, Any]:
-    """The measured unit, exactly what ``grove-gitops render`` does: ``plan_source`` (load and
-    validate) + ``build_tree_from_plan`` (expand, backends and serialise one PodCliqueSet at a
-    time) + ``write_tree`` (atomic write), with stage times."""
+def _render(source: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
+    """The measured unit, exactly what ``grove-gitops render`` does (``writer.render_to``):
+    ``plan_source`` (load and validate) + ``build_tree_from_plan`` (expand, backends and
+    serialise one PodCliqueSet at a time, in ``jobs`` processes, each PodCliqueSet's files
+    written as soon as they are merged) + the rest of the files and the atomic swap."""
     from grove_gitops.output.layout import build_tree_from_plan
-    from grove_gitops.output.writer import write_tree
+    from grove_gitops.output.writer import TreeWriter
     from grove_gitops.render import plan_source
 
     t0 = time.perf_counter()
     plan = plan_source(source)
     t1 = time.perf_counter()
-    tree = build_tree_from_plan(plan)
+    writer = TreeWriter(out)
+    tree = build_tree_from_plan(plan, jobs=jobs, on_files=writer.write)
     t2 = time.perf_counter()
-    write_tree(tree, out)
+    writer.write(tree.files)
+    writer.commit()
     t3 = time.perf_counter()
     pods = sum(1 for path in tree.files if "/30-pod--" in path)
     return {
@@ -60,23 +66,26 @@ def _render(source: Path, out: Path) -> dict[str, Any]:
         "objects": tree.objects,
         "pods": pods,
         "podcliquesets": len(plan.items),
+        "jobs": jobs,
         "files": len(tree.files),
         "bytes": sum(len(data) for data in tree.files.values()),
     }
 
 
-def full(source: Path, out: Path) -> dict[str, Any]:
+def full(source: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
     import grove_gitops.output.layout
     import grove_gitops.output.writer
     import grove_gitops.render  # noqa: F401  (imports and entry-point discovery stay off the clock)
 
     rss_before = _peak_rss_mib()
-    stats = _render(source, out)
+    stats = _render(source, out, jobs)
     seconds = stats["seconds"]
     stats.update(
         objects_per_s=stats["objects"] / seconds,
         mb_per_s=stats["bytes"] / 1e6 / seconds,
         peak_rss_mib=_peak_rss_mib(),
+        # The largest worker process (0 with --jobs 1): each one holds the plan and one shard.
+        peak_rss_workers_mib=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0,
         rss_after_imports_mib=rss_before,
     )
     return stats
@@ -123,6 +132,64 @@ def floor(rendered: Path, out: Path) -> dict[str, Any]:
         "bytes": written,
         "peak_rss_mib": _peak_rss_mib(),
     }
+
+
+def _write_all(out: Path, files: list[tuple[str, bytes]]) -> int:
+    """Write ``files`` under ``out`` the way the floor does: one mkdir per directory, one
+    ``write_bytes`` per file."""
+    out.mkdir(parents=True)
+    made: set[Path] = {out}
+    written = 0
+    for rel, data in files:
+        target = out / rel
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.write_bytes(data)
+        written += len(data)
+    return written
+
+
+def io_floor(rendered: Path, out: Path) -> dict[str, Any]:
+    """The I/O floor (issue 10): the rendered bytes, read untimed, written into the same
+    files of a fresh directory. No renderer can be faster than this on this disk."""
+    files = [(path.relative_to(rendered).as_posix(), path.read_bytes()) for path in _output_files(rendered)]
+    if out.exists():
+        shutil.rmtree(out)
+    t0 = time.perf_counter()
+    written = _write_all(out, files)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "files": len(files), "bytes": written, "peak_rss_mib": _peak_rss_mib()}
+
+
+def serialise(rendered: Path) -> dict[str, Any]:
+    """Serialisation alone, on the objects of a rendered output (loaded untimed): our emitter,
+    PyYAML's CDumper (as the floor calls it) and, when installed, orjson (JSON, for scale)."""
+    from grove_gitops.output.emit import emit
+
+    objects = [
+        yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)
+        for path in _output_files(rendered)
+        if path.suffix in (".yaml", ".yml")
+    ]
+    result: dict[str, Any] = {"objects": len(objects)}
+    t0 = time.perf_counter()
+    emitted = sum(len(emit(obj).encode()) for obj in objects)
+    result["emit_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    dumped = sum(len(yaml.dump(obj, Dumper=yaml.CSafeDumper).encode()) for obj in objects)
+    result["cdumper_s"] = time.perf_counter() - t0
+    result.update(emit_bytes=emitted, cdumper_bytes=dumped)
+    try:
+        import orjson  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        result["orjson"] = "not installed"
+    else:
+        t0 = time.perf_counter()
+        result["orjson_bytes"] = sum(len(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)) for obj in objects)
+        result["orjson_s"] = time.perf_counter() - t0
+    result["peak_rss_mib"] = _peak_rss_mib()
+    return result
 
 
 # -- kubectl kustomize ---------------------------------------------------------------------
@@ -322,20 +389,26 @@ def profile(source: Path, out: Path, top: int = 20) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.render_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("full", "floor", "profile"))
+    parser.add_argument("mode", choices=("full", "floor", "io", "serialise", "profile"))
     parser.add_argument("--source", type=Path, help="source tree (full, profile)")
     parser.add_argument("--rendered", type=Path, help="a rendered output tree (floor)")
     parser.add_argument("--out", type=Path, required=True, help="directory to write (must not exist)")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes of the render (full)")
     args = parser.parse_args(argv)
     run: Callable[[], dict[str, Any]]
-    if args.mode == "floor":
+    if args.mode in ("floor", "io", "serialise"):
         if args.rendered is None:
-            parser.error("floor needs --rendered")
-        run = lambda: floor(args.rendered, args.out)  # noqa: E731
+            parser.error(f"{args.mode} needs --rendered")
+        modes: dict[str, Callable[[], dict[str, Any]]] = {
+            "floor": lambda: floor(args.rendered, args.out),
+            "io": lambda: io_floor(args.rendered, args.out),
+            "serialise": lambda: serialise(args.rendered),
+        }
+        run = modes[args.mode]
     else:
         if args.source is None:
             parser.error(f"{args.mode} needs --source")
-        run = (lambda: full(args.source, args.out)) if args.mode == "full" else (lambda: profile(args.source, args.out))
+        run = (lambda: full(args.source, args.out, args.jobs)) if args.mode == "full" else (lambda: profile(args.source, args.out))
     result = run()
     result["mode"] = args.mode
     print(json.dumps(result, sort_keys=True), flush=True)

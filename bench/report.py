@@ -17,7 +17,10 @@ Stat = dict[str, Any]
 #: (key in summary, label, target description, predicate on the median)
 TARGETS: list[tuple[str, str, str, Callable[[float], bool]]] = [
     ("peak_rss_mib", "peak RSS of the render process", "≤ 300 MiB", lambda v: v <= 300),
-    ("floor_ratio", "render time / floor time", "≤ 1.5", lambda v: v <= 1.5),
+    ("floor_ratio", "render time / CDumper floor time", "≤ 0.25", lambda v: v <= 0.25),
+    ("io_floor_ratio", "render time / I/O floor time", "≤ 5", lambda v: v <= 5),
+    ("jobs_ratio", "render --jobs 2 / --jobs 1", "≤ 0.6", lambda v: v <= 0.6),
+    ("peak_rss_jobs2_mib", "peak RSS with --jobs 2 (parent, largest worker)", "≤ 300 MiB", lambda v: v <= 300),
     ("incremental_ratio", "incremental run_once, N-PCS / 1-PCS repo", "≤ 3", lambda v: v <= 3),
     # The target: "time from the last gang object's creation to all gates lifted".
     ("lifter_release_after_last_s", "gate-lifter: last PodGang created → all gates lifted", "≤ 2 s", lambda v: v <= 2),
@@ -51,6 +54,19 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
     out["peak_rss_mib"] = stat(f["peak_rss_mib"] for f in full)
     out["floor_s"] = stat(r["floor"]["seconds"] for r in pairs)
     out["floor_ratio"] = stat(r["full"]["seconds"] / r["floor"]["seconds"] for r in pairs)
+    io = [r for r in renders if "full" in r and "io_floor" in r]
+    out["io_floor_s"] = stat(r["io_floor"]["seconds"] for r in io)
+    out["io_floor_ratio"] = stat(r["full"]["seconds"] / r["io_floor"]["seconds"] for r in io)
+    j2 = [r for r in renders if "full" in r and "full_jobs2" in r]
+    out["render_jobs2_s"] = stat(r["full_jobs2"]["seconds"] for r in j2)
+    out["jobs_ratio"] = stat(r["full_jobs2"]["seconds"] / r["full"]["seconds"] for r in j2)
+    out["peak_rss_jobs2_mib"] = stat(
+        max(r["full_jobs2"]["peak_rss_mib"], r["full_jobs2"].get("peak_rss_workers_mib", 0.0)) for r in j2
+    )
+    ser = [r["serialise"] for r in renders if "serialise" in r]
+    for key in ("emit_s", "cdumper_s", "orjson_s"):
+        out[f"serialise_{key}"] = stat(x[key] for x in ser if key in x)
+    out["serialise_emit_ratio"] = stat(x["emit_s"] / x["cdumper_s"] for x in ser)
     kz = [r for r in renders if "seconds" in r.get("kustomize", {}) and not r["kustomize"].get("timed_out")]
     out["kustomize_s"] = stat(r["kustomize"]["seconds"] for r in kz)
     out["kustomize_ratio"] = stat(r["kustomize"]["seconds"] / r["full"]["seconds"] for r in kz if "full" in r)
@@ -176,12 +192,21 @@ def markdown(results: dict[str, Any]) -> str:
     )
     L += [f"Render workload: {workload}.", ""]
     rows = [
-        row("full render (plan_source + build_tree_from_plan + write_tree)", "render_s", "s"),
+        row("full render, `render --jobs 1` (plan_source + build_tree_from_plan + writes)", "render_s", "s"),
         row("objects / s", "objects_per_s"),
         row("MB written / s", "mb_per_s"),
         row("peak RSS of the render process (MiB)", "peak_rss_mib"),
         row("floor: CSafeDumper dump + write of the same objects", "floor_s", "s"),
         row("render / floor", "floor_ratio"),
+        row("I/O floor: the same bytes written into the same files", "io_floor_s", "s"),
+        row("render / I/O floor", "io_floor_ratio"),
+        row("full render with --jobs 2", "render_jobs2_s", "s"),
+        row("render --jobs 2 / --jobs 1", "jobs_ratio"),
+        row("peak RSS with --jobs 2: the larger of parent and any worker (MiB)", "peak_rss_jobs2_mib"),
+        row("serialisation alone: grove-gitops emitter", "serialise_emit_s", "s"),
+        row("serialisation alone: PyYAML CDumper", "serialise_cdumper_s", "s"),
+        *([row("serialisation alone: orjson (JSON, for scale)", "serialise_orjson_s", "s")] if "serialise_orjson_s" in s else []),
+        row("emitter / CDumper", "serialise_emit_ratio"),
         kustomize_row("`kubectl kustomize OUT`", "kustomize_s", "s"),
         kustomize_row("kustomize / render", "kustomize_ratio"),
         row("`kubectl kustomize` of the largest PodCliqueSet shard", "kustomize_shard_s", "s"),
@@ -228,6 +253,9 @@ def markdown(results: dict[str, Any]) -> str:
         "with the index). Per run, in separate fresh processes: the full render into a new directory, then the floor",
         "(every `.yaml` file of that output loaded untimed with CSafeLoader, then `yaml.dump(obj, Dumper=yaml.CSafeDumper)`",
         "written to the same relative path of a fresh directory, timed; README.md and render.meta written back as bytes),",
+        "then the I/O floor (the rendered files read untimed, the same bytes written into the same files of a fresh",
+        "directory, timed), the same render with `--jobs 2`, and (first run only) serialisation alone of the loaded",
+        "objects: our emitter, `yaml.dump(obj, Dumper=yaml.CSafeDumper)`, and orjson when it is installed,",
         "then `kubectl kustomize OUT > /dev/null`. Peak RSS is `ru_maxrss` of the render process itself",
         f"(after imports, before rendering: {num(first.get('rss_after_imports_mib', float('nan')))} MiB).",
         "",
@@ -236,11 +264,15 @@ def markdown(results: dict[str, Any]) -> str:
         ["stage", "median", "min–max", "runs"],
         [
             ["plan_source (load, validate)", *cell(s.get("render_source_s"), "s"), runs(s.get("render_source_s"))],
-            ["build_tree_from_plan (expand, backends, serialise)", *cell(s.get("build_tree_s"), "s"), runs(s.get("build_tree_s"))],
-            ["write_tree", *cell(s.get("write_tree_s"), "s"), runs(s.get("write_tree_s"))],
+            ["build_tree_from_plan (expand, backends, serialise, write each shard)", *cell(s.get("build_tree_s"), "s"), runs(s.get("build_tree_s"))],
+            ["write the rest + atomic swap", *cell(s.get("write_tree_s"), "s"), runs(s.get("write_tree_s"))],
             ["total", *cell(s.get("render_s"), "s"), runs(s.get("render_s"))],
             ["floor", *cell(s.get("floor_s"), "s"), runs(s.get("floor_s"))],
             ["render / floor", *cell(s.get("floor_ratio")), runs(s.get("floor_ratio"))],
+            ["I/O floor", *cell(s.get("io_floor_s"), "s"), runs(s.get("io_floor_s"))],
+            ["render / I/O floor", *cell(s.get("io_floor_ratio")), runs(s.get("io_floor_ratio"))],
+            ["render --jobs 2", *cell(s.get("render_jobs2_s"), "s"), runs(s.get("render_jobs2_s"))],
+            ["--jobs 2 / --jobs 1", *cell(s.get("jobs_ratio")), runs(s.get("jobs_ratio"))],
         ],
     )
     for i, run in enumerate(results.get("render", {}).get("runs", []), 1):
@@ -376,8 +408,8 @@ def markdown(results: dict[str, Any]) -> str:
         L += [
             "",
             "Unprofiled stage split (medians above): plan_source (load, validate) "
-            f"{cell(s.get('render_source_s'), 's')[0]}, build_tree_from_plan (expand, backends, serialise) {cell(s.get('build_tree_s'), 's')[0]}, "
-            f"write_tree (write) {cell(s.get('write_tree_s'), 's')[0]}.",
+            f"{cell(s.get('render_source_s'), 's')[0]}, build_tree_from_plan (expand, backends, serialise, shard writes) {cell(s.get('build_tree_s'), 's')[0]}, "
+            f"the remaining writes and the swap {cell(s.get('write_tree_s'), 's')[0]}.",
         ]
     else:
         L += [f"Not measured: {prof.get('error', 'no data')}"]

@@ -189,6 +189,19 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
                 )
                 entry["floor"] = sub("bench.render_bench", "floor", "--rendered", str(out), "--out", str(floor_out))
                 log(f"floor  {r}/{args.repeat}: {entry['floor']['seconds']:.2f} s")
+                shutil.rmtree(floor_out, ignore_errors=True)
+                entry["io_floor"] = sub("bench.render_bench", "io", "--rendered", str(out), "--out", str(floor_out))
+                log(f"I/O floor {r}/{args.repeat}: {entry['io_floor']['seconds']:.2f} s")
+                shutil.rmtree(floor_out, ignore_errors=True)
+                entry["full_jobs2"] = sub(
+                    "bench.render_bench", "full", "--source", str(source), "--out", str(floor_out), "--jobs", "2"
+                )
+                log(f"render --jobs 2 {r}/{args.repeat}: {entry['full_jobs2']['seconds']:.2f} s")
+                if r == 1:  # serialisation alone: once, CDumper alone takes as long as a render did
+                    entry["serialise"] = sub(
+                        "bench.render_bench", "serialise", "--rendered", str(out), "--out", str(floor_out)
+                    )
+                    log(f"serialise: {entry['serialise']}")
             except ChildError as exc:
                 entry["error"] = str(exc)
                 errors.append(f"render run {r}: {exc}")

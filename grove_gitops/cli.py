@@ -20,8 +20,8 @@ from grove_gitops import __version__
 from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.output.layout import build_tree_from_plan
-from grove_gitops.output.writer import write_tree
+from grove_gitops.output.parallel import default_jobs
+from grove_gitops.output.writer import render_to
 from grove_gitops.plancli import plan_command
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 from grove_gitops.render import plan_source
@@ -45,6 +45,14 @@ def _error_problems(exc: GroveGitopsError) -> list[Problem]:
 
 
 OUTPUT_OPTION = output_option()
+JOBS_OPTION = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes expanding and serialising PodCliqueSets (default: the number of CPUs). "
+    "The output is the same for every value; small renders run in one process.",
+)
 QUIET_OPTION = click.option(
     "-q",
     "--quiet",
@@ -72,14 +80,12 @@ def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
 
 
-def _check(source: Path, out: Path | None, quiet: bool, output: str) -> None:
+def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
     try:
         plan = plan_source(source)
-        tree = build_tree_from_plan(plan)
-        if out is not None:
-            write_tree(tree, out)
+        tree = render_to(plan, out, default_jobs() if jobs is None else jobs)
     except GroveGitopsError as exc:
         if as_json:
             click.echo(json_document(False, _error_problems(exc)))
@@ -109,18 +115,20 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str) -> None:
 )
 @QUIET_OPTION
 @OUTPUT_OPTION
-def render(source: Path, out: Path, quiet: bool, output: str) -> None:
+@JOBS_OPTION
+def render(source: Path, out: Path, quiet: bool, output: str, jobs: int | None) -> None:
     """Render SOURCE (a directory of YAML files) into OUT."""
-    _check(source, out, quiet, output)
+    _check(source, out, quiet, output, jobs)
 
 
 @main.command()
 @click.argument("source", type=click.Path(path_type=Path))
 @QUIET_OPTION
 @OUTPUT_OPTION
-def validate(source: Path, quiet: bool, output: str) -> None:
+@JOBS_OPTION
+def validate(source: Path, quiet: bool, output: str, jobs: int | None) -> None:
     """Run every check of 'render' on SOURCE; write nothing."""
-    _check(source, None, quiet, output)
+    _check(source, None, quiet, output, jobs)
 
 
 @main.command()
@@ -161,6 +169,7 @@ def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
     help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).",
 )
 @click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
+@JOBS_OPTION
 def controller(
     repo: str,
     source_branch: str,
@@ -172,6 +181,7 @@ def controller(
     interval: float,
     metrics_address: str,
     author: str,
+    jobs: int | None,
 ) -> None:
     """Render every new source commit of REPO and push the output for Argo CD / Flux."""
     from grove_gitops.gitops.service import run_controller
@@ -188,6 +198,7 @@ def controller(
             interval=interval,
             metrics_address=metrics_address,
             author=author,
+            jobs=default_jobs() if jobs is None else jobs,
         )
     )
 

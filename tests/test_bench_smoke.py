@@ -67,6 +67,14 @@ def test_every_figure_is_reported(smoke: tuple[dict[str, Any], str]) -> None:
         "peak_rss_mib",
         "floor_s",
         "floor_ratio",
+        "io_floor_s",
+        "io_floor_ratio",
+        "render_jobs2_s",
+        "jobs_ratio",
+        "peak_rss_jobs2_mib",
+        "serialise_emit_s",
+        "serialise_cdumper_s",
+        "serialise_emit_ratio",
         "incremental_big_s",
         "incremental_small_s",
         "incremental_ratio",
@@ -83,6 +91,9 @@ def test_every_figure_is_reported(smoke: tuple[dict[str, Any], str]) -> None:
     assert {t["key"] for t in results["targets"]} == {
         "peak_rss_mib",
         "floor_ratio",
+        "io_floor_ratio",
+        "jobs_ratio",
+        "peak_rss_jobs2_mib",
         "incremental_ratio",
         "lifter_release_after_last_s",
         "lifter_patch_ratio",
@@ -101,6 +112,13 @@ def test_ratios_come_from_the_same_runs(smoke: tuple[dict[str, Any], str]) -> No
     assert floor["files"] == full["files"] and floor["yaml_files"] < floor["files"]
     assert math.isclose(results["summary"]["floor_ratio"]["median"], full["seconds"] / floor["seconds"])
     assert math.isclose(full["objects_per_s"], full["objects"] / full["seconds"])
+    io, j2, ser = run["io_floor"], run["full_jobs2"], run["serialise"]
+    assert io["files"] == full["files"] and io["bytes"] == full["bytes"]  # the same bytes, the same files
+    assert math.isclose(results["summary"]["io_floor_ratio"]["median"], full["seconds"] / io["seconds"])
+    assert j2["jobs"] == 2 and j2["files"] == full["files"] and j2["bytes"] == full["bytes"]
+    assert math.isclose(results["summary"]["jobs_ratio"]["median"], j2["seconds"] / full["seconds"])
+    assert ser["objects"] == floor["yaml_files"] and ser["emit_bytes"] > 0
+    assert ("orjson_s" in ser) != (ser.get("orjson") == "not installed")
     if "seconds" in run["kustomize"]:  # kubectl installed
         assert math.isclose(
             results["summary"]["kustomize_ratio"]["median"], run["kustomize"]["seconds"] / full["seconds"]

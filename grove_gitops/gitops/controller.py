@@ -58,6 +58,9 @@ class ControllerConfig:
     max_push_attempts: int = 6
     backoff_base: float = 0.2
     backoff_max: float = 5.0
+    #: Worker processes for PodCliqueSets the cache does not have (``render --jobs``); the
+    #: output does not depend on it, so it is not part of the output-shaping digest.
+    jobs: int = 1
 
     @property
     def folder_mode(self) -> bool:
@@ -204,7 +207,7 @@ class Controller:
                 self._exported = None  # the export directory's content is unknown: start over next time
                 raise
             plan = plan_source(self._source_dir, self.cache)
-            tree = build_tree_from_plan(plan, self.cache)
+            tree = build_tree_from_plan(plan, self.cache, jobs=cfg.jobs)
         except InvalidInputError as exc:
             prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
             self._fail(commit, result, [f"{prefix}{p}" for p in exc.problems])

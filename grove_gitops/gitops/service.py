@@ -52,6 +52,7 @@ def run_controller(
     interval: float,
     metrics_address: str,
     author: str,
+    jobs: int = 1,
 ) -> int:
     _setup_logging()
     log = logging.getLogger("grove_gitops.controller")
@@ -65,6 +66,7 @@ def run_controller(
         output_path=output_path,
         author_name=name,
         author_email=email,
+        jobs=jobs,
     )
     registry = Registry()
     try:

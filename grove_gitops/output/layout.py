@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
 from grove_gitops.load.yamlio import MAX_OBJECT_BYTES
+from grove_gitops.output import parallel
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
@@ -187,29 +188,58 @@ def build_tree(result: RenderResult) -> Tree:
     return tree
 
 
-def build_tree_from_plan(plan: RenderPlan, cache: RenderCache | None = None) -> Tree:
+def build_tree_from_plan(
+    plan: RenderPlan,
+    cache: RenderCache | None = None,
+    jobs: int = 1,
+    min_pods: int | None = None,
+    on_files: Callable[[dict[str, bytes]], None] | None = None,
+) -> Tree:
     """The output tree, expanding one PodCliqueSet at a time (bounded memory) and reusing
-    the bytes of every PodCliqueSet the cache already rendered with the same inputs."""
+    the bytes of every PodCliqueSet the cache already rendered with the same inputs.
+
+    With ``jobs`` > 1 the PodCliqueSets the cache does not have are expanded and serialised
+    in that many worker processes (when there are at least ``min_pods`` pods to expand,
+    default :data:`parallel.MIN_PODS`). Results are merged in plan order, so the tree is the
+    same as with ``jobs=1``, and the cache is filled in the parent as the serial path fills it.
+
+    ``on_files`` receives each PodCliqueSet's files as soon as they are merged (the CLI
+    writes them while workers render the next ones).
+    """
     tree, summary = Tree(), _Summary(plan.config, list(plan.warnings))
-    for item in plan.items:
-        if item.pcs is None and cache is not None:
-            cached = cache.shards[item.digest]  # plan_source found it there
-        else:
-            cached = _render_shard(tree, plan, item)
-            if cache is not None:
-                cache.put_shard(item.digest, cached)
-        for key, n in cached.kind_counts.items():
-            shard, _, kind = key.partition("\0")
-            summary.shard_counts.setdefault(shard, Counter())[kind] += n
-        summary.shard_gangs.setdefault(f"{cached.key[0]}/{cached.key[1]}", []).extend(cached.gangs)
-        _merge(tree, summary, cached.files)
-        summary.warnings += cached.warnings
-        summary.podcliquesets[item.key] = item.file
+    todo = [item for item in plan.items if not (item.pcs is None and cache is not None)]
+    workers = parallel.worker_count(jobs, todo, parallel.MIN_PODS if min_pods is None else min_pods)
+    rendered = parallel.render_shards(plan, todo, workers, render_shard) if workers else None
+    try:
+        for item in plan.items:
+            if item.pcs is None and cache is not None:
+                cached = cache.shards[item.digest]  # plan_source found it there
+            else:
+                cached = next(rendered) if rendered is not None else _render_shard(tree, plan, item)
+                if cache is not None:
+                    cache.put_shard(item.digest, cached)
+            for key, n in cached.kind_counts.items():
+                shard, _, kind = key.partition("\0")
+                summary.shard_counts.setdefault(shard, Counter())[kind] += n
+            summary.shard_gangs.setdefault(f"{cached.key[0]}/{cached.key[1]}", []).extend(cached.gangs)
+            _merge(tree, summary, cached.files)
+            if on_files is not None:
+                on_files(cached.files)
+            summary.warnings += cached.warnings
+            summary.podcliquesets[item.key] = item.file
+    finally:
+        if rendered is not None:
+            rendered.close()  # stops the workers, also when merging failed
     files: dict[str, bytes] = {}
     _add_objects(tree, summary, plan.extra, files, "render")
     _merge(tree, summary, files)
     _finish(tree, summary)
     return tree
+
+
+def render_shard(plan: RenderPlan, item: PlannedPCS) -> CachedShard:
+    """One PodCliqueSet's shard on its own (what a worker process runs)."""
+    return _render_shard(Tree(), plan, item)
 
 
 def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard:

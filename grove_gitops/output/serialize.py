@@ -1,11 +1,15 @@
 """Deterministic YAML bytes for Kubernetes objects.
 
-Every mapping is emitted with sorted keys — what ``kubectl get -o yaml`` prints, and
-PyYAML's own default — so the bytes never depend on dict insertion order or on how a user
-ordered their source file (``apiVersion, kind, metadata, spec`` happen to sort first).
-PyYAML's C emitter does the writing; anchors and aliases are never emitted, even when the
-same Python object is referenced twice, because Kubernetes tooling and reviewers expect
-plain documents.
+Every mapping is emitted with sorted keys — what ``kubectl get -o yaml`` prints — so the
+bytes never depend on dict insertion order or on how a user ordered their source file
+(``apiVersion, kind, metadata, spec`` happen to sort first). Our own emitter
+(:mod:`grove_gitops.output.emit`) does the writing: PyYAML's C dumper cost most of a large
+render's time (issue 10). It never emits anchors or aliases, even when the same Python
+object is referenced twice, because Kubernetes tooling and reviewers expect plain documents,
+and it quotes every string that a YAML 1.1 or 1.2 reader could take for another type.
+
+:func:`dump_object_pyyaml` keeps PyYAML's spelling of the same objects for the benchmark's
+floor and for comparisons; PyYAML remains the reader everywhere.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from grove_gitops.output.emit import emit
+
 
 class _Dumper(yaml.CSafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
@@ -21,11 +27,16 @@ class _Dumper(yaml.CSafeDumper):
 
 
 def dump_object(obj: dict[str, Any]) -> str:
-    return yaml.dump(
-        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=1_000_000
-    )
+    return emit(obj)
 
 
 def dump_plain(data: Any) -> str:
     """YAML for our own small files (kustomization.yaml), keys in the given order."""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1_000_000)
+    return emit(data, sort_keys=False)
+
+
+def dump_object_pyyaml(obj: dict[str, Any]) -> str:
+    """What :func:`dump_object` produced before issue 10: PyYAML's C dumper."""
+    return yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=1_000_000
+    )

@@ -612,3 +612,22 @@ def test_loop_survives_an_unexpected_exception(remote: Remote, monkeypatch: pyte
     assert [c.hexsha for c in remote.branch_log("rendered")] != [] and trailers.dry_sha(
         str(remote.branch_log("rendered")[0].message)
     ) == sha
+
+
+def test_workers_render_the_same_commit_and_keep_the_cache(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``controller --jobs 2``: the same rendered files, and an unchanged PodCliqueSet of the
+    next commit comes from the cache (not re-sent to a worker)."""
+    from grove_gitops.output import parallel
+
+    monkeypatch.setattr(parallel, "MIN_PODS", 0)
+    sent: list[int] = []
+    real = parallel.render_shards
+    monkeypatch.setattr(parallel, "render_shards", lambda plan, items, *a: (sent.append(len(items)), real(plan, items, *a))[1])
+    sha = remote.push_source({"a.yaml": pcs_yaml("alpha"), "b.yaml": pcs_yaml("beta")}, "two")
+    with Controller(config(remote, jobs=2)) as ctl:
+        assert ctl.run_once().rendered == [sha]
+        assert remote.files_at("rendered") == expected_files(remote, sha)
+        sha2 = remote.push_source({"c.yaml": pcs_yaml("gamma"), "d.yaml": pcs_yaml("delta")}, "two more")
+        assert ctl.run_once().rendered == [sha2]
+        assert remote.files_at("rendered") == expected_files(remote, sha2)
+    assert sent == [2, 2]  # alpha and beta came from the cache the second time

@@ -1,0 +1,127 @@
+"""Expand and serialise PodCliqueSets in worker processes (``render --jobs N``, issue 10).
+
+Why processes: expansion and YAML emission are pure Python, so threads would share one
+interpreter lock. Each PodCliqueSet is independent once the plan is validated, so workers
+get the validated plan once (without the source documents they do not need) and then one
+:class:`~grove_gitops.render.PlannedPCS` at a time, and send back the shard's bytes. The
+parent consumes the results in plan order and merges them exactly as the serial path does,
+so the output is byte-identical to ``--jobs 1`` whatever the scheduling.
+
+Fork- and spawn-safe: workers hold no state but the plan given to their initialiser, and the
+worker functions live at module level so ``spawn`` can import them. ``fork`` (cheap, shares
+the parent's imports) is used on Linux when the process runs no other thread
+(forking a threaded process can copy a lock held by another thread); ``spawn`` otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import multiprocessing
+import os
+import sys
+import threading
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from multiprocessing.context import BaseContext
+
+from grove_gitops.cache import CachedShard
+from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
+from grove_gitops.load.source import SourceSet
+from grove_gitops.render import PlannedPCS, RenderPlan
+
+#: Below this many pods to expand, starting workers costs more than it saves.
+MIN_PODS = 2000
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """A user-facing error raised in a worker, sent back as data (exceptions whose
+    ``__init__`` takes structured arguments do not survive pickling)."""
+
+    problems: list[InputProblem] | None
+    message: str
+
+
+_PLAN: RenderPlan | None = None
+_RENDER: Callable[[RenderPlan, PlannedPCS], CachedShard] | None = None
+
+
+def _init(plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard]) -> None:
+    global _PLAN, _RENDER
+    _PLAN, _RENDER = plan, render
+
+
+def _work(item: PlannedPCS) -> CachedShard | _Failure:
+    assert _PLAN is not None and _RENDER is not None, "worker used before its initialiser ran"
+    try:
+        return _RENDER(_PLAN, item)
+    except InvalidInputError as exc:
+        return _Failure(exc.problems, str(exc))
+    except OutputError as exc:
+        return _Failure(None, str(exc))
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (a container's affinity mask, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def start_method() -> str:
+    """``fork`` where it is safe: a single-threaded process on Linux (macOS system libraries
+    are not fork-safe, which is why Python defaults to ``spawn`` there); ``spawn`` otherwise."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
+def worker_count(jobs: int, items: list[PlannedPCS], min_pods: int = MIN_PODS) -> int:
+    """How many workers pay for themselves: none (serial) for small renders."""
+    if jobs <= 1 or len(items) < 2 or sum(max(item.pods, 1) for item in items) < min_pods:
+        return 0
+    return min(jobs, len(items))
+
+
+def _slim(plan: RenderPlan) -> RenderPlan:
+    """The plan without what expansion does not read (the source documents, the items)."""
+    inputs = dataclasses.replace(plan.inputs, source=SourceSet(), problems=[], warnings=[])
+    return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs)
+
+
+def render_shards(
+    plan: RenderPlan,
+    items: list[PlannedPCS],
+    workers: int,
+    render: Callable[[RenderPlan, PlannedPCS], CachedShard],
+    method: str | None = None,
+) -> Generator[CachedShard, None, None]:
+    """``render(plan, item)`` for every item, in ``workers`` processes, yielded in item order.
+
+    A generator: the pool lives while the caller consumes it and is shut down when it is
+    exhausted or closed (also on an error in the caller).
+    """
+    ctx: BaseContext = multiprocessing.get_context(method or start_method())
+    chunk = max(1, min(8, len(items) // (workers * 8)))
+    fork = ctx.get_start_method() == "fork"
+    if fork:
+        # Forked workers share the parent's heap copy-on-write; their garbage collector
+        # would touch (and so copy) every inherited object. Frozen objects are not scanned.
+        gc.freeze()
+    try:
+        pool = ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render))
+    except OSError:
+        # No processes here (a sandbox without /dev/shm or fork): the same work in this one.
+        yield from (render(plan, item) for item in items)
+        return
+    finally:
+        if fork:
+            gc.unfreeze()
+    with pool:
+        for result in pool.imap(_work, items, chunksize=chunk):
+            if isinstance(result, _Failure):
+                if result.problems is not None:
+                    raise InvalidInputError(result.problems)
+                raise OutputError(result.message)
+            yield result
