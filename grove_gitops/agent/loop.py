@@ -18,6 +18,7 @@ retried with backoff; it never blocks other gangs.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -56,6 +57,7 @@ class AgentConfig:
     backoff_base: float = 0.05
     backoff_max: float = 2.0
     stale_after: float = 30.0  # /healthz fails when a loop has not made progress for this long
+    batch_window: float = 0.02  # after an event, wait this long so one pass takes the whole burst
 
 
 class Agent:
@@ -84,6 +86,10 @@ class Agent:
         self._bad_rv: dict[Key, str] = {}  # the resourceVersion found malformed: a new one is read at once
         self._reported: dict[Key, str] = {}
         self._threads: list[threading.Thread] = []
+        # Pods with a DELETE or gate PATCH under way (run without the loop waiting for it):
+        # no decision about them is carried out until it ends, so nothing is sent twice.
+        self._inflight: set[Key] = set()
+        self._inflight_lock = threading.Lock()
         self._last_resync = 0.0
         self.passes = 0
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
@@ -187,8 +193,43 @@ class Agent:
                                   float(progress.step), namespace=wl.namespace, podcliqueset=wl.pcs)
         return actions
 
-    def _run_actions(self, actions: list[Action]) -> int:
-        """Execute: Initialized resets first, then deletes (in parallel), then the rest."""
+    def _in_background(self, key: Key, call: Callable[[], bool]) -> Future[bool] | None:
+        """Start one pod write in the pool; None when one for that pod is already under way.
+
+        The pass does not wait for it: while it runs the pod is in flight, and when it ends
+        (the executor has put the answer into the cache by then) the pod's workload is marked
+        dirty, so the next pass continues from the new state.
+        """
+        with self._inflight_lock:
+            if key in self._inflight:
+                return None
+            self._inflight.add(key)
+        with self.cache.lock:
+            pod = self.cache.pods.get(key)
+        wl = workload_of(pod) if pod is not None else (key[0], "")
+
+        def run() -> bool:
+            try:
+                return call()
+            finally:
+                with self._inflight_lock:
+                    self._inflight.discard(key)
+                with self.cache.lock:
+                    self.cache.dirty.add(wl)
+                    self.cache.wake.notify_all()
+
+        return self._pool.submit(run)
+
+    def _ungate_counted(self, namespace: str, name: str, uid: str) -> bool:
+        lifted = self.executor.ungate(namespace, name, uid)
+        if lifted:
+            self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed")
+            log.info("released pod %s/%s of an initialized gang", namespace, name)
+        return lifted
+
+    def _run_actions(self, actions: list[Action], wait: bool = True) -> int:
+        """Execute: Initialized resets first, then deletes (in parallel; waited for only when
+        ``wait``), then conditions and Events."""
         seen: set[tuple[str, str]] = set()
         first = [a for a in actions if isinstance(a, SetCondition) and a.type == INITIALIZED]
         deletes = []
@@ -199,7 +240,8 @@ class Agent:
         rest = [a for a in actions if not isinstance(a, DeletePod) and a not in first]
         for a in first:
             self.executor.set_condition(a)
-        done = sum(1 for ok in self._pool.map(self.executor.delete, deletes) if ok)
+        futures = [f for a in deletes if (f := self._in_background((a.namespace, a.name), functools.partial(self.executor.delete, a)))]
+        done = sum(1 for f in futures if f.result()) if wait else 0
         # Conditions and Events: PodGangs in parallel, each PodGang's in order (a status
         # patch carries the whole condition list, so two at once could lose one).
         by_gang: dict[Key, list[Action]] = {}
@@ -216,8 +258,10 @@ class Agent:
             elif isinstance(a, Event):
                 self.executor.event(a)
 
-    def sync_workloads(self, keys: Iterable[WorkloadKey]) -> None:
-        """One pass over some workloads: day-2 actions, then releases."""
+    def sync_workloads(self, keys: Iterable[WorkloadKey], wait: bool = True) -> None:
+        """One pass over some workloads: day-2 actions, then releases. The loop passes
+        ``wait=False``: pod deletes and the gate patches of initialized gangs then run on
+        while it goes on deciding (see :meth:`_in_background`)."""
         started = time.monotonic()
         self._decide_s = 0.0
         keys = sorted(set(keys))
@@ -238,12 +282,12 @@ class Agent:
                     unchanged[wl] = snap  # nothing done to it: the release step reads the same state
             self._decide_s += time.monotonic() - started
             if actions and self.active():
-                self._run_actions(actions)
+                self._run_actions(actions, wait)
         gang_keys: set[Key] = set(self._waiting)
         for wl in keys:
             _, gangs = self.cache.workload(wl)
             gang_keys.update(gangs)
-        self.sync_gangs(sorted(gang_keys), unchanged)
+        self.sync_gangs(sorted(gang_keys), unchanged, wait)
         self.passes += 1
         took = time.monotonic() - started
         self.pass_max = max(self.pass_max, took)
@@ -288,7 +332,9 @@ class Agent:
         """Evaluate one gang and release what it allows; True when nothing is left to wait for."""
         return self.sync_gangs([key])[key]
 
-    def sync_gangs(self, keys: list[Key], snapshots: dict[WorkloadKey, Snapshot] | None = None) -> dict[Key, bool]:
+    def sync_gangs(
+        self, keys: list[Key], snapshots: dict[WorkloadKey, Snapshot] | None = None, wait: bool = True
+    ) -> dict[Key, bool]:
         """Evaluate gangs and release what each allows (``snapshots``: workloads already
         derived in this pass and left untouched since, so they need not be derived again).
 
@@ -348,9 +394,16 @@ class Agent:
                 if not self.active():
                     done[key] = False
                     continue
+                done[key] = decision.complete
+                if not wait and not decision.whole_gang:
+                    # Pods of an initialized gang, one by one (a rollout step's release):
+                    # nothing follows from them in this pass, so the pass does not wait.
+                    for name, uid in decision.to_ungate:
+                        self._in_background((key[0], name), functools.partial(self._ungate_counted, key[0], name, uid))
+                    self._complete_since.pop(key, None)
+                    continue
                 futures = [self._pool.submit(self.executor.ungate, key[0], name, uid) for name, uid in decision.to_ungate]
                 releasing[key] = (complete_at, decision.whole_gang and decision.complete, futures)
-                done[key] = decision.complete
         for key, (complete_at, whole, futures) in releasing.items():
             results = [f.result() for f in futures]
             lifted = sum(1 for r in results if r)
@@ -392,6 +445,10 @@ class Agent:
                 with self.cache.lock:
                     if not self.cache.dirty:
                         self.cache.wake.wait(self.config.recheck)
+                    burst = bool(self.cache.dirty)
+                if burst and self.config.batch_window > 0:
+                    stop.wait(self.config.batch_window)  # one pass for a burst of events, not one per event
+                with self.cache.lock:
                     batch = set(self.cache.dirty)
                     self.cache.dirty.clear()
                     if time.monotonic() - self._last_resync >= self.config.resync and self.cache.ready():
@@ -407,7 +464,7 @@ class Agent:
                     stop.wait(0.05)
                     continue
                 try:
-                    self.sync_workloads(batch)
+                    self.sync_workloads(batch, wait=False)
                 except Exception:
                     log.exception("a pass over %d workloads failed", len(batch))
                     with self.cache.lock:
