@@ -153,6 +153,7 @@ def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[Age
         env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
     )
     agent = AgentProcess(proc, port)
+    keep = os.environ.get("BENCH_AGENT_LOG")  # copy the agent's log here at the end
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -172,6 +173,9 @@ def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[Age
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if keep:
+            log.seek(0)
+            Path(keep).write_text(log.read())
         log.close()
 
 

@@ -156,22 +156,34 @@ class Executor:
         return False
 
     # -- PodGang status and Events -----------------------------------------------------
+    def needed(self, action: SetCondition) -> bool:
+        """Whether :meth:`set_condition` would write: the PodGang exists and says something
+        else, and a mere step counter is due for a refresh."""
+        with self.cache.lock:
+            gang = self.cache.podgangs.get(action.gang)
+        if gang is None:
+            return False
+        conditions = (gang.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if isinstance(c, dict) and c.get("type") == action.type), None)
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (
+            action.status, action.reason, action.message
+        ):
+            return False
+        changed = old is None or old.get("status") != action.status
+        return changed or action.progress is None or self._progress_due(action.gang, action.progress)
+
     def set_condition(self, action: SetCondition) -> bool:
         """Merge one condition into the PodGang's status; no write when nothing changes."""
         with self.cache.lock:
             gang = self.cache.podgangs.get(action.gang)
         if gang is None:
             return False
+        if not self.needed(action):
+            return True
         status = dict(gang.get("status") or {})
         conditions = [dict(c) for c in status.get("conditions") or [] if isinstance(c, dict)]
         old = next((c for c in conditions if c.get("type") == action.type), None)
-        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (
-            action.status, action.reason, action.message
-        ):
-            return True
         changed = old is None or old.get("status") != action.status
-        if not changed and action.progress is not None and not self._progress_due(action.gang, action.progress):
-            return True  # a step counter, refreshed only now and then
         self._written[action.gang] = (time.monotonic(), action.progress[0] if action.progress else 0)
         new: dict[str, Any] = {
             "type": action.type,

@@ -40,6 +40,7 @@ from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
 INITIALIZED = "Initialized"
+SLOW_PASS = 1.0  # a pass at least this long is logged (what it covered, how long deciding took)
 PASS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -90,6 +91,7 @@ class Agent:
         # no decision about them is carried out until it ends, so nothing is sent twice.
         self._inflight: set[Key] = set()
         self._inflight_lock = threading.Lock()
+        self._gang_queues: dict[Key, list[list[Action]]] = {}  # PodGang -> condition/Event writes queued
         self._last_resync = 0.0
         self.passes = 0
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
@@ -246,10 +248,46 @@ class Agent:
         # patch carries the whole condition list, so two at once could lose one).
         by_gang: dict[Key, list[Action]] = {}
         for a in rest:
-            if isinstance(a, (SetCondition, Event)):
+            # A condition the PodGang already states is left out here: in the background a
+            # no-op would still end in a new pass, and that pass would decide it again.
+            if isinstance(a, Event) or (isinstance(a, SetCondition) and self.executor.needed(a)):
                 by_gang.setdefault(a.gang, []).append(a)
-        list(self._pool.map(self._gang_writes, by_gang.values()))
+        if wait:
+            list(self._pool.map(self._gang_writes, by_gang.values()))
+        else:
+            for gang, writes in by_gang.items():
+                self._gang_in_background(gang, writes)
         return done
+
+    def _gang_in_background(self, gang: Key, writes: list[Action]) -> None:
+        """Queue one PodGang's condition and Event writes behind any still under way for it
+        (first in, first out, one at a time per PodGang); the pass does not wait. When the
+        queue is drained the workload is marked dirty, as after a pod write."""
+        with self._inflight_lock:
+            queue = self._gang_queues.get(gang)
+            if queue is not None:
+                queue.append(writes)
+                return
+            self._gang_queues[gang] = [writes]
+
+        def drain() -> None:
+            while True:
+                with self._inflight_lock:
+                    queue = self._gang_queues[gang]
+                    if not queue:
+                        del self._gang_queues[gang]
+                        break
+                    batch = queue.pop(0)
+                try:
+                    self._gang_writes(batch)
+                except Exception:  # a write that failed is decided again on the next pass
+                    log.exception("writing to PodGang %s/%s failed", gang[0], gang[1])
+            with self.cache.lock:
+                raw = self.cache.podgangs.get(gang)
+                self.cache.dirty.add(workload_of(raw) if raw is not None else (gang[0], ""))
+                self.cache.wake.notify_all()
+
+        self._pool.submit(drain)
 
     def _gang_writes(self, actions: list[Action]) -> None:
         for a in actions:
@@ -295,6 +333,9 @@ class Agent:
         self.registry.observe("grove_gitops_agent_decide", "Time of one pass spent deriving state and deciding "
                               "(no API calls)", self._decide_s, PASS_BUCKETS)
         self.registry.set("grove_gitops_agent_pass_longest_seconds", "The longest agent pass so far", self.pass_max)
+        if took >= SLOW_PASS:
+            log.info("slow pass: %d workloads, %d gangs in %.2f s (deciding %.2f s)", len(keys), len(gang_keys),
+                     took, self._decide_s)
 
     # -- releases ----------------------------------------------------------------------
     def _report_bad(self, key: Key, problem: str) -> None:
@@ -463,6 +504,8 @@ class Agent:
                         self.cache.dirty |= batch
                     stop.wait(0.05)
                     continue
+                if not batch and not self._waiting:
+                    continue  # nothing changed and no gang waits: no pass (and none counted)
                 try:
                     self.sync_workloads(batch, wait=False)
                 except Exception:

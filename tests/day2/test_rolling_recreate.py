@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from tests.day2.harness import Day2Env, describe
@@ -27,11 +28,31 @@ def test_image_bump_rolls_one_unit_at_a_time(day2: Callable[..., Day2Env]) -> No
     # Every old pod was retired once, by the agent (GitOps never pruned a pod).
     deleted = {m.pod for m in env.observer.since(mark) if m.event == "DELETED"}
     assert deleted == set(old.values())
-    gang = env.podgang("llama-disagg-0")
-    assert gang is not None
-    rolling = {c["type"]: c for c in gang["status"]["conditions"]}.get("RollingUpdate")
-    assert rolling is not None and (rolling["status"], rolling["reason"]) == ("False", "UpdateComplete"), rolling
+
+
+    def rolling() -> dict[str, str] | None:
+        gang = env.podgang("llama-disagg-0")
+        assert gang is not None
+        found: dict[str, str] | None = {c["type"]: c for c in gang["status"]["conditions"]}.get("RollingUpdate")
+        return found
+
+    # Written in the background right after the last step: within a moment of convergence.
+    env.wait_until(lambda: (rolling() or {}).get("status") == "False", timeout=5, what="RollingUpdate=False")
+    done = rolling()
+    assert done is not None and (done["status"], done["reason"]) == ("False", "UpdateComplete"), done
+    _assert_idle_when_converged(env)
     _assert_progress_metrics(env, retired=len(old))
+
+
+def _assert_idle_when_converged(env: Day2Env) -> None:
+    """Once every slot holds its Ready new pod, the agent only resyncs: no pass triggers the
+    next (a background write that changed nothing must not mark its workload dirty)."""
+    assert env.agent is not None
+    agent = env.agent.impl
+    before, began = agent.passes, time.monotonic()
+    time.sleep(1.0)
+    resyncs = (time.monotonic() - began) / agent.config.resync
+    assert agent.passes - before <= resyncs + 3, (agent.passes - before, resyncs)
 
 
 def _samples(exposition: str) -> dict[str, float]:
