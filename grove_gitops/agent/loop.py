@@ -91,7 +91,9 @@ class Agent:
         # no decision about them is carried out until it ends, so nothing is sent twice.
         self._inflight: set[Key] = set()
         self._inflight_lock = threading.Lock()
-        self._gang_queues: dict[Key, list[list[Action]]] = {}  # PodGang -> condition/Event writes queued
+        # PodGang -> (its workload, condition/Event writes queued); such a workload is not
+        # decided about again until they are written
+        self._gang_queues: dict[Key, tuple[WorkloadKey, list[list[Action]]]] = {}
         self._last_resync = 0.0
         self.passes = 0
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
@@ -263,17 +265,20 @@ class Agent:
         """Queue one PodGang's condition and Event writes behind any still under way for it
         (first in, first out, one at a time per PodGang); the pass does not wait. When the
         queue is drained the workload is marked dirty, as after a pod write."""
+        with self.cache.lock:
+            raw = self.cache.podgangs.get(gang)
+        wl = workload_of(raw) if raw is not None else (gang[0], "")
         with self._inflight_lock:
-            queue = self._gang_queues.get(gang)
-            if queue is not None:
-                queue.append(writes)
+            queued = self._gang_queues.get(gang)
+            if queued is not None:
+                queued[1].append(writes)
                 return
-            self._gang_queues[gang] = [writes]
+            self._gang_queues[gang] = (wl, [writes])
 
         def drain() -> None:
             while True:
                 with self._inflight_lock:
-                    queue = self._gang_queues[gang]
+                    queue = self._gang_queues[gang][1]
                     if not queue:
                         del self._gang_queues[gang]
                         break
@@ -283,8 +288,7 @@ class Agent:
                 except Exception:  # a write that failed is decided again on the next pass
                     log.exception("writing to PodGang %s/%s failed", gang[0], gang[1])
             with self.cache.lock:
-                raw = self.cache.podgangs.get(gang)
-                self.cache.dirty.add(workload_of(raw) if raw is not None else (gang[0], ""))
+                self.cache.dirty.add(wl)
                 self.cache.wake.notify_all()
 
         self._pool.submit(drain)
@@ -310,7 +314,13 @@ class Agent:
             # of fifty PodCliqueSets rolling side by side go out in parallel, not one
             # workload's round trips after another's.
             actions: list[Action] = []
+            with self._inflight_lock:
+                writing = {w for w, _ in self._gang_queues.values()}
             for wl in keys:
+                if wl in writing:
+                    # Its PodGang writes are still under way: deciding now would read the
+                    # conditions they change (and repeat their Events). Their end marks it dirty.
+                    continue
                 snap = self._snapshot(wl)
                 self._warn_problems(snap)
                 found = self.day2_actions(snap, now)
