@@ -91,6 +91,9 @@ class Agent:
         # no decision about them is carried out until it ends, so nothing is sent twice.
         self._inflight: set[Key] = set()
         self._inflight_lock = threading.Lock()
+        # Of those, the pods being deleted: every decision sees them as terminating already
+        # (what the API server will say), so a rollout never starts a second step meanwhile.
+        self._deleting: set[Key] = set()
         # PodGang -> (its workload, condition/Event writes queued); such a workload is not
         # decided about again until they are written
         self._gang_queues: dict[Key, tuple[WorkloadKey, list[list[Action]]]] = {}
@@ -152,7 +155,9 @@ class Agent:
                     if (ns, name) not in pods and (ns, name) in self.cache.pods:
                         pods[(ns, name)] = self.cache.pods[(ns, name)]
             elsewhere = [k for k in pods if self.cache.ref_count.get(k)]
-        return build(pods, gangs, elsewhere, self.views)
+        with self._inflight_lock:
+            deleting = self._deleting & pods.keys()
+        return build(pods, gangs, elsewhere, self.views, deleting)
 
     def _object_exists(self, ref: G.ObjectRef) -> bool:
         """Ask the API server every time: a backend object deleted since the last check must
@@ -197,7 +202,7 @@ class Agent:
                                   float(progress.step), namespace=wl.namespace, podcliqueset=wl.pcs)
         return actions
 
-    def _in_background(self, key: Key, call: Callable[[], bool]) -> Future[bool] | None:
+    def _in_background(self, key: Key, call: Callable[[], bool], deleting: bool = False) -> Future[bool] | None:
         """Start one pod write in the pool; None when one for that pod is already under way.
 
         The pass does not wait for it: while it runs the pod is in flight, and when it ends
@@ -208,6 +213,8 @@ class Agent:
             if key in self._inflight:
                 return None
             self._inflight.add(key)
+            if deleting:
+                self._deleting.add(key)
         with self.cache.lock:
             pod = self.cache.pods.get(key)
         wl = workload_of(pod) if pod is not None else (key[0], "")
@@ -218,6 +225,7 @@ class Agent:
             finally:
                 with self._inflight_lock:
                     self._inflight.discard(key)
+                    self._deleting.discard(key)
                 with self.cache.lock:
                     self.cache.dirty.add(wl)
                     self.cache.wake.notify_all()
@@ -244,7 +252,8 @@ class Agent:
         rest = [a for a in actions if not isinstance(a, DeletePod) and a not in first]
         for a in first:
             self.executor.set_condition(a)
-        futures = [f for a in deletes if (f := self._in_background((a.namespace, a.name), functools.partial(self.executor.delete, a)))]
+        futures = [f for a in deletes
+                   if (f := self._in_background((a.namespace, a.name), functools.partial(self.executor.delete, a), True))]
         done = sum(1 for f in futures if f.result()) if wait else 0
         # Conditions and Events: PodGangs in parallel, each PodGang's in order (a status
         # patch carries the whole condition list, so two at once could lose one).

@@ -18,6 +18,7 @@ presence.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -410,15 +411,20 @@ def build(
     podgangs: Mapping[Key, Raw],
     referenced_elsewhere: Collection[Key] = (),
     views_of: Views | None = None,
+    deleting: Collection[Key] = (),
 ) -> Snapshot:
     """Group the cache into workloads and slots (see the module docstring).
 
     ``referenced_elsewhere``: pods listed by PodGangs outside ``podgangs`` (the loop builds
     one workload at a time); they are never old or unwanted. ``views_of``: parsed objects
-    kept from earlier passes (a fresh :class:`Views` when not given).
+    kept from earlier passes (a fresh :class:`Views` when not given). ``deleting``: pods whose
+    DELETE is under way, seen as terminating (as the API server will report them).
     """
     memo = views_of if views_of is not None else Views()
     views = {key: memo.pod(key, p) for key, p in pods.items()}
+    for key in deleting:
+        if key in views and not views[key].terminating:
+            views[key] = dataclasses.replace(views[key], terminating=True)  # a copy: the memo keeps the original
     problems: list[tuple[WorkloadKey | None, str]] = []
     malformed: dict[Key, str] = {}
     gangs: dict[Key, GangView] = {}
