@@ -145,6 +145,37 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _rollout_section(ro: dict[str, Any]) -> list[str]:
+    """The day-2 rollout benchmark (issue 13): one run, the agent in its own process."""
+    L = ["", "## Rollout (issue 13)", ""]
+    if "error" in ro or "steps" not in ro:
+        return [*L, f"Not measured: {ro.get('error', 'no data')}"]
+    L += [
+        f"An image bump of {ro['pods']} pods in {ro['gangs']} single-gang PodCliqueSets (`bench/rollout_bench.py`),",
+        "rolled by `grove-gitops agent` in its own process on the fake API server with the day-2 simulators",
+        "(instant readiness); its figures come from its /metrics and /proc. One run.",
+        "",
+    ]
+    return L + _table(
+        ["measure", "measured", "target"],
+        [
+            ["agent time per step (its passes, API waits included)", num(ro["step_ms"], "ms"), "≤ 50 ms"],
+            ["of which deriving state and deciding", num(ro["decide_ms"], "ms"), ""],
+            ["agent process CPU per step", num(ro["cpu_ms"], "ms"), ""],
+            ["passes longer than 50 ms / 1 s", f"{ro['passes_over_50ms']} / {ro['passes_over_1s']} of {ro['passes']}", ""],
+            ["pod writes (DELETE + gate PATCH) per replaced pod", num(ro["pod_writes_per_pod"]), "≤ 2"],
+            ["all writes per replaced pod (with progress conditions and Events)", num(ro["writes_per_pod"]), ""],
+            [
+                "replacement Ready → next step",
+                f"median {num(ro['ready_to_next_s_median'], 's')}, p95 {num(ro['ready_to_next_s_p95'], 's')}, "
+                f"max {num(ro['ready_to_next_s_max'], 's')}",
+                "≤ 1 s",
+            ],
+            ["whole rollout", num(ro["rollout_s"], "s"), ""],
+        ],
+    )
+
+
 def markdown(results: dict[str, Any]) -> str:
     p = results["params"]
     m = results["machine"]
@@ -363,6 +394,8 @@ def markdown(results: dict[str, Any]) -> str:
     for i, run in enumerate(lifts, 1):
         if "error" in run:
             L += ["", f"Run {i} failed: {run['error'][:500]}"]
+
+    L += _rollout_section(results.get("rollout") or {})
 
     # -- profile
     prof = results.get("profile") or {}

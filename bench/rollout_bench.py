@@ -116,14 +116,10 @@ class AgentProcess:
 
     def metrics(self) -> dict[str, float]:
         """Samples of its /metrics, ``name{labels}`` -> value."""
+        from tests.day2.harness import metric_samples
+
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as response:
-            text = response.read().decode()
-        values: dict[str, float] = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                values[name] = float(value)
-        return values
+            return metric_samples(response.read().decode())
 
     def cpu(self) -> float:
         """CPU seconds (user + system) so far, from /proc (a BENCH_AGENT_PREFIX wrapper's own, if set)."""

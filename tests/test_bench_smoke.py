@@ -176,3 +176,4 @@ def test_rollout_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None
     # Every replaced pod took at least its delete and its gate patch.
     assert rollout["pod_writes_per_pod"] >= 2.0
     assert rollout["passes"] >= rollout["passes_over_50ms"] >= rollout["passes_over_1s"] >= 0
+    assert "## Rollout (issue 13)" in smoke[1] and "agent time per step" in smoke[1]

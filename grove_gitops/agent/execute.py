@@ -172,6 +172,15 @@ class Executor:
         changed = old is None or old.get("status") != action.status
         return changed or action.progress is None or self._progress_due(action.gang, action.progress)
 
+    def changes_status(self, action: SetCondition) -> bool:
+        """Whether the condition's status differs from what the cached PodGang says (a new
+        condition counts as a change)."""
+        with self.cache.lock:
+            gang = self.cache.podgangs.get(action.gang)
+        conditions = ((gang or {}).get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if isinstance(c, dict) and c.get("type") == action.type), None)
+        return old is None or old.get("status") != action.status
+
     def set_condition(self, action: SetCondition) -> bool:
         """Merge one condition into the PodGang's status; no write when nothing changes."""
         with self.cache.lock:

@@ -94,9 +94,10 @@ class Agent:
         # Of those, the pods being deleted: every decision sees them as terminating already
         # (what the API server will say), so a rollout never starts a second step meanwhile.
         self._deleting: set[Key] = set()
-        # PodGang -> (its workload, condition/Event writes queued); such a workload is not
-        # decided about again until they are written
-        self._gang_queues: dict[Key, tuple[WorkloadKey, list[list[Action]]]] = {}
+        # PodGang -> (its workload, condition/Event writes queued, each with whether it holds
+        # the workload back: it is not decided about again until those are written)
+        self._gang_queues: dict[Key, tuple[WorkloadKey, list[tuple[list[Action], bool]]]] = {}
+        self._holding: dict[WorkloadKey, int] = {}  # workload -> queued batches that hold it back
         self._last_resync = 0.0
         self.passes = 0
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
@@ -277,12 +278,18 @@ class Agent:
         with self.cache.lock:
             raw = self.cache.podgangs.get(gang)
         wl = workload_of(raw) if raw is not None else (gang[0], "")
+        # Only an Event or a condition whose status changes holds the workload's decisions
+        # back; a step counter refresh changes nothing any decision reads.
+        holds = any(isinstance(a, Event) or (isinstance(a, SetCondition) and self.executor.changes_status(a))
+                    for a in writes)
         with self._inflight_lock:
+            if holds:
+                self._holding[wl] = self._holding.get(wl, 0) + 1
             queued = self._gang_queues.get(gang)
             if queued is not None:
-                queued[1].append(writes)
+                queued[1].append((writes, holds))
                 return
-            self._gang_queues[gang] = (wl, [writes])
+            self._gang_queues[gang] = (wl, [(writes, holds)])
 
         def drain() -> None:
             while True:
@@ -291,11 +298,18 @@ class Agent:
                     if not queue:
                         del self._gang_queues[gang]
                         break
-                    batch = queue.pop(0)
+                    batch, held = queue.pop(0)
                 try:
                     self._gang_writes(batch)
                 except Exception:  # a write that failed is decided again on the next pass
                     log.exception("writing to PodGang %s/%s failed", gang[0], gang[1])
+                if held:
+                    with self._inflight_lock:
+                        left = self._holding.get(wl, 1) - 1
+                        if left > 0:
+                            self._holding[wl] = left
+                        else:
+                            self._holding.pop(wl, None)
             with self.cache.lock:
                 self.cache.dirty.add(wl)
                 self.cache.wake.notify_all()
@@ -324,7 +338,7 @@ class Agent:
             # workload's round trips after another's.
             actions: list[Action] = []
             with self._inflight_lock:
-                writing = {w for w, _ in self._gang_queues.values()}
+                writing = set(self._holding)
             for wl in keys:
                 if wl in writing:
                     # Its PodGang writes are still under way: deciding now would read the

@@ -345,6 +345,16 @@ def day2_env(
         server.stop()
 
 
+def metric_samples(exposition: str) -> dict[str, float]:
+    """``name{labels}`` -> value of a Prometheus text exposition (what /metrics serves)."""
+    out: dict[str, float] = {}
+    for line in exposition.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
 def describe(moment: Moment | None) -> str:
     return moment.describe() if moment is not None else "(no moment)"
 

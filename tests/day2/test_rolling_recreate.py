@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tests.day2.harness import Day2Env, describe
+from tests.day2.harness import Day2Env, describe, metric_samples
 
 
 def test_image_bump_rolls_one_unit_at_a_time(day2: Callable[..., Day2Env]) -> None:
@@ -55,23 +55,13 @@ def _assert_idle_when_converged(env: Day2Env) -> None:
     assert agent.passes - before <= resyncs + 3, (agent.passes - before, resyncs)
 
 
-def _samples(exposition: str) -> dict[str, float]:
-    """``name{labels}`` -> value of a Prometheus text exposition (what /metrics serves)."""
-    out: dict[str, float] = {}
-    for line in exposition.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
-
-
 def _assert_progress_metrics(env: Day2Env, retired: int) -> None:
     """What an operator reads on /metrics after the rollout: every old pod retired by a step,
     nothing outdated, and the pass timings in step with each other."""
     agent = env.agent
     assert agent is not None
     env.stop_agent()  # a pass records its two timings one after the other: read between passes
-    metrics = _samples(agent.impl.registry.render())
+    metrics = metric_samples(agent.impl.registry.render())
     assert metrics['grove_gitops_agent_pods_deleted_total{reason="PodRetired"}'] == retired
     assert not any(k.startswith("grove_gitops_agent_pods_deleted_total") and "PodRetired" not in k for k in metrics)
     outdated = [v for k, v in metrics.items() if k.startswith("grove_gitops_agent_outdated_pods{")]
