@@ -99,6 +99,7 @@ class Agent:
         self._gang_queues: dict[Key, tuple[WorkloadKey, list[tuple[list[Action], bool]]]] = {}
         self._holding: dict[WorkloadKey, int] = {}  # workload -> queued batches that hold it back
         self._last_resync = 0.0
+        self._pass_ended = 0.0  # when the last pass ended (monotonic)
         self.passes = 0
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
         self._asked_s = 0.0  # time spent asking the API server whether backend objects exist
@@ -520,8 +521,10 @@ class Agent:
                     if not self.cache.dirty:
                         self.cache.wake.wait(self.config.recheck)
                     burst = bool(self.cache.dirty)
-                if burst and self.config.batch_window > 0:
-                    stop.wait(self.config.batch_window)  # one pass for a burst of events, not one per event
+                if burst and self.config.batch_window > 0 and time.monotonic() - self._pass_ended >= self.config.batch_window:
+                    # Idle until now: let the rest of the burst arrive, one pass for it all. (Right
+                    # after a pass the events that came during it are a batch already.)
+                    stop.wait(self.config.batch_window)
                 with self.cache.lock:
                     batch = set(self.cache.dirty)
                     self.cache.dirty.clear()
@@ -545,6 +548,7 @@ class Agent:
                     log.exception("a pass over %d workloads failed", len(batch))
                     with self.cache.lock:
                         self.cache.dirty |= batch
+                self._pass_ended = time.monotonic()
                 self.registry.set(
                     "grove_gitops_lifter_gangs_waiting", "Gangs not yet complete", float(len(self._waiting))
                 )
