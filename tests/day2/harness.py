@@ -229,6 +229,21 @@ class Day2Env:
     def sync(self) -> None:
         self.applier.sync()
 
+    def bump_mid_rollout(self) -> tuple[dict[Slot, str], int, dict[Slot, str]]:
+        """After the first deploy, bump every image and wait until the rollout is under way
+        (some but not all new pods available): ``(old pods, observer mark, new pods)``."""
+        self.wait_until(self.converged, timeout=10, what="the first deploy")
+        old = self.desired_pods()
+        mark = self.observer.mark()
+        self.bump_image()
+        new = self.desired_pods()
+        self.wait_until(
+            lambda: 0 < sum(v.name in new.values() and v.available for v in self.views()) < len(new),
+            timeout=15,
+            what="the rollout under way",
+        )
+        return old, mark, new
+
     def desired(self) -> list[Raw]:
         return read_tree(self.out, self._files)
 

@@ -93,16 +93,7 @@ def test_a_clique_only_change_touches_only_its_slots(day2: Callable[..., Day2Env
 
 def test_agent_killed_mid_rollout_resumes(day2: Callable[..., Day2Env]) -> None:
     env = day2()
-    env.wait_until(env.converged, timeout=10, what="the first deploy")
-    old = env.desired_pods()
-    mark = env.observer.mark()
-    env.bump_image()
-    new = env.desired_pods()
-    env.wait_until(
-        lambda: 0 < sum(v.name in new.values() and v.available for v in env.views()) < len(new),
-        timeout=15,
-        what="the rollout under way",
-    )
+    old, mark, new = env.bump_mid_rollout()
     env.stop_agent()
     env.settle()
     env.start_agent()

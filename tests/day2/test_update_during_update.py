@@ -15,16 +15,7 @@ from tests.day2.harness import Day2Env, describe
 
 def test_second_bump_mid_rollout_converges_to_the_second_target(day2: Callable[..., Day2Env]) -> None:
     env = day2()
-    env.wait_until(env.converged, timeout=10, what="the first deploy")
-    first_pods = env.desired_pods()
-    mark = env.observer.mark()
-    env.bump_image()
-    middle = env.desired_pods()
-    env.wait_until(
-        lambda: 0 < sum(v.name in middle.values() and v.available for v in env.views()) < len(middle),
-        timeout=15,
-        what="the first rollout under way",
-    )
+    first_pods, mark, middle = env.bump_mid_rollout()
     env.bump_image()
     final = env.desired_pods()
     assert all(final[s] != middle[s] for s in final)
