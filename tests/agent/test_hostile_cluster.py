@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent.actions import DeletePod
@@ -63,3 +64,42 @@ def test_hostile_day2_annotation_is_a_malformed_podgang(annotation: str) -> None
     gang = {"metadata": {"name": "g", "namespace": "default", "annotations": {"gitops.grove.io/day2": annotation}}}
     with pytest.raises(G.MalformedPodGang):
         parse_day2(gang)
+
+
+class _Response:
+    """A watch response whose body is the given lines (what urllib3 hands the client)."""
+
+    status = 200
+
+    def __init__(self, lines: list[str]) -> None:
+        self._body = "".join(line + "\n" for line in lines).encode()
+
+    def stream(self, amt: object = None, decode_content: bool = False) -> list[bytes]:
+        return [self._body]
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[1, 2]",  # a list where an event belongs
+        '{"type": "MODIFIED", "object": "a string"}',  # a string where an object belongs
+        '{"type": "MODIFIED", "object": ["../etc", "/abs"]}',
+        '{"type": "ERROR", "object": {"code": 410, "message": "too old"}}',
+    ],
+)
+def test_a_hostile_watch_line_ends_the_stream_as_an_api_error(line: str) -> None:
+    """The agent's watch parses each line itself: anything but an event with an object is an
+    error (the cache re-lists), never an object in the cache."""
+    good = '{"type": "ADDED", "object": {"metadata": {"name": "p\\u0000-0", "namespace": "default"}}}'
+    kube = Kube.__new__(Kube)
+    stream = kube._stream(lambda *a, **kw: _Response([good, line]), (), "", "1", 5, 1.0)
+    first = next(stream)
+    assert first["object"]["metadata"]["name"] == "p\x00-0"  # a value, carried as data only
+    with pytest.raises(ApiException):
+        next(stream)
