@@ -20,6 +20,7 @@ from grove_gitops.expand.hashing import short_hash
 from grove_gitops.expand.jsoncopy import json_copy
 from grove_gitops.expand.plan import CliqueInstance
 from grove_gitops.expand.resourceclaims import ClaimRef
+from grove_gitops.frozen import share_values
 
 INIT_CONTAINER = "grove-initc"
 SA_TOKEN_VOLUME = "sa-token-secret-vol"
@@ -89,34 +90,53 @@ def build_pods(
         _field_env("GROVE_PCLQ_POD_INDEX", L.POD_INDEX),
     ]
     placement = PodPlacement(pcs.name, ns, inst.podgang, inst.fqn, inst.base_podgang)
+    # Every pod of the clique starts from one prototype (issue 10, "stamp repeated pods"):
+    # labels, annotations and spec are built once, and each pod then only gets its index
+    # label, hostname and name. Its spec's lists and mappings are shared with the other pods.
+    proto_labels = L.default_labels(pcs.name)
+    proto_labels.update(pclq_labels)
+    proto_labels[L.PODCLIQUE] = inst.fqn
+    proto_labels[L.PCS_REPLICA_INDEX] = str(inst.pcs_replica)
+    proto_labels[L.PODGANG] = inst.podgang
+    proto: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": ns, "labels": proto_labels, "annotations": dict(annotations)},
+        "spec": base_spec,
+    }
+    base_spec["schedulingGates"] = [{"name": L.SCHEDULING_GATE}]
+    ctx.backend.prepare_pod(proto, placement)
+    for key in ("containers", "initContainers"):
+        if base_spec.get(key):
+            _prepend_env(base_spec[key], grove_env)
+    base_spec["subdomain"] = names.headless_service_name(pcs.name, inst.pcs_replica)
+    proto_meta = proto["metadata"]
+    if not proto_meta["annotations"]:
+        del proto_meta["annotations"]
+    shared_spec: dict[str, Any] | None = None
     pods = []
     for k in range(inst.template.spec.replicas):
-        pod_labels = L.default_labels(pcs.name)
-        pod_labels.update(pclq_labels)
-        pod_labels[L.PODCLIQUE] = inst.fqn
-        pod_labels[L.PCS_REPLICA_INDEX] = str(inst.pcs_replica)
-        pod_labels[L.PODGANG] = inst.podgang
-        pod_labels[L.POD_INDEX] = str(k)
-        spec = json_copy(base_spec)
-        pod: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"namespace": ns, "labels": pod_labels, "annotations": dict(annotations)},
-            "spec": spec,
-        }
-        spec["schedulingGates"] = [{"name": L.SCHEDULING_GATE}]
-        ctx.backend.prepare_pod(pod, placement)
-        for key in ("containers", "initContainers"):
-            if spec.get(key):
-                _prepend_env(spec[key], grove_env)
+        claims = claims_for_pod[k] if k < len(claims_for_pod) else []
+        if claims:  # this pod mounts its own claims: its own copy of the spec
+            spec = json_copy(base_spec)
+            _inject_claims(spec, claims)
+            if inst.starts_after:
+                _add_init_container(spec, pcs.name, inst, ctx.render.initContainerImage)
+        else:
+            if shared_spec is None:
+                spec = json_copy(base_spec)
+                if inst.starts_after:
+                    _add_init_container(spec, pcs.name, inst, ctx.render.initContainerImage)
+                shared_spec = share_values(spec)
+            spec = dict(shared_spec)
         spec["hostname"] = names.pod_hostname(inst.fqn, k)
-        spec["subdomain"] = names.headless_service_name(pcs.name, inst.pcs_replica)
-        _inject_claims(spec, claims_for_pod[k] if k < len(claims_for_pod) else [])
-        if inst.starts_after:
-            _add_init_container(spec, pcs.name, inst, ctx.render.initContainerImage)
-        if not pod["metadata"]["annotations"]:
-            del pod["metadata"]["annotations"]
-        pod["metadata"] = {"name": f"{inst.fqn}-{k}-{short_hash(pod)}", **pod["metadata"]}
+        labels = dict(proto_labels)
+        labels[L.POD_INDEX] = str(k)
+        meta: dict[str, Any] = {"namespace": ns, "labels": labels}
+        if "annotations" in proto_meta:
+            meta["annotations"] = dict(proto_meta["annotations"])
+        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        pod["metadata"] = {"name": f"{inst.fqn}-{k}-{short_hash(pod)}", **meta}
         pods.append(pod)
     return pods
 

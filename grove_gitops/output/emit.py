@@ -28,6 +28,8 @@ from typing import Any
 
 from yaml.resolver import Resolver
 
+from grove_gitops.frozen import SharedDict, SharedList
+
 __all__ = ["emit", "format_string"]
 
 #: First characters that start something other than a plain scalar.
@@ -276,6 +278,9 @@ def _mapping(m: Mapping[str, Any], indent: int, first: str, out: list[str], sort
                 append(f"{lead}{key}: []\n")
         elif t is int:
             append(f"{lead}{key}: {v}\n")
+        elif (t is SharedList or t is SharedDict) and v:
+            append(f"{lead}{key}:\n")
+            append(_shared(v, indent, sort_keys))
         elif _is_block(v):
             append(f"{lead}{key}:\n")
             if isinstance(v, Mapping):
@@ -285,6 +290,22 @@ def _mapping(m: Mapping[str, Any], indent: int, first: str, out: list[str], sort
         else:
             append(f"{lead}{key}: {_scalar(v, inner)}\n")
         lead = pad
+
+
+def _shared(v: SharedList | SharedDict, indent: int, sort_keys: bool) -> str:
+    """The block under a mapping key at ``indent``, written once per layout and then reused:
+    it depends on nothing but the subtree, the indentation and the key order."""
+    layout = (indent, sort_keys)
+    text = v.texts.get(layout)
+    if text is None:
+        buf: list[str] = []
+        pad = " " * indent
+        if isinstance(v, SharedDict):
+            _mapping(v, indent + 2, pad + "  ", buf, sort_keys)
+        else:
+            _sequence(v, indent, pad, buf, sort_keys)
+        text = v.texts[layout] = "".join(buf)
+    return text
 
 
 def _sequence(items: Sequence[Any], indent: int, first: str, out: list[str], sort_keys: bool) -> None:

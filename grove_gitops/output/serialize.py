@@ -18,12 +18,17 @@ from typing import Any
 
 import yaml
 
+from grove_gitops.frozen import SharedDict, SharedList
 from grove_gitops.output.emit import emit
 
 
 class _Dumper(yaml.CSafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+_Dumper.add_representer(SharedList, yaml.SafeDumper.represent_list)
+_Dumper.add_representer(SharedDict, yaml.SafeDumper.represent_dict)
 
 
 def dump_object(obj: dict[str, Any]) -> str:
