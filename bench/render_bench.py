@@ -49,7 +49,7 @@ def _render(source: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
     from grove_gitops.render import plan_source
 
     t0 = time.perf_counter()
-    plan = plan_source(source)
+    plan = plan_source(source, jobs=jobs)
     t1 = time.perf_counter()
     writer = TreeWriter(out)
     tree = build_tree_from_plan(plan, jobs=jobs, on_files=writer.write)

@@ -84,8 +84,9 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
     try:
-        plan = plan_source(source)
-        tree = render_to(plan, out, default_jobs() if jobs is None else jobs)
+        jobs = default_jobs() if jobs is None else jobs
+        plan = plan_source(source, jobs=jobs)
+        tree = render_to(plan, out, jobs)
     except GroveGitopsError as exc:
         if as_json:
             click.echo(json_document(False, _error_problems(exc)))

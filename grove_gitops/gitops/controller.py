@@ -206,7 +206,7 @@ class Controller:
             except BaseException:
                 self._exported = None  # the export directory's content is unknown: start over next time
                 raise
-            plan = plan_source(self._source_dir, self.cache)
+            plan = plan_source(self._source_dir, self.cache, cfg.jobs)
             tree = build_tree_from_plan(plan, self.cache, jobs=cfg.jobs)
         except InvalidInputError as exc:
             prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""

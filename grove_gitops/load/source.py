@@ -29,7 +29,8 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, load_documents, type_name
+from grove_gitops.load.files import parse_files
+from grove_gitops.load.yamlio import MAX_OBJECT_BYTES, Document, type_name
 from grove_gitops.output.marker import META_FILE, is_output_dir
 
 if TYPE_CHECKING:
@@ -224,7 +225,8 @@ def _walk(
             scan.files.append(path)
 
 
-def load_source(root: Path, cache: RenderCache | None = None) -> SourceSet:
+def load_source(root: Path, cache: RenderCache | None = None, jobs: int = 1) -> SourceSet:
+    """Every file under ``root``, parsed (in ``jobs`` processes for a large tree) and sorted."""
     out = SourceSet()
     if not root.exists():
         out.problems.append(InputProblem(str(root), "", "source path does not exist"))
@@ -237,9 +239,8 @@ def load_source(root: Path, cache: RenderCache | None = None) -> SourceSet:
         out.problems.append(InputProblem(str(root), "", f"more than {MAX_FILES} YAML files"))
         return out
     base = root if root.is_dir() else root.parent
-    for path in files:
-        display = str(path.relative_to(base)) if path != base else path.name
-        docs, problems = _load(path, display, cache)
+    named = [(path, str(path.relative_to(base)) if path != base else path.name) for path in files]
+    for (path, display), (docs, problems) in zip(named, parse_files(named, jobs, cache), strict=True):
         out.problems.extend(problems)
         if path.name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):
             out.warnings.append(f"{display}: a Helm values file, not a Kubernetes manifest; skipped")
@@ -247,22 +248,6 @@ def load_source(root: Path, cache: RenderCache | None = None) -> SourceSet:
         for doc in docs:
             _classify(doc, out)
     return out
-
-
-def _load(path: Path, display: str, cache: RenderCache | None) -> tuple[list[Document], list[InputProblem]]:
-    if cache is None:
-        return load_documents(path, display)
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return load_documents(path, display)  # reports the size problem
-        key = cache.file_key(display, path.read_bytes())
-    except OSError:
-        return load_documents(path, display)
-    found = cache.get_parsed(key)
-    if found is None:
-        found = load_documents(path, display)
-        cache.put_parsed(key, found)
-    return found
 
 
 def parse_pcs(item: Sourced[dict[str, Any]]) -> tuple[PodCliqueSet | None, list[InputProblem]]:

@@ -18,9 +18,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import multiprocessing
-import os
-import sys
-import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
@@ -28,10 +25,13 @@ from multiprocessing.context import BaseContext
 from grove_gitops.cache import CachedShard
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
 from grove_gitops.load.source import SourceSet
+from grove_gitops.procs import default_jobs, start_method
 from grove_gitops.render import PlannedPCS, RenderPlan
 
 #: Below this many pods to expand, starting workers costs more than it saves.
 MIN_PODS = 2000
+
+__all__ = ["MIN_PODS", "default_jobs", "render_shards", "start_method", "worker_count"]
 
 
 @dataclass(frozen=True)
@@ -60,21 +60,6 @@ def _work(item: PlannedPCS) -> CachedShard | _Failure:
         return _Failure(exc.problems, str(exc))
     except OutputError as exc:
         return _Failure(None, str(exc))
-
-
-def default_jobs() -> int:
-    """The CPUs this process may run on (a container's affinity mask, not the host's count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
-
-
-def start_method() -> str:
-    """``fork`` where it is safe: a single-threaded process on Linux (macOS system libraries
-    are not fork-safe, which is why Python defaults to ``spawn`` there); ``spawn`` otherwise."""
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
-        return "fork"
-    return "spawn"
 
 
 def worker_count(jobs: int, items: list[PlannedPCS], min_pods: int = MIN_PODS) -> int:

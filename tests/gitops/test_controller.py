@@ -515,10 +515,10 @@ def test_poison_commit_is_skipped_and_counted(remote: Remote, monkeypatch: pytes
 
     real = controller_module.plan_source
 
-    def flaky(source: Path, cache: object) -> object:
+    def flaky(source: Path, cache: object, jobs: int = 1) -> object:
         if (source / "poison.yaml").exists():
             raise KeyError("boom")
-        return real(source, cache)  # type: ignore[arg-type]
+        return real(source, cache, jobs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(controller_module, "plan_source", flaky)
     first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
@@ -545,9 +545,9 @@ def test_unchanged_commits_are_examined_once(remote: Remote, monkeypatch: pytest
     calls: list[Path] = []
     real = controller_module.plan_source
 
-    def counting(source: Path, cache: object) -> object:
+    def counting(source: Path, cache: object, jobs: int = 1) -> object:
         calls.append(source)
-        return real(source, cache)  # type: ignore[arg-type]
+        return real(source, cache, jobs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(controller_module, "plan_source", counting)
     with Controller(config(remote)) as ctl:

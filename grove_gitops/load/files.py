@@ -1,0 +1,78 @@
+"""Parse many source files, in worker processes when there is enough YAML to pay for them.
+
+Why: PyYAML's C parser is fast, but building Python objects from its nodes (and our strict
+checks on them: duplicate keys, alias bombs, JSON-only values) runs in Python and was the
+largest serial stage of a big render once expansion and emission ran in parallel (issue 10).
+Files are independent, so they parse anywhere; results come back in file order, so what the
+caller sees does not depend on ``jobs``. Cached parses are looked up and stored in the
+calling process only: workers never see the cache.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grove_gitops.errors import InputProblem
+from grove_gitops.load.yamlio import MAX_FILE_BYTES, Document, load_documents
+from grove_gitops.procs import start_method
+
+if TYPE_CHECKING:
+    from grove_gitops.cache import RenderCache
+
+Parsed = tuple[list[Document], list[InputProblem]]
+
+#: Below this much YAML to parse, starting workers costs more than it saves (a fork is a few
+#: milliseconds; parsing runs at a few MB/s).
+MIN_PARALLEL_BYTES = 1 << 20
+
+
+def _parse(task: tuple[str, str]) -> Parsed:
+    path, display = task
+    return load_documents(Path(path), display)
+
+
+def parse_files(files: Sequence[tuple[Path, str]], jobs: int = 1, cache: RenderCache | None = None) -> list[Parsed]:
+    """``load_documents(path, display)`` of every ``(path, display)``, in order."""
+    results: list[Parsed | None] = [None] * len(files)
+    keys: dict[int, str] = {}
+    todo: list[int] = []
+    size = 0
+    for i, (path, display) in enumerate(files):
+        try:
+            st_size = path.stat().st_size
+        except OSError:
+            st_size = 0
+        if cache is not None and 0 < st_size <= MAX_FILE_BYTES:
+            try:
+                keys[i] = cache.file_key(display, path.read_bytes())
+            except OSError:
+                pass
+            else:
+                found = cache.get_parsed(keys[i])
+                if found is not None:
+                    results[i] = found
+                    continue
+        todo.append(i)
+        size += st_size
+    tasks = [(str(files[i][0]), files[i][1]) for i in todo]
+    for i, parsed in zip(todo, _run(tasks, jobs, size), strict=True):
+        results[i] = parsed
+        if i in keys and cache is not None:
+            cache.put_parsed(keys[i], parsed)
+    return [r for r in results if r is not None]
+
+
+def _run(tasks: list[tuple[str, str]], jobs: int, size: int) -> list[Parsed]:
+    workers = min(jobs, len(tasks))
+    if workers <= 1 or size < MIN_PARALLEL_BYTES:
+        return [_parse(t) for t in tasks]
+    ctx = multiprocessing.get_context(start_method())
+    try:
+        pool = ctx.Pool(workers)
+    except OSError:  # no processes here (a sandbox without /dev/shm or fork)
+        return [_parse(t) for t in tasks]
+    with pool:
+        return pool.map(_parse, tasks, chunksize=max(1, min(16, len(tasks) // (workers * 8))))

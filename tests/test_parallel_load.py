@@ -1,0 +1,67 @@
+"""Parsing the source files in worker processes (issue 10) changes nothing a user can see:
+the same documents and the same problems, in the same order, cached or not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grove_gitops.cache import RenderCache
+from grove_gitops.errors import InvalidInputError
+from grove_gitops.load import files as loadfiles
+from grove_gitops.load.source import load_source
+from grove_gitops.output.layout import build_tree_from_plan
+from grove_gitops.render import plan_source
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def always_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loadfiles, "MIN_PARALLEL_BYTES", 0)
+
+
+def _docs(root: Path, jobs: int, cache: RenderCache | None = None) -> tuple[list[object], list[str], list[str]]:
+    source = load_source(root, cache, jobs)
+    docs = [(d.file, d.obj) for d in source.podcliquesets] + [(d.file, d.obj) for d in source.passthrough]
+    return docs, [str(p) for p in source.problems], source.warnings
+
+
+@pytest.mark.usefixtures("always_parallel")
+def test_parallel_parse_gives_the_serial_result(tmp_path: Path) -> None:
+    serial = _docs(PROJECT / "examples", 1)
+    assert serial[0]
+    assert _docs(PROJECT / "examples", 2) == serial
+    tree = build_tree_from_plan(plan_source(PROJECT / "examples", jobs=2))
+    assert tree.files == build_tree_from_plan(plan_source(PROJECT / "examples")).files
+
+
+@pytest.mark.usefixtures("always_parallel")
+def test_problems_of_broken_files_come_back_in_file_order(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("a: [1\n")
+    (tmp_path / "b.yaml").write_bytes(b"\xff\xfe")
+    (tmp_path / "c.yaml").write_text("x: 1\nx: 2\n")
+    (tmp_path / "d.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok, namespace: ns}\n")
+    for jobs in (1, 2):
+        with pytest.raises(InvalidInputError) as exc:
+            plan_source(tmp_path, jobs=jobs)
+        text = str(exc.value)
+        assert text.index("a.yaml") < text.index("b.yaml") < text.index("c.yaml"), text
+        assert "malformed YAML" in text and "not valid UTF-8" in text and 'duplicate key "x"' in text
+
+
+@pytest.mark.usefixtures("always_parallel")
+def test_the_cache_is_filled_and_read_in_the_parent(tmp_path: Path) -> None:
+    cache = RenderCache()
+    first = _docs(PROJECT / "examples", 2, cache)
+    assert cache.parsed, "parses made by workers are cached by the parent"
+    assert _docs(PROJECT / "examples", 2, cache) == first == _docs(PROJECT / "examples", 1)
+
+
+def test_small_trees_parse_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pool(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker pool was started for a small tree")
+
+    monkeypatch.setattr(loadfiles.multiprocessing, "get_context", no_pool)
+    assert _docs(PROJECT / "examples", 2)[0]
