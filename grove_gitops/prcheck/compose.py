@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,13 @@ from grove_gitops.diff.text import render_text
 from grove_gitops.diffcli import InvalidSidesError, load_sides, plan_blocks
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.prcheck.annotations import to_annotations
-from grove_gitops.prcheck.sections import feasibility_blocks, feasibility_note, problem_blocks, text_blocks
+from grove_gitops.prcheck.sections import (
+    feasibility_blocks,
+    feasibility_note,
+    has_inventory,
+    problem_blocks,
+    text_blocks,
+)
 
 DEFAULT_CLI: tuple[str, ...] = (sys.executable, "-m", "grove_gitops")
 KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -116,7 +122,7 @@ def check_feasibility(cli: Sequence[str], head_root: Path, status: Status) -> li
         return feasibility_note(f"ℹ️ Not checked: {note}.")
     if code in (0, 3) and isinstance(doc, dict):
         blocks = feasibility_blocks(doc)
-        checked = bool(doc.get("gangs") or doc.get("domains")) and doc.get("inventory") is not False
+        checked = has_inventory(doc)
         status.feasibility = "checked" if checked else "no-inventory"
         status.infeasible = checked and (code == 3 or doc.get("fits") is False)
         return blocks
@@ -131,7 +137,7 @@ def check_feasibility(cli: Sequence[str], head_root: Path, status: Status) -> li
     return feasibility_note(f"⚠️ Not checked: `grove-gitops feasibility` failed (exit {code}): {reason[:2000]}")
 
 
-def _header_for(title: str, key: str, base: str, head: str) -> Any:
+def _header_for(title: str, key: str, base: str, head: str) -> Callable[[int, int], str]:
     def header(i: int, n: int) -> str:
         label = f"{title} (base `{base}` → head `{head}`)" + (f" · part {i}/{n}" if n > 1 else "")
         return f"{MARKER}\n{part_marker(key, i, n)}\n## {label}\n\n"

@@ -115,6 +115,7 @@ def test_annotation_names_the_repository_path_and_the_line(tmp_path: Path) -> No
     )
     warning = {"file": "", "field": "", "message": "no PodCliqueSet, 100%", "severity": "warning"}
     assert annotation(warning, tmp_path, ".") == "::warning title=grove-gitops validate::no PodCliqueSet, 100%25"
+    assert annotation({**problem, "line": 4}, tmp_path, ".").startswith("::error file=w/a.yaml,line=4,")  # given: kept
     assert annotation({**problem, "field": ""}, tmp_path, ".").startswith(
         "::error file=w/a.yaml,line=2,"
     )  # the document's first line
@@ -153,3 +154,17 @@ def test_annotate_rejects_a_document_that_is_not_validates(tmp_path: Path) -> No
     bad.write_text("{")
     out = CliRunner().invoke(pr_check, ["annotate", str(bad), "--source-root", str(tmp_path)])
     assert out.exit_code == 1 and "not JSON" in out.output
+
+
+def test_python_dash_m_entry_points() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "grove_gitops.prcheck", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "annotate" in out.stdout and "verdict" in out.stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "grove_gitops", "pr-check", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "post" in out.stdout
