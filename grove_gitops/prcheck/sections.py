@@ -119,15 +119,17 @@ def _fence_for(text: str) -> str:
 
 
 def _fenced(text: str) -> Block:
+    """One piece in a code fence: ``diff`` for an object's diff (colours), ``text`` otherwise."""
     fence = _fence_for(text)
+    lang = "diff" if text.startswith("### ") else "text"
 
     def shrink(budget: int) -> str:
         note = "*… truncated to fit the comment size limit.*\n\n"
-        room = budget - len(fence) * 2 - len("diff\n\n\n") - len(note)
+        room = budget - len(fence) * 2 - len(lang) - len("\n\n\n") - len(note)
         kept = shrink_lines(text, max(room, 0), note="")
-        return f"{fence}diff\n{kept}\n{fence}\n{note}"
+        return f"{fence}{lang}\n{kept}\n{fence}\n{note}"
 
-    return Block(f"{fence}diff\n{text}\n{fence}\n\n", shrink=shrink)
+    return Block(f"{fence}{lang}\n{text}\n{fence}\n\n", shrink=shrink)
 
 
 def text_blocks(text: str) -> list[Block]:

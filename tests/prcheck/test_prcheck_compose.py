@@ -77,9 +77,12 @@ def test_text_format_cuts_at_objects_and_keeps_fences_closed() -> None:
     blocks = text_blocks(text)
     assert [b.text.splitlines()[1] for b in blocks] == ["title", "ns/a", "### ~ Pod x", "### + Pod y"]
     assert blocks[2].text.startswith("````diff\n") and blocks[2].text.rstrip().endswith("````")
+    assert blocks[0].text.startswith("```text\n")
     assert blocks[0].shrink is not None
-    small = blocks[2].shrink(40)
-    assert len(small) <= 40 + 60 and small.count("````") == 2
+    long_piece = text_blocks("### ~ Pod z\n" + "".join(f"+line {i}\n" for i in range(100)))[0]
+    assert long_piece.shrink is not None
+    small = long_piece.shrink(300)
+    assert len(small) <= 300 and small.count("```") == 2 and "+line 0\n" in small and "truncated" in small
 
 
 def _opts(repo: Path, base: str, head: str, **kw: object) -> Options:
