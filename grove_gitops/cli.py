@@ -23,6 +23,7 @@ from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.plancli import plan_command
+from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 from grove_gitops.render import plan_source
 
@@ -286,6 +287,7 @@ def gate_lifter(**kwargs: Any) -> None:
 
 main.add_command(diff_command)
 main.add_command(plan_command)
+main.add_command(pr_check)
 
 
 if __name__ == "__main__":

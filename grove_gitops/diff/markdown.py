@@ -177,12 +177,20 @@ def render_markdown(
     max_chars: int = DEFAULT_MAX_CHARS,
     rerun_hint: str = "",
     plan_blocks: Sequence[Block] = (),
+    lead_blocks: Sequence[Block] = (),
 ) -> list[str]:
     """The report as one or more Markdown parts, each shorter than ``max_chars`` characters.
 
     ``plan_blocks`` are the rollout plan's Markdown blocks
     (:func:`grove_gitops.plan.formats.markdown_blocks`), placed after the overview.
+    ``lead_blocks`` (the PR check's feasibility section) go right after the overview, or
+    after *No changes*: unlike the plan they matter even when nothing changed.
     """
-    return pack(
-        report_blocks(report, rerun_hint, plan_blocks), max_chars, lambda i, n: _header(report, title, key, i, n)
-    )
+    blocks = report_blocks(report, rerun_hint, plan_blocks)
+    blocks[1:1] = lead_blocks
+    return pack(blocks, max_chars, lambda i, n: _header(report, title, key, i, n))
+
+
+def part_header(report: Report, title: str, key: str, i: int, n: int) -> str:
+    """The opening of part ``i`` of ``n`` (markers and heading), for reports packed elsewhere."""
+    return _header(report, title, key, i, n)

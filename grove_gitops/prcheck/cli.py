@@ -1,0 +1,204 @@
+"""``grove-gitops pr-check``: the steps of the composite Action (``action.yml``).
+
+``run`` composes the report and prints annotations, ``post`` keeps the sticky comments,
+``verdict`` applies ``fail-on``; ``annotate`` turns a saved ``validate --output json``
+document into annotations on its own. Each step reads the GitHub Actions environment
+(``GITHUB_EVENT_PATH``, ``GITHUB_REPOSITORY``, ``GITHUB_API_URL``, ``GITHUB_TOKEN``) with
+options to override it, so every step also runs, and is tested, outside a runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grove_gitops.errors import GroveGitopsError
+from grove_gitops.prcheck.annotations import to_annotations
+from grove_gitops.prcheck.compose import (
+    DEFAULT_CLI,
+    KEY_RE,
+    Options,
+    Status,
+    compose,
+    failure_parts,
+    read_parts,
+    read_status,
+    write_results,
+)
+from grove_gitops.prcheck.github import DEFAULT_API_URL, GitHub, GitHubError
+from grove_gitops.prcheck.sticky import sync
+from grove_gitops.prcheck.verdict import FAIL_ON, failures
+from grove_gitops.prcheck.workflow import add_summary, command, set_outputs
+
+OUT_DIR = click.option(
+    "--out-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="Where the comment parts (comment.<i>.md) and status.json go.",
+)
+
+
+def _key(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The key names a directory and a marker: checked before either is used (exit 2)."""
+    if not KEY_RE.match(value):
+        raise click.BadParameter("letters, digits, '.', '_' and '-' only (at most 64)")
+    return value
+
+
+KEY_OPTION = click.option(
+    "--key", default="default", show_default=True, callback=_key, help="Sticky-comment key (one per source tree)."
+)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _event() -> dict[str, Any]:
+    path = os.environ.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise GroveGitopsError(f"{path}: cannot read the event: {exc}") from exc
+    return data if isinstance(data, dict) else {}
+
+
+@click.group("pr-check")
+def pr_check() -> None:
+    """The pull-request check of action.yml: diff, plan, feasibility, annotations, sticky comment."""
+
+
+@pr_check.command("run")
+@click.option("--repo", type=click.Path(path_type=Path, file_okay=False), default=Path("."), show_default=True)
+@click.option("--base", required=True, help="The PR's base commit (the merge base with HEAD is compared).")
+@click.option("--head", required=True, help="The PR's head commit.")
+@click.option("--source-path", default=".", show_default=True, help="The source tree's path in the repository.")
+@KEY_OPTION
+@click.option("--title", default="grove-gitops PR check", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["markdown", "text"]), default="markdown", show_default=True)
+@click.option("--max-chars", type=click.IntRange(2000, 65_536), default=60_000, show_default=True)
+@click.option("--cli", "cli", default=None, help="The grove-gitops command to run (default: this installation).")
+@OUT_DIR
+def run_command(
+    repo: Path,
+    base: str,
+    head: str,
+    source_path: str,
+    key: str,
+    title: str,
+    fmt: str,
+    max_chars: int,
+    cli: str | None,
+    out_dir: Path,
+) -> None:
+    """Compose the report into OUT_DIR and print annotations for head's validation problems."""
+    argv = tuple(cli.split()) if cli else DEFAULT_CLI
+    opts = Options(repo, base, head, source_path, key, title, fmt, max_chars, argv)
+    try:
+        result = compose(opts)
+    except GroveGitopsError as exc:
+        # Say so in the comment too, instead of leaving an earlier push's report standing.
+        write_results(out_dir, failure_parts(title, key, str(exc)), Status(diff="failed", notes=[str(exc)]))
+        set_outputs({"parts": "1", "errors": "0", "infeasible": "false", "feasibility": "failed"})
+        _fail(str(exc))
+        return
+    for line in result.annotations:
+        click.echo(line)
+    status = result.status
+    for note in status.notes:
+        click.echo(command("notice", note))
+    write_results(out_dir, result.parts, status)
+    set_outputs(
+        {
+            "parts": str(status.parts),
+            "errors": str(status.errors),
+            "infeasible": "true" if status.infeasible else "false",
+            "feasibility": status.feasibility,
+        }
+    )
+    add_summary("\n\n".join(result.parts))
+    click.echo(
+        f"pr-check: {status.parts} comment part(s), {status.errors} error(s), {status.warnings} warning(s), "
+        f"feasibility {status.feasibility}{' (a gang does not fit)' if status.infeasible else ''}",
+        err=True,
+    )
+
+
+@pr_check.command("post")
+@KEY_OPTION
+@click.option("--pr", "pr", type=int, default=None, help="PR number (default: from GITHUB_EVENT_PATH).")
+@click.option("--repository", default=None, help="owner/name (default: GITHUB_REPOSITORY).")
+@click.option("--author", default="", help="Only comments by this login are ours (default: any bot).")
+@OUT_DIR
+def post_command(key: str, pr: int | None, repository: str | None, author: str, out_dir: Path) -> None:
+    """Create, update and delete the PR's sticky comments to match OUT_DIR's parts.
+
+    The token is GITHUB_TOKEN from the environment, the API GITHUB_API_URL.
+    """
+    parts = read_parts(out_dir)
+    if not parts:
+        _fail(f"{out_dir}: no comment.<i>.md parts to post (did the run step fail before writing them?)")
+    try:
+        event = _event()
+        number = pr if pr is not None else (event.get("pull_request") or {}).get("number")
+        if not isinstance(number, int):
+            _fail("--pr: no pull request number (not a pull_request event?)")
+            return
+        repo = repository or os.environ.get("GITHUB_REPOSITORY", "")
+        gh = GitHub(repo, os.environ.get("GITHUB_TOKEN", ""), os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
+        sync(gh, number, key, parts, author, log=lambda line: click.echo(line, err=True))
+    except GitHubError as exc:
+        if exc.status == 403:
+            # A fork PR's token is read-only under pull_request: the report is in the job summary.
+            click.echo(command("warning", f"cannot comment on the PR ({exc}); the report is in the job summary"))
+            return
+        _fail(str(exc))
+    except GroveGitopsError as exc:
+        _fail(str(exc))
+
+
+@pr_check.command("verdict")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True)
+@OUT_DIR
+def verdict_command(fail_on: str, out_dir: Path) -> None:
+    """Exit 1 when the findings in OUT_DIR/status.json fail the check under --fail-on."""
+    try:
+        status = read_status(out_dir)
+    except GroveGitopsError as exc:
+        _fail(str(exc))
+        return
+    reasons = failures(status, fail_on)
+    if reasons:
+        for reason in reasons:
+            click.echo(command("error", f"grove-gitops PR check (fail-on: {fail_on}): {reason}"))
+        sys.exit(1)
+    click.echo(f"pr-check passes (fail-on: {fail_on})", err=True)
+
+
+@pr_check.command("annotate")
+@click.argument("validate_json", type=click.File("r"))
+@click.option(
+    "--source-root", type=click.Path(path_type=Path, file_okay=False), required=True, help="The tree validated."
+)
+@click.option("--source-path", default=".", show_default=True, help="That tree's path in the repository.")
+def annotate_command(validate_json: Any, source_root: Path, source_path: str) -> None:
+    """Print workflow commands for a saved `validate --output json` document ('-' = stdin)."""
+    try:
+        doc = json.load(validate_json)
+    except ValueError as exc:
+        _fail(f"{validate_json.name}: not JSON: {exc}")
+        return
+    problems = doc.get("problems") if isinstance(doc, dict) else None
+    if not isinstance(problems, list):
+        _fail(f"{validate_json.name}: problems: expected the list of `validate --output json`")
+        return
+    for line in to_annotations([p for p in problems if isinstance(p, dict)], source_root, source_path):
+        click.echo(line)

@@ -1,0 +1,56 @@
+"""GitHub Actions workflow commands and files, with GitHub's escaping rules.
+
+A message or a property value that contains a newline, a ``%`` or (in a property) a ``:``
+or ``,`` would otherwise end the command early or be read as another property: the runner
+decodes ``%25``, ``%0D``, ``%0A`` (and ``%3A``, ``%2C`` in properties), the same escaping
+``@actions/core`` applies (``escapeData`` / ``escapeProperty``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def escape_data(text: str) -> str:
+    """A command's message: ``%``, CR and LF escaped."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value (``file=``, ``title=``): also ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str, properties: Mapping[str, str | int | None] | None = None) -> str:
+    """``::name k=v,k=v::message``; properties whose value is None or empty are left out."""
+    props = ",".join(
+        f"{k}={escape_property(str(v))}" for k, v in (properties or {}).items() if v is not None and str(v) != ""
+    )
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def _append(env_var: str, text: str) -> bool:
+    """Append to the file a runner names in ``env_var``; False outside a runner."""
+    target = os.environ.get(env_var)
+    if not target:
+        return False
+    with Path(target).open("a", encoding="utf-8") as fh:
+        fh.write(text)
+    return True
+
+
+def set_outputs(values: Mapping[str, str]) -> None:
+    """Step outputs through ``$GITHUB_OUTPUT`` (one-line values only: ours are numbers and words)."""
+    lines = []
+    for key, value in values.items():
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"output {key} holds a line break")
+        lines.append(f"{key}={value}\n")
+    _append("GITHUB_OUTPUT", "".join(lines))
+
+
+def add_summary(markdown: str) -> bool:
+    """Append to the job summary (``$GITHUB_STEP_SUMMARY``): where a fork PR's report still shows."""
+    return _append("GITHUB_STEP_SUMMARY", markdown if markdown.endswith("\n") else markdown + "\n")

@@ -1,0 +1,143 @@
+"""A fake of the GitHub REST API's issue-comment endpoints, served over real HTTP on localhost.
+
+Enough of GitHub's behaviour for the sticky-comment logic: comments per issue in creation
+order, pages of at most ``page_size`` (whatever ``per_page`` asks, so pagination is
+exercised with a handful of comments) linked by an absolute ``Link: <...>; rel="next"``
+header, bearer-token auth (401 otherwise), 404 for an unknown comment, and ``deny_writes``
+to answer writes with 403 as GitHub does for a fork PR's read-only token.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+BOT = {"login": "github-actions[bot]", "type": "Bot"}
+HUMAN = {"login": "octocat", "type": "User"}
+
+
+@dataclass
+class FakeGitHub:
+    repo: str = "acme/workloads"
+    token: str = "s3cret"
+    page_size: int = 2
+    deny_writes: bool = False
+    comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    next_id: int = 100
+    url: str = ""
+    _server: ThreadingHTTPServer | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, issue: int, body: str, user: dict[str, str] = BOT) -> int:
+        with self.lock:
+            self.next_id += 1
+            self.comments[self.next_id] = {"id": self.next_id, "issue": issue, "body": body, "user": dict(user)}
+            return self.next_id
+
+    def bodies(self, issue: int) -> list[str]:
+        return [c["body"] for c in self.comments.values() if c["issue"] == issue]
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [c for c in self.calls if c[0] != "GET"]
+
+    def start(self) -> FakeGitHub:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, data: Any = None, headers: dict[str, str] | None = None) -> None:
+                raw = b"" if data is None else json.dumps(data).encode()
+                self.send_response(status)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _body(self) -> dict[str, Any]:
+                n = int(self.headers.get("Content-Length") or 0)
+                data = json.loads(self.rfile.read(n) or b"{}")
+                assert isinstance(data, dict)
+                return data
+
+            def _handle(self, method: str) -> None:
+                parsed = urlparse(self.path)
+                fake.calls.append((method, parsed.path))
+                if self.headers.get("Authorization") != f"Bearer {fake.token}":
+                    self._send(401, {"message": "Bad credentials"})
+                    return
+                if method != "GET" and fake.deny_writes:
+                    self._send(403, {"message": "Resource not accessible by integration"})
+                    return
+                prefix = f"/repos/{fake.repo}/issues/"
+                listing = re.fullmatch(re.escape(prefix) + r"(\d+)/comments", parsed.path)
+                single = re.fullmatch(re.escape(prefix) + r"comments/(\d+)", parsed.path)
+                with fake.lock:
+                    if listing and method == "GET":
+                        issue = int(listing.group(1))
+                        query = parse_qs(parsed.query)
+                        per_page = min(int(query.get("per_page", ["30"])[0]), fake.page_size)
+                        page = int(query.get("page", ["1"])[0])
+                        items = [c for c in fake.comments.values() if c["issue"] == issue]
+                        chunk = items[(page - 1) * per_page : page * per_page]
+                        headers = {}
+                        if page * per_page < len(items):
+                            nxt = f"{fake.url}{parsed.path}?per_page={per_page}&page={page + 1}"
+                            headers["Link"] = f'<{nxt}>; rel="next", <{fake.url}{parsed.path}?page=1>; rel="first"'
+                        self._send(200, [_public(c) for c in chunk], headers)
+                    elif listing and method == "POST":
+                        fake.next_id += 1
+                        c = {
+                            "id": fake.next_id,
+                            "issue": int(listing.group(1)),
+                            "body": self._body()["body"],
+                            "user": dict(BOT),
+                        }
+                        fake.comments[fake.next_id] = c
+                        self._send(201, _public(c))
+                    elif single and int(single.group(1)) not in fake.comments:
+                        self._send(404, {"message": "Not Found"})
+                    elif single and method == "PATCH":
+                        c = fake.comments[int(single.group(1))]
+                        c["body"] = self._body()["body"]
+                        self._send(200, _public(c))
+                    elif single and method == "DELETE":
+                        del fake.comments[int(single.group(1))]
+                        self._send(204)
+                    else:
+                        self._send(404, {"message": "Not Found"})
+
+            def do_GET(self) -> None:
+                self._handle("GET")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+            def do_PATCH(self) -> None:
+                self._handle("PATCH")
+
+            def do_DELETE(self) -> None:
+                self._handle("DELETE")
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+def _public(c: dict[str, Any]) -> dict[str, Any]:
+    return {"id": c["id"], "body": c["body"], "user": c["user"]}
