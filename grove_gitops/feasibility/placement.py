@@ -1,0 +1,373 @@
+"""Pack gangs onto nodes, gang by gang, never moving a gang once placed.
+
+The heuristic (deterministic: ties break on names): base gangs first, then scaled gangs;
+within each phase the largest gangs first (first-fit decreasing). A scope that must pack at
+a level tries the domains of that level with room for its total demand, tightest first (best
+fit), and keeps the first in which all of its children fit; a ``preferred`` level is tried
+the same way first and then given up. Pods go to the first nodes with room, in node order.
+After every gang's ``minReplicas`` pods, the extra pods are placed where room is left.
+
+It can answer "does not fit" for a gang that a cleverer packing would fit (it never
+backtracks into a gang placed earlier); it never answers "fits" for a gang that does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from grove_gitops.feasibility.demand import NodeFilter
+from grove_gitops.feasibility.inventory import Inventory
+from grove_gitops.feasibility.model import Gang, Run, Scope
+from grove_gitops.feasibility.units import UNLIMITED, UNTRACKED_WHEN_ABSENT, fmt, order_key
+
+#: How many domains of a preferred level are tried before the preference is given up.
+MAX_PREFERRED_TRIES = 16
+
+Nodes = Sequence[int]
+
+
+@dataclass
+class GangResult:
+    gang: Gang
+    fits: bool
+    reason: str | None = None
+    extra_unplaced: int = 0
+    #: Leaf label → the domain path (or "cluster") its pods were confined to.
+    placed_in: dict[str, str] = field(default_factory=dict)
+
+
+class _Failure(Exception):
+    """A scope did not fit; the message says why, in the user's terms."""
+
+
+class Placer:
+    def __init__(self, inventory: Inventory, resources: Iterable[str]) -> None:
+        self.inv = inventory
+        names = {"pods", *resources}
+        for node in inventory.nodes:
+            names.update(node.allocatable)
+        self.resources = sorted(names, key=order_key)
+        self.index = {r: i for i, r in enumerate(self.resources)}
+        self.alloc: list[list[int]] = []
+        for node in inventory.nodes:
+            row = []
+            for r in self.resources:
+                if r in node.allocatable:
+                    row.append(node.allocatable[r])
+                else:
+                    row.append(UNLIMITED if r in UNTRACKED_WHEN_ABSENT else 0)
+            self.alloc.append(row)
+        self.free = [list(row) for row in self.alloc]
+        self.log: list[tuple[int, tuple[tuple[int, int], ...], int]] = []
+        self._allowed: dict[NodeFilter, list[bool]] = {}
+        # Domains per level key: node → domain, domain → nodes, and running totals.
+        self.keys = list(inventory.levels)
+        self.node_domain: dict[str, list[tuple[str, ...] | None]] = {}
+        self.domain_nodes: dict[str, dict[tuple[str, ...], list[int]]] = {}
+        self.domain_free: dict[str, dict[tuple[str, ...], list[int]]] = {}
+        self.domain_alloc: dict[str, dict[tuple[str, ...], list[int]]] = {}
+        self._memberships: list[list[list[int]]] = [[] for _ in inventory.nodes]
+        self.all_nodes = list(range(len(inventory.nodes)))
+        for key in self.keys:
+            self._add_level(key)
+
+    def _add_level(self, key: str) -> None:
+        per_node = [self.inv.domain_of(n, key) for n in self.inv.nodes]
+        nodes: dict[tuple[str, ...], list[int]] = {}
+        for i, dom in enumerate(per_node):
+            if dom is not None:
+                nodes.setdefault(dom, []).append(i)
+        self.node_domain[key] = per_node
+        self.domain_nodes[key] = dict(sorted(nodes.items()))
+        free: dict[tuple[str, ...], list[int]] = {}
+        alloc: dict[tuple[str, ...], list[int]] = {}
+        for dom, members in self.domain_nodes[key].items():
+            total = [sum(self.alloc[i][r] for i in members) for r in range(len(self.resources))]
+            free[dom], alloc[dom] = list(total), total
+            for i in members:
+                self._memberships[i].append(free[dom])
+        self.domain_free[key], self.domain_alloc[key] = free, alloc
+
+    # -- capacity bookkeeping ---------------------------------------------------------
+
+    def vector(self, requests: Iterable[tuple[str, int]]) -> tuple[tuple[int, int], ...]:
+        return tuple((self.index[name], amount) for name, amount in requests if name in self.index)
+
+    def allowed(self, node_filter: NodeFilter) -> list[bool]:
+        found = self._allowed.get(node_filter)
+        if found is None:
+            found = [node_filter.allows(n) for n in self.inv.nodes]
+            self._allowed[node_filter] = found
+        return found
+
+    def _take(self, i: int, vec: tuple[tuple[int, int], ...], k: int) -> None:
+        row = self.free[i]
+        for r, need in vec:
+            row[r] -= need * k
+            for totals in self._memberships[i]:
+                totals[r] -= need * k
+        self.log.append((i, vec, k))
+
+    def undo(self, checkpoint: int) -> None:
+        while len(self.log) > checkpoint:
+            i, vec, k = self.log.pop()
+            row = self.free[i]
+            for r, need in vec:
+                row[r] += need * k
+                for totals in self._memberships[i]:
+                    totals[r] += need * k
+
+    def place_runs(self, runs: Sequence[Run], nodes: Nodes) -> int:
+        """First fit of each run's pods over ``nodes``; returns how many pods found no room
+        (those placed stay placed: the caller undoes a failed attempt)."""
+        left_total = 0
+        for run in runs:
+            ok = self.allowed(run.node_filter)
+            vec = self.vector(run.requests)
+            left = run.count
+            for i in nodes:
+                if not ok[i]:
+                    continue
+                row = self.free[i]
+                k = left
+                for r, need in vec:
+                    can = row[r] // need
+                    if can < k:
+                        k = can
+                        if k == 0:
+                            break
+                if k:
+                    self._take(i, vec, k)
+                    left -= k
+                    if left == 0:
+                        break
+            left_total += left
+        return left_total
+
+    # -- the search ------------------------------------------------------------------
+
+    def _domains(self, key: str, nodes: Nodes | None) -> list[tuple[tuple[str, ...], list[int]]]:
+        if nodes is None:
+            return list(self.domain_nodes.get(key, {}).items())
+        doms = self.node_domain.get(key)
+        if doms is None:
+            return []
+        out: dict[tuple[str, ...], list[int]] = {}
+        for i in nodes:
+            dom = doms[i]
+            if dom is not None:
+                out.setdefault(dom, []).append(i)
+        return list(out.items())
+
+    def _candidates(
+        self, key: str, nodes: Nodes | None, demand: tuple[tuple[int, int], ...]
+    ) -> list[tuple[tuple[str, ...], list[int]]]:
+        """Domains of ``key`` whose free total covers ``demand``, tightest first."""
+        free = self.domain_free.get(key, {})
+        first = demand[0][0] if demand else 0
+        fitting = [
+            (dom, members)
+            for dom, members in self._domains(key, nodes)
+            if all(free[dom][r] >= need for r, need in demand)
+        ]
+        fitting.sort(key=lambda d: (free[d[0]][first], d[0]))
+        return fitting
+
+    def _demand(self, scope: Scope) -> tuple[tuple[int, int], ...]:
+        vec = self.vector(scope.demand().items())
+        return tuple(sorted(((r, n) for r, n in vec if n > 0), key=lambda x: x[0]))
+
+    def place(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str]) -> None:
+        """Place ``scope``'s pods inside ``nodes`` (None: the whole cluster) or raise _Failure."""
+        if scope.required is None:
+            self._inner(scope, nodes, where, placed)
+            return
+        demand = self._demand(scope)
+        first_failure: _Failure | None = None
+        for dom, members in self._candidates(scope.required, nodes, demand):
+            checkpoint = len(self.log)
+            try:
+                self._inner(scope, members, self._name(scope.required, dom), placed)
+                return
+            except _Failure as exc:
+                self.undo(checkpoint)
+                first_failure = first_failure or exc
+        raise _Failure(self._required_reason(scope, nodes, where, first_failure))
+
+    def _inner(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str]) -> None:
+        if scope.preferred is not None and scope.preferred != scope.required:
+            demand = self._demand(scope)
+            for dom, members in self._candidates(scope.preferred, nodes, demand)[:MAX_PREFERRED_TRIES]:
+                checkpoint = len(self.log)
+                try:
+                    self._content(scope, members, self._name(scope.preferred, dom), placed)
+                    return
+                except _Failure:
+                    self.undo(checkpoint)
+        self._content(scope, nodes, where, placed)
+
+    def _content(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str]) -> None:
+        if scope.runs or scope.extra:
+            if self.place_runs(scope.runs, self.all_nodes if nodes is None else nodes):
+                raise _Failure(self._leaf_reason(scope, nodes, where))
+            placed[scope.label] = where
+        children = sorted(scope.children, key=lambda c: (self._size(c), c.label))
+        for child in children:
+            self.place(child, nodes, where, placed)
+
+    def _size(self, scope: Scope) -> tuple[int, ...]:
+        """Sort key putting the largest scope first (most of the first resources)."""
+        totals = dict(self._demand(scope))
+        return tuple(-totals.get(r, 0) for r in range(len(self.resources)))
+
+    def gang_size(self, gang: Gang) -> tuple[int, ...]:
+        return self._size(gang.scope)
+
+    def place_extras(self, scope: Scope, placed: dict[str, str]) -> int:
+        """Best-effort placement of the pods beyond ``minReplicas``, inside the domain their
+        podgroup's required pods went to; returns how many found no room."""
+        unplaced = 0
+        for leaf in scope.leaves():
+            if not leaf.extra:
+                continue
+            where = placed.get(leaf.label, "the cluster")
+            unplaced += self.place_runs(leaf.extra, self._nodes_named(where))
+        return unplaced
+
+    # -- names and reasons ------------------------------------------------------------
+
+    def _name(self, key: str, dom: tuple[str, ...]) -> str:
+        return f"{self.inv.level_name(key)} {'/'.join(dom)}"
+
+    def _nodes_named(self, where: str) -> list[int]:
+        for key in self.keys:
+            name = self.inv.level_name(key)
+            if where.startswith(f"{name} "):
+                dom = tuple(where[len(name) + 1 :].split("/"))
+                if dom in self.domain_nodes[key]:
+                    return self.domain_nodes[key][dom]
+        return self.all_nodes
+
+    def _allowed_any(self, scope: Scope) -> list[bool]:
+        filters = {run.node_filter for leaf in scope.leaves() for run in leaf.runs} or {NodeFilter.of({})}
+        masks = [self.allowed(f) for f in sorted(filters, key=lambda f: f.text)]
+        return [any(m[i] for m in masks) for i in self.all_nodes]
+
+    def _short(self, demand: tuple[tuple[int, int], ...], have: list[int]) -> int | None:
+        """The first resource (GPUs first) of ``demand`` above ``have``, by index."""
+        for r, need in demand:
+            if need > have[r]:
+                return r
+        return None
+
+    def _sum(self, rows: list[list[int]], nodes: Iterable[int], ok: list[bool]) -> list[int]:
+        out = [0] * len(self.resources)
+        for i in nodes:
+            if ok[i]:
+                for r, v in enumerate(rows[i]):
+                    out[r] += v
+        return out
+
+    def _required_reason(self, scope: Scope, nodes: Nodes | None, where: str, inner: _Failure | None) -> str:
+        assert scope.required is not None
+        level = self.inv.level_name(scope.required)
+        demand = self._demand(scope)
+        ok = self._allowed_any(scope)
+        doms = [(d, m) for d, m in self._domains(scope.required, nodes) if any(ok[i] for i in m)]
+        inside = "" if nodes is None else f" of {where}"
+        if not doms:
+            return (
+                f"{scope.label} must pack inside one {level}, but no node{inside} it may use has the label "
+                f"{scope.required}"
+            )
+        allocs = [self._sum(self.alloc, m, ok) for _, m in doms]
+        frees = [self._sum(self.free, m, ok) for _, m in doms]
+        for r, need in demand:
+            name = self.resources[r]
+            largest = max(a[r] for a in allocs)
+            if need > largest:
+                return (
+                    f"{scope.label} needs {fmt(name, need)} {name} inside one {level}; the largest {level}{inside} "
+                    f"has {fmt(name, largest)} allocatable"
+                )
+        for r, need in demand:
+            name = self.resources[r]
+            most = max(f[r] for f in frees)
+            if need > most:
+                return (
+                    f"{scope.label} needs {fmt(name, need)} {name} inside one {level}; the most free in any {level}"
+                    f"{inside} is {fmt(name, most)} once the gangs placed before it are counted"
+                )
+        detail = f": {inner}" if inner is not None else ""
+        return f"{scope.label} fits in no single {level}{inside}{detail}"
+
+    def _leaf_reason(self, scope: Scope, nodes: Nodes | None, where: str) -> str:
+        members = self.all_nodes if nodes is None else nodes
+        for run in scope.runs:
+            ok = self.allowed(run.node_filter)
+            if not any(ok):
+                return f"{scope.label}: no node matches its pods' {run.node_filter.reasons()}"
+            usable = [i for i in members if ok[i]]
+            if not usable:
+                return f"{scope.label}: no node in {where} matches its pods' {run.node_filter.reasons()}"
+            vec = self.vector(run.requests)
+            for r, need in vec:
+                largest = max(self.alloc[i][r] for i in self.all_nodes if ok[i])
+                if need > largest:
+                    name = self.resources[r]
+                    return (
+                        f"{scope.label}: a pod needs {fmt(name, need)} {name}; the largest node it may use has "
+                        f"{fmt(name, largest)} allocatable"
+                    )
+        demand = self._demand(scope)
+        ok_any = self._allowed_any(scope)
+        have = self._sum(self.free, members, ok_any)
+        short = self._short(demand, have)
+        if short is not None:
+            name, need = self.resources[short], dict(demand)[short]
+            alloc = self._sum(self.alloc, members, ok_any)[short]
+            return (
+                f"{scope.label} needs {fmt(name, need)} {name} for {scope.pods()} pod(s); {where} has "
+                f"{fmt(name, have[short])} free of {fmt(name, alloc)} allocatable"
+            )
+        return (
+            f"{scope.label}: its {scope.pods()} pod(s) do not fit the room left on single nodes of {where} "
+            f"(enough in total, but split across nodes)"
+        )
+
+
+def place_all(inventory: Inventory, gangs: list[Gang]) -> tuple[Placer, list[GangResult]]:
+    """Base gangs, then scaled gangs (Grove releases a scaled gang only after its base gang),
+    largest first within each phase; then every fitting gang's extra pods."""
+    resources = {name for g in gangs for leaf in g.scope.leaves() for run in leaf.runs + leaf.extra for name, _ in run.requests}
+    placer = Placer(inventory, resources)
+    results: dict[tuple[str, str], GangResult] = {}
+    placements: dict[tuple[str, str], dict[str, str]] = {}
+    for phase in ("base", "scaled"):
+        members = [g for g in gangs if g.kind == phase]
+        members.sort(key=lambda g: (placer.gang_size(g), g.namespace, g.name))
+        for gang in members:
+            if gang.base is not None:
+                base = results.get((gang.namespace, gang.base))
+                if base is not None and not base.fits:
+                    results[gang.key] = GangResult(
+                        gang,
+                        False,
+                        f"its base gang {gang.base} does not fit, and Grove schedules a scaled gang only after it",
+                    )
+                    continue
+            checkpoint = len(placer.log)
+            placed: dict[str, str] = {}
+            try:
+                placer.place(gang.scope, None, "the cluster", placed)
+            except _Failure as exc:
+                placer.undo(checkpoint)
+                results[gang.key] = GangResult(gang, False, str(exc))
+                continue
+            results[gang.key] = GangResult(gang, True, placed_in=placed)
+            placements[gang.key] = placed
+    for gang in gangs:
+        if gang.key in placements:
+            results[gang.key].extra_unplaced = placer.place_extras(gang.scope, placements[gang.key])
+    return placer, [results[g.key] for g in gangs]
