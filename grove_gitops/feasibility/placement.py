@@ -209,7 +209,9 @@ class Placer:
 
     def _content(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str]) -> None:
         if scope.runs or scope.extra:
+            checkpoint = len(self.log)
             if self.place_runs(scope.runs, self.all_nodes if nodes is None else nodes):
+                self.undo(checkpoint)  # the reason speaks of the room before this attempt
                 raise _Failure(self._leaf_reason(scope, nodes, where))
             placed[scope.label] = where
         children = sorted(scope.children, key=lambda c: (self._size(c), c.label))
@@ -217,9 +219,16 @@ class Placer:
             self.place(child, nodes, where, placed)
 
     def _size(self, scope: Scope) -> tuple[int, ...]:
-        """Sort key putting the largest scope first (most of the first resources)."""
+        """Sort key putting the scope with the largest pod first (first-fit *decreasing* is
+        about item sizes: small pods placed first could take the one node a large pod needs),
+        then the one with the largest total (GPUs first, then cpu, memory)."""
+        peak = min((self._pod_key(run) for leaf in scope.leaves() for run in leaf.runs), default=())
         totals = dict(self._demand(scope))
-        return tuple(-totals.get(r, 0) for r in range(len(self.resources)))
+        return (*peak, *(-totals.get(r, 0) for r in range(len(self.resources))))
+
+    def _pod_key(self, run: Run) -> tuple[int, ...]:
+        amounts = dict(self.vector(run.requests))
+        return tuple(-amounts.get(r, 0) for r in range(len(self.resources)))
 
     def gang_size(self, gang: Gang) -> tuple[int, ...]:
         return self._size(gang.scope)
