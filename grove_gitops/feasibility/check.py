@@ -40,11 +40,30 @@ def _pack(obj: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
     return pack.get("required") or None, pack.get("preferred") or None
 
 
+def _scheduling_parts(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Everything of a pod spec that requests and node choice depend on (compared, not parsed)."""
+    return (
+        [c.get("resources") for c in spec.get("containers") or []],
+        [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or []],
+        spec.get("overhead"),
+        spec.get("nodeSelector"),
+        spec.get("affinity"),
+        spec.get("tolerations"),
+    )
+
+
 def _runs(pods: list[Mapping[str, Any]]) -> list[Run]:
-    """Consecutive pods alike in requests and node filter, as runs."""
+    """Consecutive pods alike in requests and node filter, as runs. The pods of a podgroup
+    share their template, so the parts are compared and parsed once per run."""
     runs: list[Run] = []
+    last: tuple[Any, ...] | None = None
     for pod in pods:
         spec = pod.get("spec") or {}
+        parts = _scheduling_parts(spec)
+        if runs and parts == last:
+            runs[-1] = Run(runs[-1].requests, runs[-1].node_filter, runs[-1].count + 1)
+            continue
+        last = parts
         requests = tuple(sorted(pod_requests(spec).items()))
         node_filter = NodeFilter.of(spec)
         if runs and runs[-1].requests == requests and runs[-1].node_filter == node_filter:
@@ -109,9 +128,26 @@ def check_objects(
     bindings: Mapping[str, ClusterTopologyBinding],
     files: Mapping[tuple[str, str], str],
 ) -> Feasibility:
+    """Place the gangs of ``objects`` (a whole render) on the source's inventory."""
+    return place_gangs(gangs_of(objects, files), source, bindings)
+
+
+def place_gangs(
+    gangs: list[Gang], source: SourceSet, bindings: Mapping[str, ClusterTopologyBinding]
+) -> Feasibility:
     inventory = build_inventory(source, dict(bindings))
-    placer, results = place_all(inventory, gangs_of(objects, files))
+    placer, results = place_all(inventory, gangs)
     return Feasibility(inventory, placer, results)
+
+
+def plan_gangs(plan: RenderPlan) -> list[Gang]:
+    """The gangs of every PodCliqueSet of ``plan``, expanded one at a time (a PodGang only
+    names pods of its own PodCliqueSet), so only one expansion is in memory at once."""
+    files = {item.key: item.file for item in plan.items}
+    gangs: list[Gang] = []
+    for item in plan.items:
+        gangs += gangs_of([o.obj for o in plan.expand(item)[0]], files)
+    return gangs
 
 
 def findings(result: Feasibility, mode: str) -> tuple[list[InputProblem], list[str]]:
@@ -138,9 +174,7 @@ def check_plan(plan: RenderPlan) -> Feasibility | None:
     source = plan.inputs.source
     if not source.has_inventory:
         return None
-    objects = (o.obj for item in plan.items for o in plan.expand(item)[0])
-    files = {item.key: item.file for item in plan.items}
-    return check_objects(objects, source, plan.inputs.bindings, files)
+    return place_gangs(plan_gangs(plan), source, plan.inputs.bindings)
 
 
 def apply_mode(result: Feasibility | None, mode: str) -> list[str]:

@@ -67,8 +67,15 @@ class Placer:
         self.domain_nodes: dict[str, dict[tuple[str, ...], list[int]]] = {}
         self.domain_free: dict[str, dict[tuple[str, ...], list[int]]] = {}
         self.domain_alloc: dict[str, dict[tuple[str, ...], list[int]]] = {}
-        self._memberships: list[list[list[int]]] = [[] for _ in inventory.nodes]
+        width = len(self.resources)
+        self.cluster_alloc = [sum(row[r] for row in self.alloc) for r in range(width)]
+        self.cluster_free = list(self.cluster_alloc)
+        #: The running free totals each node counts in: the cluster's and its domains'.
+        self._memberships: list[list[list[int]]] = [[self.cluster_free] for _ in inventory.nodes]
         self.all_nodes = list(range(len(inventory.nodes)))
+        self._demands: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._all_allowed: dict[NodeFilter, bool] = {}
+        self._largest_cache: dict[NodeFilter, list[int] | None] = {}
         for key in self.keys:
             self._add_level(key)
 
@@ -99,7 +106,25 @@ class Placer:
         if found is None:
             found = [node_filter.allows(n) for n in self.inv.nodes]
             self._allowed[node_filter] = found
+            self._all_allowed[node_filter] = all(found)
         return found
+
+    def _largest(self, node_filter: NodeFilter) -> list[int] | None:
+        """Per resource, the most any node the filter allows has (None: it allows none)."""
+        if node_filter not in self._largest_cache:
+            ok = self.allowed(node_filter)
+            rows = [self.alloc[i] for i in self.all_nodes if ok[i]]
+            self._largest_cache[node_filter] = [max(col) for col in zip(*rows, strict=True)] if rows else None
+        return self._largest_cache[node_filter]
+
+    def allows_all(self, scope: Scope) -> bool:
+        """Whether every pod of ``scope`` may use every node (running totals then apply as they are)."""
+        for leaf in scope.leaves():
+            for run in leaf.runs:
+                self.allowed(run.node_filter)
+                if not self._all_allowed[run.node_filter]:
+                    return False
+        return True
 
     def _take(self, i: int, vec: tuple[tuple[int, int], ...], k: int) -> None:
         row = self.free[i]
@@ -175,48 +200,75 @@ class Placer:
         return fitting
 
     def _demand(self, scope: Scope) -> tuple[tuple[int, int], ...]:
-        vec = self.vector(scope.demand().items())
-        return tuple(sorted(((r, n) for r, n in vec if n > 0), key=lambda x: x[0]))
+        found = self._demands.get(id(scope))
+        if found is None:
+            vec = self.vector(scope.demand().items())
+            found = tuple(sorted(((r, n) for r, n in vec if n > 0), key=lambda x: x[0]))
+            self._demands[id(scope)] = found
+        return found
 
-    def place(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str]) -> None:
-        """Place ``scope``'s pods inside ``nodes`` (None: the whole cluster) or raise _Failure."""
+    def _runs_demand(self, runs: Sequence[Run]) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for run in runs:
+            for r, need in self.vector(run.requests):
+                out[r] = out.get(r, 0) + need * run.count
+        return out
+
+    def place(
+        self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str], agg: list[int] | None = None
+    ) -> None:
+        """Place ``scope``'s pods inside ``nodes`` (None: the whole cluster) or raise _Failure.
+
+        ``agg`` is the running free total of a superset of ``nodes`` (the cluster's when None):
+        a demand above it cannot fit, which spares the node-by-node search.
+        """
+        agg = self.cluster_free if agg is None else agg
         if scope.required is None:
-            self._inner(scope, nodes, where, placed)
+            self._inner(scope, nodes, where, placed, agg)
             return
         demand = self._demand(scope)
         first_failure: _Failure | None = None
-        for dom, members in self._candidates(scope.required, nodes, demand):
+        free = self.domain_free.get(scope.required, {})
+        candidates = self._candidates(scope.required, nodes, demand) if self._covers(agg, demand) else []
+        for dom, members in candidates:
             checkpoint = len(self.log)
             try:
-                self._inner(scope, members, self._name(scope.required, dom), placed)
+                self._inner(scope, members, self._name(scope.required, dom), placed, free[dom])
                 return
             except _Failure as exc:
                 self.undo(checkpoint)
                 first_failure = first_failure or exc
         raise _Failure(self._required_reason(scope, nodes, where, first_failure))
 
-    def _inner(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str]) -> None:
+    @staticmethod
+    def _covers(agg: list[int], demand: Iterable[tuple[int, int]]) -> bool:
+        return all(agg[r] >= need for r, need in demand)
+
+    def _inner(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str], agg: list[int]) -> None:
         if scope.preferred is not None and scope.preferred != scope.required:
             demand = self._demand(scope)
-            for dom, members in self._candidates(scope.preferred, nodes, demand)[:MAX_PREFERRED_TRIES]:
+            free = self.domain_free.get(scope.preferred, {})
+            candidates = self._candidates(scope.preferred, nodes, demand) if self._covers(agg, demand) else []
+            for dom, members in candidates[:MAX_PREFERRED_TRIES]:
                 checkpoint = len(self.log)
                 try:
-                    self._content(scope, members, self._name(scope.preferred, dom), placed)
+                    self._content(scope, members, self._name(scope.preferred, dom), placed, free[dom])
                     return
                 except _Failure:
                     self.undo(checkpoint)
-        self._content(scope, nodes, where, placed)
+        self._content(scope, nodes, where, placed, agg)
 
-    def _content(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str]) -> None:
+    def _content(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str], agg: list[int]) -> None:
         if scope.runs or scope.extra:
             checkpoint = len(self.log)
-            if self.place_runs(scope.runs, self.all_nodes if nodes is None else nodes):
+            fits_total = self._covers(agg, self._runs_demand(scope.runs).items())
+            if not fits_total or self.place_runs(scope.runs, self.all_nodes if nodes is None else nodes):
                 self.undo(checkpoint)  # the reason speaks of the room before this attempt
                 raise _Failure(self._leaf_reason(scope, nodes, where))
             placed[scope.label] = where
         children = sorted(scope.children, key=lambda c: (self._size(c), c.label))
         for child in children:
-            self.place(child, nodes, where, placed)
+            self.place(child, nodes, where, placed, agg)
 
     def _size(self, scope: Scope) -> tuple[int, ...]:
         """Sort key putting the scope with the largest pod first (first-fit *decreasing* is
@@ -282,16 +334,20 @@ class Placer:
         assert scope.required is not None
         level = self.inv.level_name(scope.required)
         demand = self._demand(scope)
-        ok = self._allowed_any(scope)
-        doms = [(d, m) for d, m in self._domains(scope.required, nodes) if any(ok[i] for i in m)]
         inside = "" if nodes is None else f" of {where}"
-        if not doms:
+        if nodes is None and self.allows_all(scope):  # the running totals say it all
+            allocs = list(self.domain_alloc.get(scope.required, {}).values())
+            frees = list(self.domain_free.get(scope.required, {}).values())
+        else:
+            ok = self._allowed_any(scope)
+            doms = [(d, m) for d, m in self._domains(scope.required, nodes) if any(ok[i] for i in m)]
+            allocs = [self._sum(self.alloc, m, ok) for _, m in doms]
+            frees = [self._sum(self.free, m, ok) for _, m in doms]
+        if not allocs:
             return (
                 f"{scope.label} must pack inside one {level}, but no node{inside} it may use has the label "
                 f"{scope.required}"
             )
-        allocs = [self._sum(self.alloc, m, ok) for _, m in doms]
-        frees = [self._sum(self.free, m, ok) for _, m in doms]
         for r, need in demand:
             name = self.resources[r]
             largest = max(a[r] for a in allocs)
@@ -314,15 +370,15 @@ class Placer:
     def _leaf_reason(self, scope: Scope, nodes: Nodes | None, where: str) -> str:
         members = self.all_nodes if nodes is None else nodes
         for run in scope.runs:
-            ok = self.allowed(run.node_filter)
-            if not any(ok):
+            largest_of = self._largest(run.node_filter)
+            if largest_of is None:
                 return f"{scope.label}: no node matches its pods' {run.node_filter.reasons()}"
-            usable = [i for i in members if ok[i]]
-            if not usable:
+            ok = self.allowed(run.node_filter)
+            if nodes is not None and not any(ok[i] for i in members):
                 return f"{scope.label}: no node in {where} matches its pods' {run.node_filter.reasons()}"
             vec = self.vector(run.requests)
             for r, need in vec:
-                largest = max(self.alloc[i][r] for i in self.all_nodes if ok[i])
+                largest = largest_of[r]
                 if need > largest:
                     name = self.resources[r]
                     return (
@@ -330,12 +386,15 @@ class Placer:
                         f"{fmt(name, largest)} allocatable"
                     )
         demand = self._demand(scope)
-        ok_any = self._allowed_any(scope)
-        have = self._sum(self.free, members, ok_any)
+        if nodes is None and self.allows_all(scope):
+            have, allocs = self.cluster_free, self.cluster_alloc
+        else:
+            ok_any = self._allowed_any(scope)
+            have, allocs = self._sum(self.free, members, ok_any), self._sum(self.alloc, members, ok_any)
         short = self._short(demand, have)
         if short is not None:
             name, need = self.resources[short], dict(demand)[short]
-            alloc = self._sum(self.alloc, members, ok_any)[short]
+            alloc = allocs[short]
             return (
                 f"{scope.label} needs {fmt(name, need)} {name} for {scope.pods()} pod(s); {where} has "
                 f"{fmt(name, have[short])} free of {fmt(name, alloc)} allocatable"

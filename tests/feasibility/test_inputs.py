@@ -185,3 +185,14 @@ def test_inventory_pools_and_nodes_add_up(tmp_path: Path) -> None:
     root = source(tmp_path, [pcs("llm", [clique("w", 2, 8)])], inventory(pool("p", 1)))
     (root / "nodes.yaml").write_text(_nodes({"name": "n1"}))
     assert feasibility(root)[0] == 0
+
+
+def test_pods_of_a_podgroup_that_differ_are_not_merged() -> None:
+    from grove_gitops.feasibility.check import _runs
+
+    def pod(gpus: str, hostname: str) -> dict[str, object]:
+        container = {"name": "m", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+        return {"spec": {"hostname": hostname, "containers": [container]}}
+
+    runs = _runs([pod("8", "a"), pod("8", "b"), pod("4", "c"), pod("8", "d")])
+    assert [(dict(r.requests)["nvidia.com/gpu"], r.count) for r in runs] == [(8000, 2), (4000, 1), (8000, 1)]
