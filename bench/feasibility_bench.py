@@ -30,7 +30,7 @@ NODES_PER_RACK = 8
 RACKS_PER_BLOCK = 25
 
 
-def node_inventory(nodes: int) -> dict[str, Any]:
+def node_inventory(nodes: int, gpus: int = 8) -> dict[str, Any]:
     """``nodes`` nodes (rounded up to whole racks) as one NodeInventory, a pool per rack."""
     racks = max(1, -(-nodes // NODES_PER_RACK))
     blocks = max(1, -(-racks // RACKS_PER_BLOCK))
@@ -47,18 +47,18 @@ def node_inventory(nodes: int) -> dict[str, Any]:
                 "name": f"rack-{r}",
                 "count": NODES_PER_RACK,
                 "labels": labels,
-                "allocatable": {"cpu": "128", "memory": "2Ti", "nvidia.com/gpu": "8", "pods": "110"},
+                "allocatable": {"cpu": "128", "memory": "2Ti", "nvidia.com/gpu": str(gpus), "pods": "110"},
             }
         )
     return {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "NodeInventory", "metadata": {"name": "bench"}, "pools": pools}
 
 
-def measure(size: int, nodes: int, tmp: Path) -> dict[str, Any]:
+def measure(size: int, nodes: int, tmp: Path, gpus: int = 8) -> dict[str, Any]:
     from grove_gitops.feasibility.check import place_gangs, plan_gangs
     from grove_gitops.render import plan_source
 
     root = generate(tmp / f"source-{size}", size)
-    (root / "inventory.yaml").write_text(yaml.safe_dump(node_inventory(nodes), sort_keys=False))
+    (root / "inventory.yaml").write_text(yaml.safe_dump(node_inventory(nodes, gpus), sort_keys=False))
     c0, t0 = time.process_time(), time.perf_counter()
     plan = plan_source(root)
     c1, t1 = time.process_time(), time.perf_counter()
@@ -91,13 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--scales", default="0.25,0.5,1", help="fractions of --size and --nodes to measure")
+    parser.add_argument(
+        "--gpus", type=int, default=8, help="GPUs per node (the generated workload needs about 80 per node to fit)"
+    )
     args = parser.parse_args(argv)
     scales = [float(s) for s in args.scales.split(",") if s.strip()]
     runs = []
     with tempfile.TemporaryDirectory(prefix="grove-feas-bench-") as tmp:
         for scale in scales:
             size, nodes = max(1, round(args.size * scale)), max(1, round(args.nodes * scale))
-            run = measure(size, nodes, Path(tmp))
+            run = measure(size, nodes, Path(tmp), args.gpus)
             runs.append(run)
             print(f"[feasibility] {size} PCS / {nodes} nodes: {run['total_s']:.2f} s", file=sys.stderr, flush=True)
     print(json.dumps({"size": args.size, "nodes": args.nodes, "runs": runs}))

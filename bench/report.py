@@ -188,26 +188,32 @@ def _feasibility_section(fe: dict[str, Any]) -> list[str]:
     L += [
         "`bench/feasibility_bench.py`: the generated PodCliqueSets placed on a NodeInventory of 8-GPU nodes in",
         "4 topology levels (zone, block, rack, host; 8 nodes per rack, 25 racks per block), in one process,",
-        f"at a quarter, half and all of the size. Target: ≤ {FEASIBILITY_TARGET_S:.0f} s for the whole check at",
-        "1,000 PodCliqueSets on 2,000 nodes. One run per size.",
+        "at a quarter, half and all of the size. Each cell is CPU time of the process, then wall clock in",
+        "brackets (on a shared machine the wall clock includes waiting for a core). Target: ≤",
+        f"{FEASIBILITY_TARGET_S:.0f} s for the whole check (CPU) at 1,000 PodCliqueSets on 2,000 nodes. One run per size.",
         "",
     ]
     rows = []
     for run in fe["runs"]:
-        met = run["total_s"] <= FEASIBILITY_TARGET_S
+        met = run["total_cpu_s"] <= FEASIBILITY_TARGET_S
+
+        def both(key: str, run: dict[str, Any] = run) -> str:
+            return f"{num(run[key + '_cpu_s'], 's')} ({num(run[key + '_s'], 's')})"
+
         rows.append(
             [
                 f"{run['podcliquesets']} PCS / {run['nodes']} nodes",
                 f"{run['gangs']} ({run['fitting_gangs']} fit)",
                 str(run["pods"]),
-                num(run["load_validate_s"], "s"),
-                num(run["expand_s"], "s"),
-                num(run["placement_s"], "s"),
-                f"{num(run['total_s'], 's')} {'✅' if met else '❌'}",
+                both("load_validate"),
+                both("expand"),
+                both("placement"),
+                f"{both('total')} {'✅' if met else '❌'}",
+                num(run["peak_rss_mib"], "MiB"),
             ]
         )
     return L + _table(
-        ["size", "gangs", "pods", "load + validate", "expand", "placement", "total"], rows
+        ["size", "gangs", "pods", "load + validate", "expand", "placement", "total", "peak RSS"], rows
     )
 
 

@@ -335,6 +335,8 @@ class Placer:
         level = self.inv.level_name(scope.required)
         demand = self._demand(scope)
         inside = "" if nodes is None else f" of {where}"
+        if not self.allows_all(scope):
+            inside += " on the nodes its pods may use (taints, nodeSelector or affinity rule out others)"
         if nodes is None and self.allows_all(scope):  # the running totals say it all
             allocs = list(self.domain_alloc.get(scope.required, {}).values())
             frees = list(self.domain_free.get(scope.required, {}).values())
