@@ -23,6 +23,8 @@ from grove_gitops.feasibility.units import UNLIMITED, UNTRACKED_WHEN_ABSENT, fmt
 
 #: How many domains of a preferred level are tried before the preference is given up.
 MAX_PREFERRED_TRIES = 16
+#: Nodes per chunk of a long node list (see ``Placer._chunks``).
+CHUNK = 32
 
 Nodes = Sequence[int]
 
@@ -76,8 +78,25 @@ class Placer:
         self._demands: dict[int, tuple[tuple[int, int], ...]] = {}
         self._all_allowed: dict[NodeFilter, bool] = {}
         self._largest_cache: dict[NodeFilter, list[int] | None] = {}
+        self._any_cache: dict[tuple[str, ...], list[bool]] = {}
         for key in self.keys:
             self._add_level(key)
+        #: Running free totals of runs of CHUNK consecutive nodes of the long node lists (the
+        #: cluster, large domains), by the list's id: a full chunk is skipped in one test.
+        self._chunks: dict[int, list[tuple[int, int, list[int]]]] = {}
+        for members in [self.all_nodes, *(m for doms in self.domain_nodes.values() for m in doms.values())]:
+            if len(members) > 2 * CHUNK:
+                self._add_chunks(members)
+
+    def _add_chunks(self, members: list[int]) -> None:
+        chunks = []
+        for start in range(0, len(members), CHUNK):
+            end = min(start + CHUNK, len(members))
+            totals = [sum(self.alloc[i][r] for i in members[start:end]) for r in range(len(self.resources))]
+            for i in members[start:end]:
+                self._memberships[i].append(totals)
+            chunks.append((start, end, totals))
+        self._chunks[id(members)] = chunks
 
     def _add_level(self, key: str) -> None:
         per_node = [self.inv.domain_of(n, key) for n in self.inv.nodes]
@@ -147,28 +166,42 @@ class Placer:
         """First fit of each run's pods over ``nodes``; returns how many pods found no room
         (those placed stay placed: the caller undoes a failed attempt)."""
         left_total = 0
+        whole: list[tuple[int, int, list[int] | None]] = [(0, len(nodes), None)]
+        chunks: Sequence[tuple[int, int, list[int] | None]] = self._chunks.get(id(nodes)) or whole
         for run in runs:
             ok = self.allowed(run.node_filter)
             vec = self.vector(run.requests)
             left = run.count
-            for i in nodes:
-                if not ok[i]:
-                    continue
-                row = self.free[i]
-                k = left
-                for r, need in vec:
-                    can = row[r] // need
-                    if can < k:
-                        k = can
-                        if k == 0:
-                            break
-                if k:
-                    self._take(i, vec, k)
-                    left -= k
-                    if left == 0:
-                        break
+            for start, end, totals in chunks:
+                if totals is not None and any(totals[r] < need for r, need in vec):
+                    continue  # not one node of this chunk has room for a pod
+                left = self._first_fit(nodes, start, end, ok, vec, left)
+                if left == 0:
+                    break
             left_total += left
         return left_total
+
+    def _first_fit(
+        self, nodes: Nodes, start: int, end: int, ok: list[bool], vec: tuple[tuple[int, int], ...], left: int
+    ) -> int:
+        for j in range(start, end):
+            i = nodes[j]
+            if not ok[i]:
+                continue
+            row = self.free[i]
+            k = left
+            for r, need in vec:
+                can = row[r] // need
+                if can < k:
+                    k = can
+                    if k == 0:
+                        break
+            if k:
+                self._take(i, vec, k)
+                left -= k
+                if left == 0:
+                    return 0
+        return left
 
     # -- the search ------------------------------------------------------------------
 
@@ -312,8 +345,13 @@ class Placer:
 
     def _allowed_any(self, scope: Scope) -> list[bool]:
         filters = {run.node_filter for leaf in scope.leaves() for run in leaf.runs} or {NodeFilter.of({})}
-        masks = [self.allowed(f) for f in sorted(filters, key=lambda f: f.text)]
-        return [any(m[i] for m in masks) for i in self.all_nodes]
+        key = tuple(sorted(f.text for f in filters))
+        found = self._any_cache.get(key)
+        if found is None:
+            masks = [self.allowed(f) for f in filters]
+            found = masks[0] if len(masks) == 1 else [any(m[i] for m in masks) for i in self.all_nodes]
+            self._any_cache[key] = found
+        return found
 
     def _short(self, demand: tuple[tuple[int, int], ...], have: list[int]) -> int | None:
         """The first resource (GPUs first) of ``demand`` above ``have``, by index."""

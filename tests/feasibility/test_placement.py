@@ -174,3 +174,16 @@ def test_init_container_peak_counts(tmp_path: Path) -> None:
     assert gang(answer, "llm-0")["reason"] == (
         "podgroup llm-0-w: a pod needs 16 nvidia.com/gpu; the largest node it may use has 8 allocatable"
     )
+
+
+def test_long_node_lists_skip_full_chunks_but_not_the_room_in_them(tmp_path: Path) -> None:
+    # 130 nodes (chunks of 32 are tracked): GPUs only on node 127, and the first gang takes
+    # one GPU node of rack r1's chunk; the second still finds the last one.
+    inv = inventory(pool("cpu", 100, 0), pool("gpu", 30, 0, rack="r2"), pool("last", 2, 8, rack="r2"))
+    workloads = [pcs("a", [clique("w", 1, 8)]), pcs("b", [clique("w", 1, 8)]), pcs("c", [clique("w", 1, 8)])]
+    code, answer = feasibility(source(tmp_path, workloads, inv))
+    assert code == 3
+    assert [g["fits"] for g in answer["gangs"]] == [True, True, False]
+    assert gang(answer, "c-0")["reason"] == (
+        "podgroup c-0-w needs 8 nvidia.com/gpu for 1 pod(s); the cluster has 0 free of 16 allocatable"
+    )
