@@ -79,6 +79,8 @@ class Placer:
         self._all_allowed: dict[NodeFilter, bool] = {}
         self._largest_cache: dict[NodeFilter, list[int] | None] = {}
         self._any_cache: dict[tuple[str, ...], list[bool]] = {}
+        #: Per leaf scope (by id), the nodes its required constraints confined it to (None: any).
+        self._bounds: dict[int, Nodes | None] = {}
         for key in self.keys:
             self._add_level(key)
         #: Running free totals of runs of CHUNK consecutive nodes of the long node lists (the
@@ -285,14 +287,25 @@ class Placer:
             for dom, members in candidates[:MAX_PREFERRED_TRIES]:
                 checkpoint = len(self.log)
                 try:
-                    self._content(scope, members, self._name(scope.preferred, dom), placed, free[dom])
+                    self._content(scope, members, self._name(scope.preferred, dom), placed, free[dom], nodes)
                     return
                 except _Failure:
                     self.undo(checkpoint)
-        self._content(scope, nodes, where, placed, agg)
+        self._content(scope, nodes, where, placed, agg, nodes)
 
-    def _content(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str], agg: list[int]) -> None:
+    def _content(
+        self,
+        scope: Scope,
+        nodes: Nodes | None,
+        where: str,
+        placed: dict[str, str],
+        agg: list[int],
+        bound: Nodes | None,
+    ) -> None:
+        """Place the scope's own pods and then its parts inside ``nodes``; ``bound`` is where its
+        required constraints confine it (``nodes`` may be narrower: a preferred domain)."""
         if scope.runs or scope.extra:
+            self._bounds[id(scope)] = bound
             checkpoint = len(self.log)
             fits_total = self._covers(agg, self._runs_demand(scope.runs).items())
             if not fits_total or self.place_runs(scope.runs, self.all_nodes if nodes is None else nodes):
@@ -318,30 +331,20 @@ class Placer:
     def gang_size(self, gang: Gang) -> tuple[int, ...]:
         return self._size(gang.scope)
 
-    def place_extras(self, scope: Scope, placed: dict[str, str]) -> int:
+    def place_extras(self, scope: Scope) -> int:
         """Best-effort placement of the pods beyond ``minReplicas``, inside the domain their
         podgroup's required pods went to; returns how many found no room."""
         unplaced = 0
         for leaf in scope.leaves():
-            if not leaf.extra:
-                continue
-            where = placed.get(leaf.label, "the cluster")
-            unplaced += self.place_runs(leaf.extra, self._nodes_named(where))
+            if leaf.extra:
+                bound = self._bounds.get(id(leaf))
+                unplaced += self.place_runs(leaf.extra, self.all_nodes if bound is None else bound)
         return unplaced
 
     # -- names and reasons ------------------------------------------------------------
 
     def _name(self, key: str, dom: tuple[str, ...]) -> str:
         return f"{self.inv.level_name(key)} {'/'.join(dom)}"
-
-    def _nodes_named(self, where: str) -> list[int]:
-        for key in self.keys:
-            name = self.inv.level_name(key)
-            if where.startswith(f"{name} "):
-                dom = tuple(where[len(name) + 1 :].split("/"))
-                if dom in self.domain_nodes[key]:
-                    return self.domain_nodes[key][dom]
-        return self.all_nodes
 
     def _allowed_any(self, scope: Scope) -> list[bool]:
         filters = {run.node_filter for leaf in scope.leaves() for run in leaf.runs} or {NodeFilter.of({})}
@@ -477,5 +480,5 @@ def place_all(inventory: Inventory, gangs: list[Gang]) -> tuple[Placer, list[Gan
             placements[gang.key] = placed
     for gang in gangs:
         if gang.key in placements:
-            results[gang.key].extra_unplaced = placer.place_extras(gang.scope, placements[gang.key])
+            results[gang.key].extra_unplaced = placer.place_extras(gang.scope)
     return placer, [results[g.key] for g in gangs]

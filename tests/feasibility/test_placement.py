@@ -187,3 +187,20 @@ def test_long_node_lists_skip_full_chunks_but_not_the_room_in_them(tmp_path: Pat
     assert gang(answer, "c-0")["reason"] == (
         "podgroup c-0-w needs 8 nvidia.com/gpu for 1 pod(s); the cluster has 0 free of 16 allocatable"
     )
+
+
+def test_extras_are_not_held_to_a_preferred_domain(tmp_path: Path) -> None:
+    # The needed pod lands on its preferred host; the extras may use the other nodes.
+    w = [clique("w", 3, 8, min_available=1, topology=pack(preferred="host"))]
+    code, answer = feasibility(source(tmp_path, [pcs("llm", w)], inventory(pool("r1", 3))))
+    assert code == 0, answer
+    g = gang(answer, "llm-0")
+    assert g["placedIn"] == {"podgroup llm-0-w": "host z1/b1/r1/r1-0"}
+    assert (g["extraPods"], g["extraPodsUnplaced"]) == (2, 0)
+    # A required rack does hold the extras: the second rack's room is not theirs.
+    w = [clique("w", 3, 8, min_available=1, topology=pack("rack"))]
+    inv = inventory(pool("r1", 1), pool("r2", 2, rack="r2"))
+    code, answer = feasibility(source(tmp_path / "req", [pcs("llm", w)], inv))
+    g = gang(answer, "llm-0")
+    assert g["placedIn"] == {"podgroup llm-0-w": "rack z1/b1/r1"}
+    assert (g["extraPods"], g["extraPodsUnplaced"]) == (2, 2)
