@@ -204,3 +204,19 @@ def test_extras_are_not_held_to_a_preferred_domain(tmp_path: Path) -> None:
     g = gang(answer, "llm-0")
     assert g["placedIn"] == {"podgroup llm-0-w": "rack z1/b1/r1"}
     assert (g["extraPods"], g["extraPodsUnplaced"]) == (2, 2)
+
+
+def test_scaling_group_constraint_in_the_base_gang(tmp_path: Path) -> None:
+    # The base gang's replica 0 of scaling group sg must pack 24 GPUs in one rack.
+    group = {"name": "sg", "cliqueNames": ["worker"], "replicas": 1, "minAvailable": 1, "topologyConstraint": pack("rack")}
+    workload = pcs("llm", [clique("router", 1, 0), clique("worker", 3, 8)], groups=[group])
+    inv = inventory(pool("r1", 2), pool("r2", 2, rack="r2"))
+    code, answer = feasibility(source(tmp_path, [workload], inv))
+    assert code == 3
+    assert gang(answer, "llm-0")["reason"] == (
+        "scaling group llm-0-sg-0 needs 24 nvidia.com/gpu inside one rack; the largest rack has 16 allocatable"
+    )
+    inv = inventory(pool("r1", 2), pool("r2", 3, rack="r2"))
+    code, answer = feasibility(source(tmp_path / "ok", [workload], inv))
+    assert code == 0
+    assert gang(answer, "llm-0")["placedIn"]["podgroup llm-0-sg-0-worker"] == "rack z1/b1/r2"
