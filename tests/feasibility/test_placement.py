@@ -220,3 +220,14 @@ def test_scaling_group_constraint_in_the_base_gang(tmp_path: Path) -> None:
     code, answer = feasibility(source(tmp_path / "ok", [workload], inv))
     assert code == 0
     assert gang(answer, "llm-0")["placedIn"]["podgroup llm-0-sg-0-worker"] == "rack z1/b1/r2"
+
+
+def test_a_topology_reason_says_when_taints_rule_nodes_out(tmp_path: Path) -> None:
+    taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    inv = inventory(pool("tainted", 4, taints=taint), pool("open", 1))
+    code, answer = feasibility(source(tmp_path, [pcs("llm", [clique("w", 2, 8)], topology=pack("rack"))], inv))
+    assert code == 3
+    assert gang(answer, "llm-0")["reason"] == (
+        "the gang needs 16 nvidia.com/gpu inside one rack; the largest rack on the nodes its pods may use "
+        "(taints, nodeSelector or affinity rule out others) has 8 allocatable"
+    )
