@@ -176,6 +176,47 @@ def _rollout_section(ro: dict[str, Any]) -> list[str]:
     )
 
 
+#: Issue 11's target for 1,000 PodCliqueSets on 2,000 nodes.
+FEASIBILITY_TARGET_S = 10.0
+
+
+def _feasibility_section(fe: dict[str, Any]) -> list[str]:
+    """``grove-gitops feasibility`` at a few sizes (issue 11): how it scales."""
+    L = ["", "## Feasibility (issue 11)", ""]
+    if "error" in fe or not fe.get("runs"):
+        return [*L, f"Not measured: {fe.get('error', 'no data')}"]
+    L += [
+        "`bench/feasibility_bench.py`: the generated PodCliqueSets placed on a NodeInventory of 8-GPU nodes in",
+        "4 topology levels (zone, block, rack, host; 8 nodes per rack, 25 racks per block), in one process,",
+        "at a quarter, half and all of the size. Each cell is CPU time of the process, then wall clock in",
+        "brackets (on a shared machine the wall clock includes waiting for a core). Target: ≤",
+        f"{FEASIBILITY_TARGET_S:.0f} s for the whole check (CPU) at 1,000 PodCliqueSets on 2,000 nodes. One run per size.",
+        "",
+    ]
+    rows = []
+    for run in fe["runs"]:
+        met = run["total_cpu_s"] <= FEASIBILITY_TARGET_S
+
+        def both(key: str, run: dict[str, Any] = run) -> str:
+            return f"{num(run[key + '_cpu_s'], 's')} ({num(run[key + '_s'], 's')})"
+
+        rows.append(
+            [
+                f"{run['podcliquesets']} PCS / {run['nodes']} nodes",
+                f"{run['gangs']} ({run['fitting_gangs']} fit)",
+                str(run["pods"]),
+                both("load_validate"),
+                both("expand"),
+                both("placement"),
+                f"{both('total')} {'✅' if met else '❌'}",
+                num(run["peak_rss_mib"], "MiB"),
+            ]
+        )
+    return L + _table(
+        ["size", "gangs", "pods", "load + validate", "expand", "placement", "total", "peak RSS"], rows
+    )
+
+
 def markdown(results: dict[str, Any]) -> str:
     p = results["params"]
     m = results["machine"]
@@ -396,6 +437,7 @@ def markdown(results: dict[str, Any]) -> str:
             L += ["", f"Run {i} failed: {run['error'][:500]}"]
 
     L += _rollout_section(results.get("rollout") or {})
+    L += _feasibility_section(results.get("feasibility") or {})
 
     # -- profile
     prof = results.get("profile") or {}

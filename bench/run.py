@@ -155,6 +155,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             "repeat": args.repeat,
             "lifter_gangs": args.lifter_gangs,
             "lifter_pods": args.lifter_pods,
+            "feasibility_nodes": args.feasibility_nodes,
             "kustomize_timeout_s": args.kustomize_timeout,
             "command": command,
             "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -265,6 +266,18 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             errors.append(f"rollout: {exc}")
             log(f"rollout FAILED: {exc}")
 
+        log("feasibility benchmark")
+        try:
+            results["feasibility"] = sub(
+                "bench.feasibility_bench", "--size", str(args.size), "--nodes", str(args.feasibility_nodes)
+            )
+            top = results["feasibility"]["runs"][-1]
+            log(f"feasibility: {top['podcliquesets']} PCS on {top['nodes']} nodes in {top['total_s']:.2f} s")
+        except ChildError as exc:
+            results["feasibility"] = {"error": str(exc)}
+            errors.append(f"feasibility: {exc}")
+            log(f"feasibility FAILED: {exc}")
+
         log("profiling one render")
         try:
             results["profile"] = sub(
@@ -294,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lifter-pods", type=int, default=1000)
     parser.add_argument("--rollout-gangs", type=int, default=50)
     parser.add_argument("--rollout-pods", type=int, default=1000)
+    parser.add_argument("--feasibility-nodes", type=int, default=2000, help="nodes of the feasibility benchmark")
     parser.add_argument("--kustomize-timeout", type=float, default=300.0, help="seconds (default 300)")
     parser.add_argument("--skip-kustomize", action="store_true")
     parser.add_argument("--workdir", type=Path, help="where the temporary trees go (default: the system temp dir)")

@@ -20,6 +20,7 @@ from grove_gitops import __version__
 from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
+from grove_gitops.feasibility.check import apply_mode, check_plan
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.plancli import plan_command
@@ -87,6 +88,7 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
     try:
         jobs = default_jobs() if jobs is None else jobs
         plan = plan_source(source, jobs=jobs)
+        feasibility_warnings = apply_mode(check_plan(plan), plan.config.feasibility)
         tree = render_to(plan, out, jobs)
     except GroveGitopsError as exc:
         if as_json:
@@ -96,6 +98,7 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
         sys.exit(1)
     sink = WarningSink(quiet=quiet)
     acks = plan.config.acknowledgedWarnings
+    tree.warnings = tree.warnings + feasibility_warnings
     if as_json:
         shown = sink.select(tree.warnings, acks)
         summary = {"podCliqueSets": len(plan.items), "objects": tree.objects, "files": len(tree.files)}
@@ -283,6 +286,47 @@ def gate_lifter(**kwargs: Any) -> None:
     """Deprecated alias of `agent` (same options, same behaviour)."""
     click.echo("warning: `grove-gitops gate-lifter` is deprecated; use `grove-gitops agent`", err=True)
     _run_agent(**kwargs)
+
+
+@main.command("feasibility")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option(
+    "--output",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON document on stdout (gangs, domains, fits; see docs/feasibility.md).",
+)
+def feasibility(source: Path, output: str) -> None:
+    """Place every PodGang of SOURCE on its node inventory: does each gang fit?
+
+    The inventory is a gitops.grove.io/v1alpha1 NodeInventory or a v1 List of Nodes
+    (kubectl get nodes -o yaml) in SOURCE. Exit 0 when every gang fits (or there is no
+    inventory), 1 on invalid input, 3 when some gang does not fit. The placement is a
+    heuristic: see docs/feasibility.md.
+    """
+    from grove_gitops.feasibility.report import to_json, to_text
+
+    as_json = output == "json"
+    try:
+        plan = plan_source(source)
+        result = check_plan(plan)
+    except GroveGitopsError as exc:
+        if as_json:
+            click.echo(json_document(False, _error_problems(exc)))
+        else:
+            _report(exc)
+        sys.exit(1)
+    if as_json:
+        click.echo(to_json(result))
+    elif result is None:
+        click.echo(f"no NodeInventory or v1 Node list in {source}: nothing to check")
+    else:
+        WarningSink().emit(plan.warnings, lambda line: click.echo(line, err=True), plan.config.acknowledgedWarnings)
+        click.echo(to_text(result), nl=False)
+    if result is not None and not result.fits:
+        sys.exit(3)
 
 
 main.add_command(diff_command)

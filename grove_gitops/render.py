@@ -55,6 +55,9 @@ class RenderResult:
     #: (namespace, name) -> ``spec.updateStrategy.type`` (defaulted): ``grove-gitops plan``
     #: needs the strategy, which no rendered object carries on every render.
     update_strategies: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Gangs that do not fit the source's node inventory (``render_source(feasibility=True)``
+    #: under ``feasibility: warn``); kept apart so they never reach the output's README.
+    feasibility_warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -314,9 +317,13 @@ def plan_source(root: Path, cache: RenderCache | None = None, jobs: int = 1) -> 
     return RenderPlan(inputs.render, inputs.warnings, items, extra, inputs, claim_templates)
 
 
-def render_source(root: Path) -> RenderResult:
+def render_source(root: Path, feasibility: bool = False) -> RenderResult:
     """Render a whole source tree into objects (all in memory; see :func:`plan_source` for
-    the streaming path), or raise :class:`InvalidInputError` with every problem."""
+    the streaming path), or raise :class:`InvalidInputError` with every problem.
+
+    With ``feasibility`` and a node inventory in the source, the gangs are placed on it
+    (docs/feasibility.md): a gang that does not fit raises under ``feasibility: enforce``.
+    """
     plan = plan_source(root)
     result = RenderResult(config=plan.config, warnings=list(plan.warnings))
     for item in plan.items:
@@ -328,6 +335,13 @@ def render_source(root: Path) -> RenderResult:
             strategy = item.pcs.spec.updateStrategy
             result.update_strategies[item.key] = (strategy.type if strategy else None) or "RollingRecreate"
     result.objects += plan.extra
+    if feasibility and plan.inputs.source.has_inventory:
+        from grove_gitops.feasibility.check import apply_mode, check_objects
+
+        found = check_objects(
+            (o.obj for o in result.objects), plan.inputs.source, plan.inputs.bindings, result.podcliquesets
+        )
+        result.feasibility_warnings = apply_mode(found, plan.config.feasibility)
     return result
 
 

@@ -17,7 +17,10 @@ import pytest
 
 from tests.support import PROJECT
 
-SMOKE = ["--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40", "--rollout-gangs", "2", "--rollout-pods", "10"]
+SMOKE = [
+    "--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40", "--rollout-gangs", "2",
+    "--rollout-pods", "10", "--feasibility-nodes", "16",
+]
 
 
 def positive(value: Any) -> bool:
@@ -177,3 +180,15 @@ def test_rollout_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None
     assert rollout["pod_writes_per_pod"] >= 2.0
     assert rollout["passes"] >= rollout["passes_over_50ms"] >= rollout["passes_over_1s"] >= 0
     assert "## Rollout (issue 13)" in smoke[1] and "agent time per step" in smoke[1]
+
+
+@pytest.mark.timeout(300)
+def test_feasibility_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
+    """The feasibility benchmark ran at its three sizes and its table is in the report."""
+    runs = smoke[0]["feasibility"]["runs"]
+    assert [r["podcliquesets"] for r in runs] == [1, 2, 3]
+    assert runs[-1]["nodes"] == 16 and runs[-1]["gangs"] >= 3
+    for run in runs:
+        assert positive(run["total_s"]) and run["total_s"] >= run["placement_s"] > 0
+        assert 0 <= run["fitting_gangs"] <= run["gangs"]
+    assert "## Feasibility (issue 11)" in smoke[1] and "3 PCS / 16 nodes" in smoke[1]

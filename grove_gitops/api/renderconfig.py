@@ -18,6 +18,8 @@ DEFAULT_INIT_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc:v0.1.0"
 
 KubernetesVersion = Literal["1.35", "1.36", "1.37"]
 GitOpsFlavour = Literal["argocd", "flux", "both"]
+#: What a PodGang that does not fit the source's node inventory is (docs/feasibility.md).
+FeasibilityMode = Literal["warn", "enforce"]
 
 
 #: Defaults far above real deployments (the largest Grove examples have a few hundred pods)
@@ -44,3 +46,4 @@ class RenderConfig(StrictModel):
     initContainerImage: str = DEFAULT_INIT_IMAGE
     gitops: GitOpsFlavour = "both"
     limits: RenderLimits = Field(default_factory=RenderLimits)
+    feasibility: FeasibilityMode = "warn"

@@ -24,14 +24,14 @@ from grove_gitops.render import render_source
 def side_from_source(root: Path, label: str, side: str) -> Side:
     """Render ``root``; an invalid tree raises :class:`SideInvalidError` naming ``side``."""
     try:
-        result = render_source(root)
+        result = render_source(root, feasibility=side == "head")
     except InvalidInputError as exc:
         raise SideInvalidError(side, label, exc) from exc
     tree = build_tree(result)
     return Side(
         label,
         load_objects(tree.files),
-        list(result.warnings),
+        list(result.warnings) + result.feasibility_warnings,
         list(result.config.acknowledgedWarnings),
         dict(result.update_strategies),
     )

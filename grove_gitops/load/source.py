@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import pathspec
 from pydantic import BaseModel, ValidationError
 
+from grove_gitops.api.inventory import Node, NodeInventory
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
@@ -42,6 +43,10 @@ PCS_KIND = ("grove.io/v1alpha1", "PodCliqueSet")
 CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")
 OPCFG_KIND = ("operator.config.grove.io/v1alpha1", "OperatorConfiguration")
 RENDERCFG_KIND = ("gitops.grove.io/v1alpha1", "RenderConfiguration")
+INVENTORY_KIND = ("gitops.grove.io/v1alpha1", "NodeInventory")
+#: A ``v1`` Node (``kubectl get nodes -o yaml``) is node inventory, never an output object.
+NODE_KIND = ("v1", "Node")
+HOSTNAME = "kubernetes.io/hostname"
 MAX_FILES = 20_000
 #: Present at the root of every rendered tree (see ``output.marker``).
 OUTPUT_MARKER_FILE = META_FILE
@@ -55,7 +60,7 @@ OWNED_KINDS: dict[str, tuple[str, ...]] = {
     "grove.io": ("PodCliqueSet", "ClusterTopologyBinding", "PodClique", "PodCliqueScalingGroup"),
     "scheduler.grove.io": ("PodGang",),
     "operator.config.grove.io": ("OperatorConfiguration",),
-    "gitops.grove.io": ("RenderConfiguration",),
+    "gitops.grove.io": ("RenderConfiguration", "NodeInventory"),
 }
 _KIND_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _VERSION_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -88,6 +93,14 @@ class SourceSet:
     passthrough: list[Sourced[dict[str, Any]]] = field(default_factory=list)
     problems: list[InputProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The node inventory for ``feasibility`` (docs/feasibility.md): NodeInventory pools and
+    #: ``v1`` Nodes, with the field prefix (``items[3].``) of a Node inside a List.
+    inventories: list[Sourced[NodeInventory]] = field(default_factory=list)
+    nodes: list[Sourced[tuple[str, Node]]] = field(default_factory=list)
+
+    @property
+    def has_inventory(self) -> bool:
+        return bool(self.inventories or self.nodes)
 
 
 @dataclass
@@ -247,7 +260,41 @@ def load_source(root: Path, cache: RenderCache | None = None, jobs: int = 1) -> 
             continue
         for doc in docs:
             _classify(doc, out)
+    out.problems += _inventory_problems(out)
     return out
+
+
+def _inventory_problems(source: SourceSet) -> list[InputProblem]:
+    """Two nodes of one name, and a pool giving one hostname to many nodes, are errors: the
+    cluster has one node per name, so the inventory would claim capacity that does not exist."""
+    problems: list[InputProblem] = []
+    seen: dict[str, str] = {}
+    for item in source.inventories:
+        for i, pool in enumerate(item.obj.pools):
+            if pool.count > 1 and HOSTNAME in pool.labels:
+                problems.append(
+                    InputProblem(
+                        item.file,
+                        f"pools[{i}].labels.{HOSTNAME}",
+                        f"{pool.count} nodes cannot share one hostname; leave it out (each node gets its own)",
+                    )
+                )
+            for j in range(pool.count):
+                name = f"{pool.name}-{j}"
+                if name in seen:
+                    problems.append(
+                        InputProblem(item.file, f"pools[{i}].name", f"node {name} is also defined in {seen[name]}")
+                    )
+                    break
+                seen[name] = item.file
+    for sourced in source.nodes:
+        prefix, node = sourced.obj
+        name = node.metadata.name
+        if name in seen:
+            where = f"{prefix}.metadata.name" if prefix else "metadata.name"
+            problems.append(InputProblem(sourced.file, where, f"node {name} is also defined in {seen[name]}"))
+        seen.setdefault(name, sourced.file)
+    return problems
 
 
 def parse_pcs(item: Sourced[dict[str, Any]]) -> tuple[PodCliqueSet | None, list[InputProblem]]:
@@ -258,11 +305,12 @@ def parse_pcs(item: Sourced[dict[str, Any]]) -> tuple[PodCliqueSet | None, list[
         return None, [InputProblem(item.file, e.path, e.message()) for e in from_pydantic(exc)]
 
 
-def _parse(model: type[B], doc: Document, out: SourceSet) -> B | None:
+def _parse(model: type[B], doc: Document, out: SourceSet, prefix: str = "") -> B | None:
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        out.problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc))
+        where = prefix.rstrip(".")
+        out.problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, where))
         return None
 
 
@@ -319,7 +367,23 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
         rc = _parse(RenderConfig, doc, out)
         if rc is not None:
             out.render_config = Sourced(doc.file, rc)
-    elif kind in ("PodCliqueSet", "ClusterTopologyBinding", "OperatorConfiguration", "RenderConfiguration"):
+    elif (api, kind) == INVENTORY_KIND:
+        inventory = _parse(NodeInventory, doc, out, prefix)
+        if inventory is not None:
+            out.inventories.append(Sourced(doc.file, inventory))
+    elif (api, kind) == NODE_KIND:
+        node = _parse(Node, doc, out, prefix)
+        if node is not None and not node.metadata.name:
+            out.problems.append(InputProblem(doc.file, f"{prefix}metadata.name", "Required value"))
+        elif node is not None:
+            out.nodes.append(Sourced(doc.file, (prefix.rstrip("."), node)))
+    elif kind in (
+        "PodCliqueSet",
+        "ClusterTopologyBinding",
+        "OperatorConfiguration",
+        "RenderConfiguration",
+        "NodeInventory",
+    ):
         out.problems.append(
             InputProblem(doc.file, f"{prefix}apiVersion", f"unsupported apiVersion {api!r} for kind {kind}")
         )
