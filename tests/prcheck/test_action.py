@@ -140,10 +140,12 @@ def test_the_action_end_to_end_on_two_pushes(tmp_path: Path, fake_github: FakeGi
     first = _run(tmp_path, fake_github, repo, base, head, **{"max-chars": "3000"})
     assert first.succeeded, [(s.id, s.stderr[-500:]) for s in first.steps]
     n = int(first.outputs["parts"])
-    assert n > 2 and first.outputs["errors"] == "0" and first.outputs["feasibility"] == "absent"
+    # the examples hold a NodeInventory that both gangs fit
+    assert n > 2 and first.outputs["errors"] == "0" and first.outputs["feasibility"] == "checked"
+    assert first.outputs["infeasible"] == "false"
     bodies = fake_github.bodies(7)[1:]
     assert len(bodies) == n and all(f"part={i}/{n}" in b for i, b in enumerate(bodies, start=1))
-    assert "::notice::gang feasibility not checked" in first.step("check").stdout
+    assert any("gang(s) fit the node inventory" in b for b in bodies)
     ids = sorted(fake_github.comments)
 
     # second push: only one image changes now; the set shrinks in place
@@ -208,3 +210,22 @@ def test_pr_diff_workflow_dogfoods_the_local_action() -> None:
     # the warning about fork PRs and pull_request_target stays with the workflow
     assert "Fork PRs get a read-only token" in WORKFLOW.read_text()
     assert "pull_request_target" in WORKFLOW.read_text()
+
+
+@pytest.mark.skipif(not (VENV_BIN / "grove-gitops").exists(), reason="grove-gitops is not installed in the venv")
+@pytest.mark.parametrize(("fail_on", "passes"), [("infeasible", False), ("error", True)])
+def test_the_action_with_a_gang_that_no_longer_fits(
+    tmp_path: Path, fake_github: FakeGitHub, fail_on: str, passes: bool
+) -> None:
+    """The real ``feasibility`` command end to end: head shrinks the racks to one node each."""
+    repo, base, head = make_repo(tmp_path, lambda s: s)
+    git(repo, "checkout", "-q", "pr")
+    inventory = repo / "deploy" / "cluster" / "node-inventory.yaml"
+    inventory.write_text(inventory.read_text().replace("count: 4", "count: 1"))
+    git(repo, "commit", "-qam", "smaller cluster")
+    head = git(repo, "rev-parse", "HEAD")
+    run = _run(tmp_path, fake_github, repo, base, head, **{"fail-on": fail_on})
+    assert run.step("check").outcome == "success"
+    assert run.outputs["feasibility"] == "checked" and run.outputs["infeasible"] == "true"
+    assert any("do not fit** the node inventory" in b for b in fake_github.bodies(7))
+    assert run.succeeded is passes
