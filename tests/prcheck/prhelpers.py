@@ -105,3 +105,17 @@ def feasibility_shim(tmp: Path, doc: dict[str, Any], code: int) -> tuple[str, ..
         "main(prog_name='grove-gitops')\n"
     )
     return (sys.executable, str(shim))
+
+
+def without_feasibility_shim(tmp: Path) -> tuple[str, ...]:
+    """A grove-gitops from before the ``feasibility`` command: click's usage error, exit 2."""
+    shim = tmp / "grove_gitops_old.py"
+    shim.write_text(
+        "import sys\n"
+        "if sys.argv[1:2] == ['feasibility']:\n"
+        "    sys.stderr.write(\"Usage: grove-gitops [OPTIONS] COMMAND [ARGS]...\\nError: No such command 'feasibility'.\\n\")\n"
+        "    sys.exit(2)\n"
+        "from grove_gitops.cli import main\n"
+        "main(prog_name='grove-gitops')\n"
+    )
+    return (sys.executable, str(shim))

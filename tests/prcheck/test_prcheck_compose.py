@@ -16,7 +16,15 @@ from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.prcheck.compose import Options, Status, compose, read_parts, read_status, write_results
 from grove_gitops.prcheck.sections import feasibility_blocks, text_blocks
 from grove_gitops.prcheck.verdict import failures
-from tests.prcheck.prhelpers import FEASIBILITY_DOC, WORKLOAD, break_replicas, bump_image, feasibility_shim, make_repo
+from tests.prcheck.prhelpers import (
+    FEASIBILITY_DOC,
+    WORKLOAD,
+    break_replicas,
+    bump_image,
+    feasibility_shim,
+    make_repo,
+    without_feasibility_shim,
+)
 
 PART_RE = re.compile(r"<!-- grove-gitops-diff key=([A-Za-z0-9._-]+) part=(\d+)/(\d+) -->")
 
@@ -91,7 +99,7 @@ def _opts(repo: Path, base: str, head: str, **kw: object) -> Options:
 
 def test_compose_without_the_feasibility_command(tmp_path: Path) -> None:
     repo, base, head = make_repo(tmp_path, bump_image)
-    result = compose(_opts(repo, base, head))
+    result = compose(_opts(repo, base, head, cli=without_feasibility_shim(tmp_path)))
     assert result.annotations == []
     assert result.status.feasibility == "absent" and not result.status.infeasible
     assert result.status.errors == 0 and result.status.diff == "ok"
