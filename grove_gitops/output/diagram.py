@@ -213,11 +213,21 @@ def _named_items(spec: Any, depth: int = 0) -> list[tuple[Mapping[str, Any], lis
     return found
 
 
-def _parent_ref(obj: Mapping[str, Any]) -> str | None:
+def _parent_ref(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(field, name)`` of the first ``parent*`` field naming another object or part."""
     for key, value in obj.items():
         if isinstance(key, str) and key.lower().startswith("parent") and isinstance(value, str):
-            return value
+            return key, value
     return None
+
+
+def _pick(candidates: list[tuple[str, int]], field_name: str) -> int | None:
+    """Of the objects with the parent's name, the one whose kind the field names
+    (``parentCompositePodGroupName`` → a CompositePodGroup, not a Workload of that name)."""
+    for kind, index in candidates:
+        if kind.lower() in field_name.lower():
+            return index
+    return candidates[0][1] if candidates else None
 
 
 def _kind_label(obj: Mapping[str, Any]) -> str:
@@ -291,7 +301,7 @@ class _Builder:
 
     def _gang_objects(self, gang: Mapping[str, Any], g: int, prefix: str, add: Any) -> None:
         gname = _name(gang)
-        placed: dict[str, int] = {}
+        placed: dict[str, list[tuple[str, int]]] = {}
         refs = [r for r in _json_list(_annotation(gang, GANG_OBJECTS)) if isinstance(r, Mapping)]
         for ref in refs[:MAX_CHILDREN]:
             ident = (str(ref.get("apiVersion", "")), str(ref.get("kind", "")), str(ref.get("name", "")))
@@ -302,10 +312,10 @@ class _Builder:
                 continue
             spec = obj.get("spec")
             lines = (_kind_label(obj), ident[2], *_facts(spec)[:MAX_FACTS])
-            parent_name = _parent_ref(spec) if isinstance(spec, Mapping) else None
-            parent = placed.get(parent_name) if parent_name is not None else None
+            ref_field = _parent_ref(spec) if isinstance(spec, Mapping) else None
+            parent = _pick(placed.get(ref_field[1], []), ref_field[0]) if ref_field else None
             o = add(Node(okey, lines, "backend"), parent if parent is not None else g, True)
-            placed.setdefault(ident[2], o)
+            placed.setdefault(ident[2], []).append((ident[1], o))
             self._parts(okey, _named_items(spec), o, prefix, add)
         if len(refs) > MAX_CHILDREN:
             add(Node(f"o:{gname}/...", (f"{len(refs) - MAX_CHILDREN} more gang objects not drawn",), "note"), g, True)
@@ -316,8 +326,8 @@ class _Builder:
         by_name: dict[str, int] = {}
         for item, children in items[:MAX_CHILDREN]:
             name = str(item["name"])
-            parent_name = _parent_ref(item)
-            parent = by_name.get(parent_name, o) if parent_name is not None else o
+            ref_field = _parent_ref(item)
+            parent = by_name.get(ref_field[1], o) if ref_field else o
             lines = (_short(name, prefix), *_facts(item)[:MAX_FACTS])
             i = add(Node(f"{okey}/{name}", lines, "part"), parent)
             by_name.setdefault(name, i)
