@@ -5,7 +5,7 @@
 # install, it says why and exits 0, and the browser test then skips, naming what is missing.
 # Set GROVE_GITOPS_SKIP_BROWSER_SETUP=1 to skip the installation altogether.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 0
 MERMAID_VERSION=${MERMAID_VERSION:-11}
 
 if [ "${GROVE_GITOPS_SKIP_BROWSER_SETUP:-}" = 1 ]; then
