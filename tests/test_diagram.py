@@ -284,3 +284,20 @@ def test_diff_markdown_draws_before_and_after_and_drops_diagrams_first(tmp_path:
     assert all("```mermaid" not in p for p in lean)
     assert sum(p.count(DIAGRAM_DROPPED) for p in lean) == 4
     assert all(len(p) < len(text) - 500 for p in lean)
+
+
+def test_parts_nest_under_their_parent_whatever_the_list_order(tmp_path: Path) -> None:
+    objects = _objects(tmp_path, BACKEND_CASES["kai"])
+    for o in objects:
+        if o["kind"] == "PodGroup":
+            o["spec"]["subGroups"].reverse()  # children before their parent
+    g = diagram.build_graph("ml/inf", objects)
+    assert _parent(g, "prefill-0-pworker")[0] == "prefill-0"
+    # A parent cycle is broken at its first part (under the object): no loop, no hang.
+    pg = next(o for o in objects if o["kind"] == "PodGroup")
+    pg["spec"]["subGroups"] = [
+        {"name": "a", "parent": "b", "minMember": 1},
+        {"name": "b", "parent": "a", "minMember": 1},
+    ]
+    g = diagram.build_graph("ml/inf", objects)
+    assert _parent(g, "a")[0] == "PodGroup.scheduling.run.ai" and _parent(g, "b")[0] == "a"

@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 #: Nodes drawn at most per diagram (Mermaid and GitHub stay readable and fast well below 500).
 MAX_NODES = 200
@@ -236,9 +236,37 @@ def _kind_label(obj: Mapping[str, Any]) -> str:
     return f"{kind}.{group}" if group else kind
 
 
+class _Add(Protocol):
+    """Appends a node under ``parent`` (a position in the replica's list) and returns its position."""
+
+    def __call__(self, node: Node, parent: int | None, dotted: bool = False) -> int: ...
+
+
+def _parents_first(items: list[tuple[Mapping[str, Any], list[Any]]]) -> list[tuple[Mapping[str, Any], list[Any]]]:
+    """Items reordered so that one whose ``parent*`` names a sibling comes after that sibling
+    (KAI lists parents first, but nothing requires it). A cycle keeps the given order, so
+    its first part hangs from the object and the cycle is broken there."""
+    names = {str(item["name"]) for item, _ in items}
+    done: set[str] = set()
+    out: list[tuple[Mapping[str, Any], list[Any]]] = []
+    pending = list(range(len(items)))
+    while pending:
+        ready = []
+        for i in pending:
+            ref = _parent_ref(items[i][0])
+            if ref is None or ref[1] not in names or ref[1] in done:
+                ready.append(i)
+        if not ready:  # a cycle: keep the given order
+            ready = pending
+        done.update(str(items[i][0]["name"]) for i in ready)
+        out += [items[i] for i in ready]
+        pending = [i for i in pending if i not in set(ready)]
+    return out
+
+
 class _Builder:
-    """Draws one shard; ``norm`` turns a replica's names into replica-free text for the
-    signature that decides whether two replicas look alike."""
+    """Draws one shard: the PodCliqueSet box, then each replica that does not look like an
+    earlier one (same boxes once the ``<pcs>-<i>`` prefix is ignored), then the notes."""
 
     def __init__(self, shard: str, objects: Iterable[Mapping[str, Any]]) -> None:
         self.namespace, _, self.pcs = shard.partition("/")
@@ -267,8 +295,8 @@ class _Builder:
         base = f"{self.pcs}-{index}"
         for gang in gangs:
             gname = _name(gang)
-            spec = gang.get("spec") if isinstance(gang.get("spec"), Mapping) else {}
-            assert isinstance(spec, Mapping)
+            raw = gang.get("spec")
+            spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
             scaled = gname != base
             lines = ["PodGang " + gname, "scaled gang" if scaled else "base gang"]
             topo = _annotation(gang, TOPOLOGY_NAME)
@@ -299,7 +327,7 @@ class _Builder:
             self._gang_objects(gang, g, prefix, add)
         return out
 
-    def _gang_objects(self, gang: Mapping[str, Any], g: int, prefix: str, add: Any) -> None:
+    def _gang_objects(self, gang: Mapping[str, Any], g: int, prefix: str, add: _Add) -> None:
         gname = _name(gang)
         placed: dict[str, list[tuple[str, int]]] = {}
         refs = [r for r in _json_list(_annotation(gang, GANG_OBJECTS)) if isinstance(r, Mapping)]
@@ -321,10 +349,10 @@ class _Builder:
             add(Node(f"o:{gname}/...", (f"{len(refs) - MAX_CHILDREN} more gang objects not drawn",), "note"), g, True)
 
     def _parts(
-        self, okey: str, items: list[tuple[Mapping[str, Any], list[Any]]], o: int, prefix: str, add: Any
+        self, okey: str, items: list[tuple[Mapping[str, Any], list[Any]]], o: int, prefix: str, add: _Add
     ) -> None:
         by_name: dict[str, int] = {}
-        for item, children in items[:MAX_CHILDREN]:
+        for item, children in _parents_first(items[:MAX_CHILDREN]):
             name = str(item["name"])
             ref_field = _parent_ref(item)
             parent = by_name.get(ref_field[1], o) if ref_field else o
