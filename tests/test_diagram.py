@@ -166,6 +166,7 @@ def test_size_is_capped(tmp_path: Path) -> None:
             o["spec"]["podgroups"][0]["minReplicas"] = int(o["metadata"]["name"].split("-")[1])
     g = diagram.build_graph("ml/inf", objects)
     assert len(g.nodes) <= diagram.MAX_NODES
+    assert len(diagram.to_mermaid(g)) < 50_000  # Mermaid's default maxTextSize
     note = [n for n in _labels(g, "note") if "not drawn" in n[0]]
     assert note and note[0][0].endswith(f"diagram size cap of {diagram.MAX_NODES} nodes")
     # Many podgroups in one gang: MAX_CHILDREN drawn, the rest counted.
