@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-browser.sh  # chromium + mermaid for the diagram browser test; never fails
 .venv/bin/ruff check grove_gitops backends tests
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"

@@ -8,13 +8,20 @@ its semantic summary — scheduler switch, PodGangs added/removed, gang settings
 pods added / removed / replaced — followed by one collapsed ``<details>`` per object with its
 unified diff: gang and topology objects first, pods last. Everything is collapsed because
 the summary above already states what the gang objects say; the diffs are for checking.
+
+Between a shard's summary and its diffs sits its gang-structure diagram
+(:mod:`grove_gitops.output.diagram`): before and after with the changed nodes marked, or
+one collapsed diagram when the structure did not change. Diagrams are the first thing
+dropped when the comment outgrows its size budget: when the report needs more parts with
+them than without, each is replaced by a one-line note saying so.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from grove_gitops.diff.report import Report
 from grove_gitops.diff.semantic import ShardSummary
@@ -30,6 +37,7 @@ from grove_gitops.diff.views import (
     shard_title,
     summary_bullets,
 )
+from grove_gitops.output import diagram
 
 MARKER = "<!-- grove-gitops-diff -->"
 #: Between parts when all of them go to one stream (stdout, the ``--out`` file).
@@ -148,16 +156,81 @@ def _continuation(shard: str) -> str:
     return f"### {shard_title(shard, code)} (continued)\n\n"
 
 
-def report_blocks(report: Report, rerun_hint: str = "", plan_blocks: Sequence[Block] = ()) -> list[Block]:
+DIAGRAM_DROPPED = (
+    "*Gang structure diagram left out: with the diagrams this comment would need more parts"
+    " than its size budget allows without them (see `--max-chars`).*\n\n"
+)
+DIAGRAM_TOO_LARGE = "*Gang structure diagram left out: alone it is larger than one comment part.*\n\n"
+DIAGRAM_LEGEND = "Marked nodes: green = new (or drawn now and not before), amber = changed, red dashed = removed."
+
+
+def _non_pods_by_shard(objects: Mapping[Any, Any]) -> dict[str, list[dict[str, Any]]]:
+    """A side's non-Pod objects per shard (pods are most of a tree and never drawn)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, obj in objects.items():
+        if key.kind != "Pod":
+            out.setdefault(key.shard, []).append(obj.obj)
+    return out
+
+
+def _diagram_text(shard: str, base: list[dict[str, Any]], head: list[dict[str, Any]], labels: tuple[str, str]) -> str:
+    """The shard's gang structure before and after, or ``""`` when neither side has a PodGang."""
+    before, after = diagram.build_graph(shard, base), diagram.build_graph(shard, head)
+    if before.empty and after.empty:
+        return ""
+    if after.empty:
+        return (
+            "<details><summary>Gang structure (removed)</summary>\n\n"
+            + diagram.fenced(diagram.to_mermaid(before))
+            + "\n</details>\n\n"
+        )
+    if before.empty:
+        return (
+            "<details open><summary>Gang structure (new)</summary>\n\n"
+            + diagram.fenced(diagram.to_mermaid(after))
+            + "\n</details>\n\n"
+        )
+    old_marks, new_marks = diagram.mark_changes(before, after)
+    if not old_marks and not new_marks:
+        return (
+            "<details><summary>Gang structure (unchanged)</summary>\n\n"
+            + diagram.fenced(diagram.to_mermaid(after))
+            + "\n</details>\n\n"
+        )
+    return (
+        "<details open><summary>Gang structure: before → after</summary>\n\n"
+        f"**Before** ({code(labels[0])})\n\n"
+        + diagram.fenced(diagram.to_mermaid(before, old_marks))
+        + f"\n**After** ({code(labels[1])})\n\n"
+        + diagram.fenced(diagram.to_mermaid(after, new_marks))
+        + f"\n{DIAGRAM_LEGEND}\n\n</details>\n\n"
+    )
+
+
+def _diagram_block(text: str, shard: str) -> Block:
+    """Indivisible: a Mermaid fence cut in half would break the rest of the comment."""
+    return Block(text, shard, _continuation(shard), lambda budget: DIAGRAM_TOO_LARGE[:budget])
+
+
+def report_blocks(
+    report: Report, rerun_hint: str = "", plan_blocks: Sequence[Block] = (), diagrams: bool = True
+) -> list[Block]:
     """The overview, the rollout plan (given by the caller: ``grove_gitops.plan`` builds on
-    this package, not the reverse), then every shard's summary and object diffs."""
+    this package, not the reverse), then every shard's summary, gang diagram (a note saying
+    it was left out when ``diagrams`` is false) and object diffs."""
     if report.identical:
         n = len(report.head.objects)
         return [Block(f"**No changes:** the rendered output is identical ({n} objects).\n")]
     blocks = [Block(_overview(report))]
     blocks += plan_blocks
+    base = _non_pods_by_shard(report.base.objects)
+    head = _non_pods_by_shard(report.head.objects)
+    labels = (report.base.label, report.head.label)
     for s in report.shards:
         blocks.append(Block(_shard_summary(s), s.shard, _continuation(s.shard)))
+        chart = _diagram_text(s.shard, base.get(s.shard, []), head.get(s.shard, []), labels)
+        if chart:
+            blocks.append(_diagram_block(chart if diagrams else DIAGRAM_DROPPED, s.shard))
         blocks += [_object_block(d, s.shard, rerun_hint) for d in s.diffs]
     return blocks
 
@@ -184,11 +257,24 @@ def render_markdown(
     ``plan_blocks`` are the rollout plan's Markdown blocks
     (:func:`grove_gitops.plan.formats.markdown_blocks`), placed after the overview.
     ``lead_blocks`` (the PR check's feasibility section) go right after the overview, or
-    after *No changes*: unlike the plan they matter even when nothing changed.
+    after *No changes*: unlike the plan they matter even when nothing changed. The gang
+    diagrams stay only when they cost no extra part.
     """
-    blocks = report_blocks(report, rerun_hint, plan_blocks)
-    blocks[1:1] = lead_blocks
-    return pack(blocks, max_chars, lambda i, n: _header(report, title, key, i, n))
+
+    def header(i: int, n: int) -> str:
+        return _header(report, title, key, i, n)
+
+    def blocks(diagrams: bool) -> list[Block]:
+        out = report_blocks(report, rerun_hint, plan_blocks, diagrams=diagrams)
+        out[1:1] = lead_blocks
+        return out
+
+    parts = pack(blocks(True), max_chars, header)
+    if len(parts) > 1:  # diagrams go first: drop them all if that saves a part
+        lean = pack(blocks(False), max_chars, header)
+        if len(lean) < len(parts):
+            return lean
+    return parts
 
 
 def part_header(report: Report, title: str, key: str, i: int, n: int) -> str:

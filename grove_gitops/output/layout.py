@@ -34,7 +34,7 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
 from grove_gitops.load.yamlio import MAX_OBJECT_BYTES
-from grove_gitops.output import parallel
+from grove_gitops.output import diagram, parallel
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
@@ -129,6 +129,8 @@ class _Summary:
     podcliquesets: dict[tuple[str, str], str] = field(default_factory=dict)
     shard_counts: dict[str, Counter[str]] = field(default_factory=dict)
     shard_gangs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    #: Every non-Pod object of each PodCliqueSet shard, for the gang-structure diagram.
+    shard_objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     objects: int = 0
 
 
@@ -164,6 +166,8 @@ def _add_objects(
         summary.shard_counts.setdefault(item.shard, Counter())[kind] += 1
         if kind == "PodGang":
             summary.shard_gangs.setdefault(item.shard, []).append(_gang_row(obj))
+        if kind != "Pod" and item.shard != CLUSTER_SHARD:
+            summary.shard_objects.setdefault(item.shard, []).append(obj)
 
 
 def _merge(tree: Tree, summary: _Summary, files: dict[str, bytes]) -> None:
@@ -293,6 +297,9 @@ def _shard_readme(shard: str, source_file: str, summary: _Summary) -> str:
     lines += ["", "## Gangs", "", "| PodGang | scheduler | podgroups (minReplicas) |", "| --- | --- | --- |"]
     for name, scheduler, groups in summary.shard_gangs.get(shard, []):
         lines.append(f"| `{name}` | {scheduler} | {groups} |")
+    chart = diagram.shard_diagram(shard, summary.shard_objects.get(shard, ()))
+    if chart:
+        lines += ["", "## Gang structure", "", diagram.README_LEGEND, "", diagram.fenced(chart).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
