@@ -20,11 +20,11 @@ from grove_gitops import __version__
 from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
+from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.plancli import plan_command
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
-from grove_gitops.render import plan_source
 
 
 def _report(exc: GroveGitopsError) -> None:
@@ -83,9 +83,9 @@ def main() -> None:
 def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
+    n_jobs = default_jobs() if jobs is None else jobs
     try:
-        plan = plan_source(source)
-        tree = render_to(plan, out, default_jobs() if jobs is None else jobs)
+        outcome = render_source_tree(source, out, n_jobs, single=lambda plan: render_to(plan, out, n_jobs))
     except GroveGitopsError as exc:
         if as_json:
             click.echo(json_document(False, _error_problems(exc)))
@@ -93,19 +93,22 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
             _report(exc)
         sys.exit(1)
     sink = WarningSink(quiet=quiet)
-    acks = plan.config.acknowledgedWarnings
+    tree, acks, n_pcs = outcome.tree, outcome.acknowledged, outcome.podcliquesets
+    fleet = f" for {len(outcome.clusters)} cluster(s) ({', '.join(c.name for c in outcome.clusters)})" if outcome.clusters else ""
     if as_json:
         shown = sink.select(tree.warnings, acks)
-        summary = {"podCliqueSets": len(plan.items), "objects": tree.objects, "files": len(tree.files)}
+        summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}
+        if outcome.clusters:
+            summary["clusters"] = {c.name: {"podCliqueSets": len(c.plan.items), "objects": c.tree.objects} for c in outcome.clusters}
         click.echo(json_document(True, [from_warning(w) for w in shown], **summary))
         return
     sink.emit(tree.warnings, lambda line: click.echo(line, err=True), acks)
     if quiet:
         return
     if out is not None:
-        click.echo(f"rendered {len(plan.items)} PodCliqueSet(s) into {tree.objects} objects, {len(tree.files)} files in {out}")
+        click.echo(f"rendered {n_pcs} PodCliqueSet(s){fleet} into {tree.objects} objects, {len(tree.files)} files in {out}")
     else:
-        click.echo(f"{len(plan.items)} PodCliqueSet(s) valid")
+        click.echo(f"{n_pcs} PodCliqueSet(s) valid{fleet}")
 
 
 @main.command()
