@@ -35,8 +35,7 @@ from grove_gitops.gitops import trailers
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
 from grove_gitops.gitops.repo import SourceCommit, Workspace
-from grove_gitops.output.layout import build_tree_from_plan
-from grove_gitops.render import plan_source
+from grove_gitops.fleet.output import render_source_tree
 
 log = logging.getLogger("grove_gitops.controller")
 
@@ -206,8 +205,8 @@ class Controller:
             except BaseException:
                 self._exported = None  # the export directory's content is unknown: start over next time
                 raise
-            plan = plan_source(self._source_dir, self.cache)
-            tree = build_tree_from_plan(plan, self.cache, jobs=cfg.jobs)
+            # One commit for every cluster of a fleet; a plain source renders as before.
+            tree = render_source_tree(self._source_dir, None, cfg.jobs, self.cache).tree
         except InvalidInputError as exc:
             prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
             self._fail(commit, result, [f"{prefix}{p}" for p in exc.problems])

@@ -1,0 +1,253 @@
+"""Fleet mode (issue 12): Cluster objects, OUT/<cluster>/, per-cluster validation, diff, cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from grove_gitops.cache import RenderCache
+from grove_gitops.cli import main
+from grove_gitops.diff.report import build_report
+from grove_gitops.diff.sides import side_from_source
+from grove_gitops.errors import InvalidInputError
+from grove_gitops.fleet.output import render_source_tree
+from grove_gitops.fleet.plan import rewrite_image
+from grove_gitops.output.writer import render_to
+from grove_gitops.render import plan_source
+from tests.support import PROJECT
+
+FLEET = PROJECT / "examples-fleet"
+EXAMPLES = PROJECT / "examples"
+
+
+def _copy(tmp_path: Path, src: Path = FLEET) -> Path:
+    dest = tmp_path / "src"
+    shutil.copytree(src, dest)
+    return dest
+
+
+def _read(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _load(data: bytes) -> dict[str, object]:
+    loaded = yaml.safe_load(data)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_without_cluster_objects_the_output_is_todays_byte_for_byte(tmp_path: Path) -> None:
+    """examples/ has no Cluster: the CLI writes exactly what the single-cluster pipeline writes."""
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["render", str(EXAMPLES), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    direct = tmp_path / "direct"
+    render_to(plan_source(EXAMPLES), direct)
+    assert _read(out) == _read(direct)
+    assert not any(part in ("_flux", "_argocd") for rel in _read(out) for part in Path(rel).parts)
+    assert "clusters" not in json.loads((out / "render.meta").read_text())
+    assert result.output.startswith("rendered 1 PodCliqueSet(s) into ")
+
+
+def test_two_clusters_render_complete_trees(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["render", str(FLEET), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "for 2 cluster(s) (prod-kai, staging-volcano)" in result.output
+    meta = json.loads((out / "render.meta").read_text())
+    assert meta["generator"] == "grove-gitops"
+    assert meta["clusters"]["prod-kai"]["kubernetesVersion"] == "1.37"
+    assert meta["clusters"]["staging-volcano"]["kubernetesVersion"] == "1.35"
+    assert meta["clusters"]["prod-kai"]["podCliqueSets"] == ["inference/embedder", "inference/llama-disagg"]
+    assert meta["clusters"]["staging-volcano"]["podCliqueSets"] == ["inference/embedder"]
+    for cluster in ("prod-kai", "staging-volcano"):
+        root = out / cluster
+        assert (root / "kustomization.yaml").is_file() and (root / "README.md").is_file()
+        assert json.loads((root / "render.meta").read_text())["generator"] == "grove-gitops"
+    # KAI cluster: topology objects, KAI PodGroups in its queue, images from the mirror.
+    kai = out / "prod-kai"
+    assert (kai / "_cluster" / "10-topology.kai.scheduler--gpu-fabric.yaml").is_file()
+    group = _load((kai / "inference/embedder/20-podgroup.scheduling.run.ai--embedder-0.yaml").read_bytes())
+    assert group["spec"]["queue"] == "inference-prod"  # type: ignore[index]
+    pods = sorted((kai / "inference/embedder").glob("30-pod--*.yaml"))
+    assert len(pods) == 4  # replicas 2 x 2 pods
+    for pod in pods:
+        containers = _load(pod.read_bytes())["spec"]["containers"]  # type: ignore[index]
+        assert containers[0]["image"] == "mirror.prod.example.com/ai/example/embedder:2.0.0"
+    # Volcano cluster: its own queue, replicas override, unchanged images, no topology, the Queue object.
+    vol = out / "staging-volcano"
+    assert not list(vol.rglob("*topology*"))
+    assert (vol / "_cluster" / "10-queue.scheduling.volcano.sh--staging.yaml").is_file()
+    group = _load((vol / "inference/embedder/20-podgroup.scheduling.volcano.sh--embedder-0.yaml").read_bytes())
+    assert group["spec"]["queue"] == "staging"  # type: ignore[index]
+    assert not (vol / "inference/embedder/20-podgang.scheduler.grove.io--embedder-1.yaml").exists()
+    pods = sorted((vol / "inference/embedder").glob("30-pod--*.yaml"))
+    assert len(pods) == 2
+    assert _load(pods[0].read_bytes())["spec"]["containers"][0]["image"] == "ghcr.io/example/embedder:2.0.0"  # type: ignore[index]
+    assert not (vol / "inference" / "llama-disagg").exists()
+
+
+def test_each_cluster_tree_is_what_a_single_cluster_source_renders(tmp_path: Path) -> None:
+    """Without overrides a cluster's tree equals the render of a plain source with its files."""
+    src = tmp_path / "fleet"
+    (src / "kai").mkdir(parents=True)
+    shutil.copy(FLEET / "config/kai/operator-configuration.yaml", src / "kai/op.yaml")
+    shutil.copy(FLEET / "config/kai/render-configuration.yaml", src / "kai/render.yaml")
+    shutil.copytree(FLEET / "topology", src / "topology")
+    shutil.copytree(FLEET / "workloads", src / "workloads")
+    plain = tmp_path / "plain"
+    shutil.copytree(src, plain)
+    for name in ("embedder.yaml", "llama-disagg.yaml"):  # the KAI queue the override would set
+        path = plain / "workloads" / name
+        path.write_text(path.read_text().replace("  labels:\n", "  labels:\n    kai.scheduler/queue: q\n", 1))
+    (src / "cluster.yaml").write_text(
+        "apiVersion: gitops.grove.io/v1alpha1\nkind: Cluster\nmetadata: {name: one}\n"
+        "spec:\n  operatorConfiguration: {path: kai/op.yaml}\n  renderConfiguration: {path: kai/render.yaml}\n"
+        "  clusterTopologyBindings: [{path: topology/gpu-fabric.yaml}]\n  overrides: {queue: q}\n"
+    )
+    fleet = render_source_tree(src).tree.files
+    single = render_source_tree(plain).tree.files
+    own = {k[len("one/") :]: v for k, v in fleet.items() if k.startswith("one/") and not k.startswith(("one/_flux/", "one/_argocd/"))}
+    assert own == single
+
+
+def test_a_workload_invalid_on_one_cluster_is_reported_for_that_cluster(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    path = src / "clusters/staging-volcano.yaml"
+    text = path.read_text().replace("        - {key: topology, operator: DoesNotExist}\n", "")
+    path.write_text(text.replace("    selector:\n      matchExpressions:\n", ""))
+    result = CliRunner().invoke(main, ["validate", str(src)])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert lines and all(line.endswith("[cluster staging-volcano]") for line in lines), lines
+    assert any(line.startswith("error: workloads/llama-disagg.yaml: spec.template.topologyConstraint") for line in lines)
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        ("metadata: {name: Prod_KAI}", "c.yaml: metadata.name: Invalid value: 'Prod_KAI'"),
+        ("metadata: {name: ../x}", "c.yaml: metadata.name: Invalid value: '../x'"),
+        ("metadata: {}", "c.yaml: metadata.name: Required value"),
+        ("metadata: {name: a}\nspec: {workload: {}}", "c.yaml: spec.workload: field not declared in schema"),
+        (
+            "metadata: {name: a}\nspec: {operatorConfiguration: {path: ../../etc/passwd}}",
+            "c.yaml: spec.operatorConfiguration.path: Invalid value: '../../etc/passwd': must stay inside the source tree",
+        ),
+        (
+            "metadata: {name: a}\nspec: {renderConfiguration: {path: /etc/x.yaml}}",
+            "c.yaml: spec.renderConfiguration.path: Invalid value: '/etc/x.yaml': must be a relative path",
+        ),
+        (
+            "metadata: {name: a}\nspec: {renderConfiguration: {name: x, path: y.yaml}}",
+            "c.yaml: spec.renderConfiguration: Invalid value",
+        ),
+        (
+            "metadata: {name: a}\nspec: {operatorConfiguration: {name: nope}}",
+            "c.yaml: spec.operatorConfiguration.name: Not found: no OperatorConfiguration with name 'nope' in the "
+            "source tree [cluster a]",
+        ),
+        (
+            "metadata: {name: a}\nspec: {overrides: {replicas: {inference/nope: 1}}}",
+            "c.yaml: spec.overrides.replicas[inference/nope]: Not found",
+        ),
+        (
+            "metadata: {name: a}\nspec: {overrides: {defaultSchedulerProfile: volcano}}",
+            "c.yaml: spec.overrides.defaultSchedulerProfile: Unsupported value: 'volcano'",
+        ),
+        ("metadata: {name: a}\nspec: {workloads: {paths: ['a/../../b']}}", "c.yaml: spec.workloads.paths[0]: Invalid value"),
+    ],
+)
+def test_cluster_objects_are_validated_strictly(tmp_path: Path, cluster: str, expected: str) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "c.yaml").write_text(f"apiVersion: gitops.grove.io/v1alpha1\nkind: Cluster\n{cluster}\n")
+    shutil.copytree(FLEET / "workloads", src / "workloads")
+    result = CliRunner().invoke(main, ["validate", str(src)])
+    assert result.exit_code == 1, result.output
+    assert any(line.startswith(f"error: {expected}") for line in result.output.splitlines()), result.output
+    assert "Traceback" not in result.output
+
+
+def test_duplicate_cluster_names_are_an_error(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    shutil.copy(src / "clusters/prod-kai.yaml", src / "clusters/again.yaml")
+    with pytest.raises(InvalidInputError) as err:
+        render_source_tree(src)
+    assert 'clusters/prod-kai.yaml: metadata.name: duplicate Cluster "prod-kai" (also in clusters/again.yaml)' in str(err.value)
+
+
+def test_second_configurations_are_an_error_only_without_clusters(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    shutil.rmtree(src / "clusters")
+    with pytest.raises(InvalidInputError) as err:
+        render_source_tree(src)
+    assert "a second OperatorConfiguration" in str(err.value)
+
+
+def test_unselected_workloads_and_unused_configurations_are_warned_about(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    (src / "config/spare.yaml").write_text("apiVersion: gitops.grove.io/v1alpha1\nkind: RenderConfiguration\nmetadata: {name: spare}\n")
+    path = src / "clusters/prod-kai.yaml"
+    path.write_text(path.read_text().replace("    paths: [workloads/]\n", "    paths: [workloads/]\n    selector: {matchLabels: {app: embedder}}\n"))
+    warnings = render_source_tree(src).tree.warnings
+    assert "config/spare.yaml: RenderConfiguration is used by no Cluster; ignored" in warnings
+    assert "workloads/llama-disagg.yaml: PodCliqueSet llama-disagg is selected by no Cluster; not rendered" in warnings
+
+
+def test_json_output_counts_per_cluster() -> None:
+    result = CliRunner().invoke(main, ["validate", str(FLEET), "--output", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["ok"] and doc["clusters"]["staging-volcano"]["podCliqueSets"] == 1
+
+
+def test_diff_groups_changes_per_cluster(tmp_path: Path) -> None:
+    head = _copy(tmp_path)
+    path = head / "workloads/embedder.yaml"
+    path.write_text(path.read_text().replace("embedder:2.0.0", "embedder:2.1.0"))
+    report = build_report(side_from_source(FLEET, "base", "base"), side_from_source(head, "head", "head"))
+    shards = [s.shard for s in report.shards]
+    assert "prod-kai/inference/embedder" in shards and "staging-volcano/inference/embedder" in shards
+    clusters = [s.split("/")[0] for s in shards]
+    assert clusters == sorted(clusters)  # every cluster's shards together
+
+
+def test_changing_one_clusters_configuration_re_renders_only_that_cluster(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    cache = RenderCache()
+    cache.start()
+    render_source_tree(src, cache=cache)
+    cache.finish()
+    assert cache.misses == 3  # 2 PodCliqueSets on prod-kai, 1 on staging-volcano
+    cache.start()
+    render_source_tree(src, cache=cache)
+    cache.finish()
+    assert (cache.hits, cache.misses) == (3, 0)
+    op = src / "config/volcano/operator-configuration.yaml"
+    op.write_text(op.read_text() + "logLevel: debug\n")
+    cache.start()
+    render_source_tree(src, cache=cache)
+    cache.finish()
+    assert (cache.hits, cache.misses) == (2, 1)  # only staging-volcano's embedder
+
+
+def test_rewrite_image() -> None:
+    assert rewrite_image("nvcr.io/nvidia/x:1", "m.example/ai") == "m.example/ai/nvidia/x:1"
+    assert rewrite_image("vllm/vllm:1", "m.example") == "m.example/vllm/vllm:1"
+    assert rewrite_image("nginx", "m.example") == "m.example/nginx"
+    assert rewrite_image("localhost:5000/a@sha256:ab", "m.example") == "m.example/a@sha256:ab"
+
+
+def test_output_of_a_fleet_is_replaced_and_never_read_back(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    out = src / "rendered"
+    for _ in range(2):  # the second render must neither read the first nor refuse to replace it
+        result = CliRunner().invoke(main, ["render", str(src), "--out", str(out)])
+        assert result.exit_code == 0, result.output
