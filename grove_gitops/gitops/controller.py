@@ -31,11 +31,11 @@ from pathlib import Path
 from grove_gitops import __version__
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
+from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
 from grove_gitops.gitops.repo import SourceCommit, Workspace
-from grove_gitops.fleet.output import render_source_tree
 
 log = logging.getLogger("grove_gitops.controller")
 
