@@ -172,6 +172,11 @@ def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
     help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).",
 )
 @click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
+@click.option(
+    "--hydrator-files",
+    is_flag=True,
+    help="Also write Argo CD Source Hydrator files (hydrator.metadata, README.md, .gitattributes) per shard.",
+)
 @JOBS_OPTION
 def controller(
     repo: str,
@@ -184,6 +189,7 @@ def controller(
     interval: float,
     metrics_address: str,
     author: str,
+    hydrator_files: bool,
     jobs: int | None,
 ) -> None:
     """Render every new source commit of REPO and push the output for Argo CD / Flux."""
@@ -202,6 +208,7 @@ def controller(
             metrics_address=metrics_address,
             author=author,
             jobs=default_jobs() if jobs is None else jobs,
+            hydrator=hydrator_files,
         )
     )
 
