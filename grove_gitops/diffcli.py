@@ -40,6 +40,7 @@ from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.fleet.diff import changes_per_cluster
 from grove_gitops.plan.compute import build_plan
 from grove_gitops.plan.formats import markdown_blocks, unavailable_block
 from grove_gitops.plan.model import PlanError
@@ -284,12 +285,15 @@ def diff_command(
         else:
             click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    grouped = changes_per_cluster(report)
     if as_json:
         totals = report.totals()
+        extra = {"clusters": {name: [s.shard for s in shards] for name, shards in grouped.items()}} if grouped else {}
         click.echo(
             json_document(
                 True,
                 problems,
+                **extra,
                 identical=report.identical,
                 totals={
                     "added": totals.added,
@@ -311,3 +315,5 @@ def diff_command(
             f"{totals.modified} modified, {totals.replaced} replaced{parts_note}{where}",
             err=True,
         )
+        for name, shards in grouped.items():
+            click.echo(f"  cluster {name}: {len(shards)} shard(s) changed", err=True)

@@ -33,6 +33,7 @@ def side_from_source(root: Path, label: str, side: str) -> Side:
         list(tree.warnings),
         list(outcome.acknowledged),
         outcome.update_strategies,
+        [c.name for c in outcome.clusters],
     )
 
 

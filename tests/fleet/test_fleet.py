@@ -251,3 +251,19 @@ def test_output_of_a_fleet_is_replaced_and_never_read_back(tmp_path: Path) -> No
     for _ in range(2):  # the second render must neither read the first nor refuse to replace it
         result = CliRunner().invoke(main, ["render", str(src), "--out", str(out)])
         assert result.exit_code == 0, result.output
+
+
+def test_diff_cli_lists_changes_per_cluster(tmp_path: Path) -> None:
+    head = _copy(tmp_path)
+    path = head / "clusters/staging-volcano.yaml"
+    path.write_text(path.read_text().replace("inference/embedder: 1", "inference/embedder: 2"))
+    result = CliRunner().invoke(main, ["diff", str(FLEET), str(head), "--format", "text"])
+    assert result.exit_code == 0, result.stderr
+    assert "  cluster prod-kai: 0 shard(s) changed" in result.stderr
+    assert "  cluster staging-volcano: 2 shard(s) changed" in result.stderr  # the shard and its _flux wiring
+    as_json = CliRunner().invoke(main, ["diff", str(FLEET), str(head), "--output", "json"])
+    doc = json.loads(as_json.stdout)
+    assert doc["clusters"] == {
+        "prod-kai": [],
+        "staging-volcano": ["staging-volcano/_flux", "staging-volcano/inference/embedder"],
+    }
