@@ -267,3 +267,24 @@ def test_diff_cli_lists_changes_per_cluster(tmp_path: Path) -> None:
         "prod-kai": [],
         "staging-volcano": ["staging-volcano/_flux", "staging-volcano/inference/embedder"],
     }
+
+
+def test_plan_of_a_fleet_is_per_cluster(tmp_path: Path) -> None:
+    """The same PodCliqueSet on two clusters has the same pod hostnames: planned per cluster."""
+    head = _copy(tmp_path)
+    path = head / "workloads/embedder.yaml"
+    path.write_text(path.read_text().replace("embedder:2.0.0", "embedder:2.1.0"))
+    result = CliRunner().invoke(main, ["plan", str(FLEET), str(head)])
+    assert result.exit_code == 0, result.stderr
+    assert "prod-kai/inference/embedder: RollingRecreate; 4 pods replaced in 4 steps" in result.stdout
+    assert "staging-volcano/inference/embedder: RollingRecreate; 2 pods replaced in 2 steps" in result.stdout
+
+
+def test_watch_renders_a_fleet(tmp_path: Path) -> None:
+    from grove_gitops.gitops.watch import render_once
+
+    lines: list[str] = []
+    out = tmp_path / "out"
+    assert render_once(FLEET, out, lines.append, RenderCache())
+    assert (out / "prod-kai" / "kustomization.yaml").is_file() and (out / "staging-volcano" / "_flux").is_dir()
+    assert lines[-1].startswith("rendered 3 PodCliqueSet(s)")
