@@ -13,6 +13,7 @@ inside the source tree. Everything is validated strictly, with ``file: field: me
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -22,6 +23,9 @@ from grove_gitops.api.base import ObjectMeta, StrictModel
 from grove_gitops.errors import InputProblem
 from grove_gitops.validation.fielderrors import from_pydantic
 from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+
+#: The Flux CRD's pattern for ``spec.interval`` (a Go duration).
+_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
 
 
 class ConfigRef(StrictModel):
@@ -223,6 +227,20 @@ def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, l
         InputProblem(file, "spec.gitops.flux.sourceRef.name", f"Invalid value: {wiring.flux.sourceRef.name!r}: {p}")
         for p in dns1123_subdomain_problems(wiring.flux.sourceRef.name)
     ]
+    problems += [
+        InputProblem(file, "spec.gitops.argocd.project", f"Invalid value: {wiring.argocd.project!r}: {p}")
+        for p in dns1123_subdomain_problems(wiring.argocd.project)
+    ]
+    if not _DURATION_RE.match(wiring.flux.interval):
+        problems.append(
+            InputProblem(file, "spec.gitops.flux.interval", f"Invalid value: {wiring.flux.interval!r}: a duration such as 10m or 1h30m")
+        )
+    for where, value in (
+        ("spec.gitops.targetRevision", wiring.targetRevision),
+        ("spec.gitops.argocd.destinationName", wiring.argocd.destinationName or "x"),
+    ):
+        if not value or len(value) > 253 or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            problems.append(InputProblem(file, where, "Invalid value: 1 to 253 characters on one line"))
     if wiring.path:
         problems += [
             InputProblem(file, "spec.gitops.path", f"Invalid value: {wiring.path!r}: {p}") for p in path_problems(wiring.path)

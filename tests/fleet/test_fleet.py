@@ -162,6 +162,10 @@ def test_a_workload_invalid_on_one_cluster_is_reported_for_that_cluster(tmp_path
             "c.yaml: spec.overrides.defaultSchedulerProfile: Unsupported value: 'volcano'",
         ),
         ("metadata: {name: a}\nspec: {workloads: {paths: ['a/../../b']}}", "c.yaml: spec.workloads.paths[0]: Invalid value"),
+        ("metadata: {name: a}\nspec: {gitops: {argocd: {project: 'Admin Project'}}}", "c.yaml: spec.gitops.argocd.project: Invalid"),
+        ("metadata: {name: a}\nspec: {gitops: {flux: {interval: soon}}}", "c.yaml: spec.gitops.flux.interval: Invalid value: 'soon'"),
+        ("metadata: {name: a}\nspec: {gitops: {path: ../up}}", "c.yaml: spec.gitops.path: Invalid value: '../up'"),
+        ("metadata: {name: a}\nspec: {gitops: {flux: {sourceRef: {name: Bad_Name}}}}", "c.yaml: spec.gitops.flux.sourceRef.name"),
     ],
 )
 def test_cluster_objects_are_validated_strictly(tmp_path: Path, cluster: str, expected: str) -> None:
