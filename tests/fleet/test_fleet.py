@@ -292,3 +292,29 @@ def test_watch_renders_a_fleet(tmp_path: Path) -> None:
     assert render_once(FLEET, out, lines.append, RenderCache())
     assert (out / "prod-kai" / "kustomization.yaml").is_file() and (out / "staging-volcano" / "_flux").is_dir()
     assert lines[-1].startswith("rendered 3 PodCliqueSet(s)")
+
+
+def test_default_profile_and_queue_overrides_reach_the_gang_objects(tmp_path: Path) -> None:
+    """One OperatorConfiguration with two profiles: the Cluster picks the one an empty
+    schedulerName resolves to, and the queue replaces clique-level queue keys too."""
+    src = tmp_path / "src"
+    (src / "workloads").mkdir(parents=True)
+    (src / "op.yaml").write_text(
+        "apiVersion: operator.config.grove.io/v1alpha1\nkind: OperatorConfiguration\n"
+        "scheduler:\n  defaultProfileName: kai-scheduler\n  profiles: [{name: kai-scheduler}, {name: volcano}]\n"
+    )
+    text = (FLEET / "workloads/embedder.yaml").read_text()
+    text = text.replace("    cliques:\n      - name: embed\n", "    cliques:\n      - name: embed\n        annotations: {scheduling.grove.io/volcano-queue: old}\n")
+    (src / "workloads/embedder.yaml").write_text(text)
+    (src / "c.yaml").write_text(
+        "apiVersion: gitops.grove.io/v1alpha1\nkind: Cluster\nmetadata: {name: v}\n"
+        "spec:\n  operatorConfiguration: {path: op.yaml}\n"
+        "  overrides: {defaultSchedulerProfile: volcano, queue: fast}\n"
+    )
+    files = render_source_tree(src).tree.files
+    group = _load(files["v/inference/embedder/20-podgroup.scheduling.volcano.sh--embedder-0.yaml"])
+    assert group["spec"]["queue"] == "fast"  # type: ignore[index]
+    pod = next(v for k, v in files.items() if k.startswith("v/inference/embedder/30-pod--"))
+    assert _load(pod)["spec"]["schedulerName"] == "volcano"  # type: ignore[index]
+    assert not any("run.ai" in k for k in files)
+    assert not any(b"volcano-queue: old" in v for v in files.values())  # the clique's own key is replaced
