@@ -190,6 +190,7 @@ def topology_problems(binding: ClusterTopologyBinding) -> list[FieldError]:
 
 class KaiBackend(SchedulerBackend):
     name: ClassVar[str] = NAME
+    queue_key: ClassVar[tuple[str, str] | None] = ("labels", QUEUE_KEY)
     pod_scheduler_name: ClassVar[str] = NAME
     topology_aware: ClassVar[bool] = True
 

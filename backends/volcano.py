@@ -171,6 +171,7 @@ def network_topology(required: Tier | None, preferred: Tier | None) -> dict[str,
 
 class VolcanoBackend(SchedulerBackend):
     name: ClassVar[str] = NAME
+    queue_key: ClassVar[tuple[str, str] | None] = ("annotations", QUEUE_ANNOTATION)
     pod_scheduler_name: ClassVar[str] = NAME
 
     # ------------------------------------------------------------------ admission

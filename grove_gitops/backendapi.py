@@ -81,6 +81,9 @@ class SchedulerBackend:
     pod_scheduler_name: ClassVar[str] = ""
     #: Whether a ClusterTopologyBinding may bind this scheduler to an external topology.
     topology_aware: ClassVar[bool] = False
+    #: Where a PodCliqueSet names its gang queue: ``("labels" | "annotations", key)``, or None
+    #: for a scheduler without queues. A fleet's ``overrides.queue`` writes it there.
+    queue_key: ClassVar[tuple[str, str] | None] = None
 
     def __init__(self, context: BackendContext) -> None:
         self.context = context

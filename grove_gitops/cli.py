@@ -20,7 +20,8 @@ from grove_gitops import __version__
 from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.feasibility.check import apply_mode, check_plan
+from grove_gitops.feasibility.check import check_plan
+from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.plancli import plan_command
@@ -85,11 +86,11 @@ def main() -> None:
 def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
+    n_jobs = default_jobs() if jobs is None else jobs
     try:
-        jobs = default_jobs() if jobs is None else jobs
-        plan = plan_source(source, jobs=jobs)
-        feasibility_warnings = apply_mode(check_plan(plan), plan.config.feasibility)
-        tree = render_to(plan, out, jobs)
+        outcome = render_source_tree(
+            source, out, n_jobs, single=lambda plan: render_to(plan, out, n_jobs), feasibility=True
+        )
     except GroveGitopsError as exc:
         if as_json:
             click.echo(json_document(False, _error_problems(exc)))
@@ -97,20 +98,23 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
             _report(exc)
         sys.exit(1)
     sink = WarningSink(quiet=quiet)
-    acks = plan.config.acknowledgedWarnings
-    tree.warnings = tree.warnings + feasibility_warnings
+    tree, acks, n_pcs = outcome.tree, outcome.acknowledged, outcome.podcliquesets
+    tree.warnings = tree.warnings + outcome.feasibility_warnings  # reported, never in the output's README
+    fleet = f" for {len(outcome.clusters)} cluster(s) ({', '.join(c.name for c in outcome.clusters)})" if outcome.clusters else ""
     if as_json:
         shown = sink.select(tree.warnings, acks)
-        summary = {"podCliqueSets": len(plan.items), "objects": tree.objects, "files": len(tree.files)}
+        summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}
+        if outcome.clusters:
+            summary["clusters"] = {c.name: {"podCliqueSets": len(c.plan.items), "objects": c.tree.objects} for c in outcome.clusters}
         click.echo(json_document(True, [from_warning(w) for w in shown], **summary))
         return
     sink.emit(tree.warnings, lambda line: click.echo(line, err=True), acks)
     if quiet:
         return
     if out is not None:
-        click.echo(f"rendered {len(plan.items)} PodCliqueSet(s) into {tree.objects} objects, {len(tree.files)} files in {out}")
+        click.echo(f"rendered {n_pcs} PodCliqueSet(s){fleet} into {tree.objects} objects, {len(tree.files)} files in {out}")
     else:
-        click.echo(f"{len(plan.items)} PodCliqueSet(s) valid")
+        click.echo(f"{n_pcs} PodCliqueSet(s) valid{fleet}")
 
 
 @main.command()
@@ -174,6 +178,11 @@ def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
     help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).",
 )
 @click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
+@click.option(
+    "--hydrator-files",
+    is_flag=True,
+    help="Also write Argo CD Source Hydrator files (hydrator.metadata, README.md, .gitattributes) per shard.",
+)
 @JOBS_OPTION
 def controller(
     repo: str,
@@ -186,6 +195,7 @@ def controller(
     interval: float,
     metrics_address: str,
     author: str,
+    hydrator_files: bool,
     jobs: int | None,
 ) -> None:
     """Render every new source commit of REPO and push the output for Argo CD / Flux."""
@@ -204,6 +214,7 @@ def controller(
             metrics_address=metrics_address,
             author=author,
             jobs=default_jobs() if jobs is None else jobs,
+            hydrator=hydrator_files,
         )
     )
 

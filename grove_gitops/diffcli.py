@@ -40,7 +40,7 @@ from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.plan.compute import build_plan
+from grove_gitops.fleet.diff import build_fleet_plan, changes_per_cluster
 from grove_gitops.plan.formats import markdown_blocks, unavailable_block
 from grove_gitops.plan.model import PlanError
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
@@ -150,7 +150,7 @@ def plan_blocks(report: Report) -> list[Block]:
     """The rollout plan for the Markdown report; a rendered side the plan cannot read (a
     malformed day-2 annotation) costs the section, not the diff."""
     try:
-        return markdown_blocks(build_plan(report.base, report.head))
+        return markdown_blocks(build_fleet_plan(report.base, report.head))
     except PlanError as exc:
         return [unavailable_block(str(exc))]
 
@@ -284,12 +284,15 @@ def diff_command(
         else:
             click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    grouped = changes_per_cluster(report)
     if as_json:
         totals = report.totals()
+        extra = {"clusters": {name: [s.shard for s in shards] for name, shards in grouped.items()}} if grouped else {}
         click.echo(
             json_document(
                 True,
                 problems,
+                **extra,
                 identical=report.identical,
                 totals={
                     "added": totals.added,
@@ -311,3 +314,5 @@ def diff_command(
             f"{totals.modified} modified, {totals.replaced} replaced{parts_note}{where}",
             err=True,
         )
+        for name, shards in grouped.items():
+            click.echo(f"  cluster {name}: {len(shards)} shard(s) changed", err=True)

@@ -23,7 +23,7 @@ import click
 from grove_gitops.cliopts import output_option
 from grove_gitops.diffcli import InvalidSidesError, check_modes, load_sides, report_invalid
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.plan.compute import build_plan
+from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.plan.formats import render_json, render_text
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document
 
@@ -62,7 +62,7 @@ def plan_command(
     as_json = output == "json"
     try:
         base_side, head_side, _ = load_sides(base, head, rendered, repo, source_path, (base_label, head_label))
-        plan = build_plan(base_side, head_side)
+        plan = build_fleet_plan(base_side, head_side)
     except InvalidSidesError as exc:
         if as_json:
             problems = [from_input_problem(p, e.side) for e in exc.errors for p in e.error.problems]

@@ -253,7 +253,12 @@ def _global_digest(inputs: _Inputs, claim_templates: dict[tuple[str, str], dict[
 def plan_source(root: Path, cache: RenderCache | None = None, jobs: int = 1) -> RenderPlan:
     """Load and validate a whole source tree, or raise :class:`InvalidInputError` with every
     problem of every file. ``jobs`` worker processes parse the files of a large tree."""
-    source = load_source(root, cache, jobs)
+    return plan_loaded(load_source(root, cache, jobs), cache)
+
+
+def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPlan:
+    """:func:`plan_source` of a source already loaded (a fleet plans one virtual source per
+    cluster, ``grove_gitops.fleet``)."""
     inputs = _prepare(source)
     problems = inputs.problems
     claim_templates = _claim_templates(source, inputs.render.defaultNamespace)

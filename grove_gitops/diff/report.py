@@ -25,6 +25,8 @@ class Side:
     #: (namespace, PodCliqueSet) -> update strategy, known for a source side only (a
     #: rendered side carries it in the PodGangs' ``gitops.grove.io/day2`` annotation).
     strategies: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: The clusters of a fleet source side (their trees are ``<cluster>/...``); empty otherwise.
+    clusters: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Turn what the user pointed at (source trees, rendered trees, git refs) into diff sides.
 
 Source trees are rendered in memory with the same pipeline as ``render``
-(:func:`render_source` then :func:`build_tree`), so the diff shows exactly the bytes
+(:func:`render_source_tree`: one tree, or one per cluster of a fleet), so the diff shows exactly the bytes
 ``render`` would write — including file names, waves and GitOps annotations.
 """
 
@@ -17,23 +17,23 @@ from grove_gitops.diff.gitrefs import Extracted, extract, open_repo
 from grove_gitops.diff.model import load_objects, read_tree
 from grove_gitops.diff.report import Side
 from grove_gitops.errors import InvalidInputError
-from grove_gitops.output.layout import build_tree
-from grove_gitops.render import render_source
+from grove_gitops.fleet.output import render_source_tree
 
 
 def side_from_source(root: Path, label: str, side: str) -> Side:
     """Render ``root``; an invalid tree raises :class:`SideInvalidError` naming ``side``."""
     try:
-        result = render_source(root, feasibility=side == "head")
+        outcome = render_source_tree(root, feasibility=side == "head")
     except InvalidInputError as exc:
         raise SideInvalidError(side, label, exc) from exc
-    tree = build_tree(result)
+    tree = outcome.tree
     return Side(
         label,
         load_objects(tree.files),
-        list(result.warnings) + result.feasibility_warnings,
-        list(result.config.acknowledgedWarnings),
-        dict(result.update_strategies),
+        list(tree.warnings) + outcome.feasibility_warnings,
+        list(outcome.acknowledged),
+        outcome.update_strategies,
+        [c.name for c in outcome.clusters],
     )
 
 

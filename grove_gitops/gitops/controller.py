@@ -31,12 +31,11 @@ from pathlib import Path
 from grove_gitops import __version__
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
-from grove_gitops.gitops import trailers
+from grove_gitops.fleet.output import render_source_tree
+from grove_gitops.gitops import hydrator, trailers
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
-from grove_gitops.gitops.repo import SourceCommit, Workspace
-from grove_gitops.output.layout import build_tree_from_plan
-from grove_gitops.render import plan_source
+from grove_gitops.gitops.repo import SourceCommit, Workspace, split_credentials
 
 log = logging.getLogger("grove_gitops.controller")
 
@@ -61,6 +60,8 @@ class ControllerConfig:
     #: Worker processes for PodCliqueSets the cache does not have (``render --jobs``); the
     #: output does not depend on it, so it is not part of the output-shaping digest.
     jobs: int = 1
+    #: Also write Argo CD Source Hydrator files (``hydrator.metadata``, README, ``.gitattributes``).
+    hydrator: bool = False
 
     @property
     def folder_mode(self) -> bool:
@@ -113,6 +114,8 @@ class Controller:
             "source_path": config.source_path.strip("/"),
             "output_path": config.output_path.strip("/"),
         }
+        if config.hydrator:  # absent when off: the digest of existing deployments stays
+            shape["hydrator"] = "argocd"
         self.config_digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
     def __enter__(self) -> Controller:
@@ -206,8 +209,8 @@ class Controller:
             except BaseException:
                 self._exported = None  # the export directory's content is unknown: start over next time
                 raise
-            plan = plan_source(self._source_dir, self.cache, cfg.jobs)
-            tree = build_tree_from_plan(plan, self.cache, jobs=cfg.jobs)
+            # One commit for every cluster of a fleet; a plain source renders as before.
+            tree = render_source_tree(self._source_dir, None, cfg.jobs, self.cache).tree
         except InvalidInputError as exc:
             prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
             self._fail(commit, result, [f"{prefix}{p}" for p in exc.problems])
@@ -227,8 +230,23 @@ class Controller:
             "grove_gitops_render_duration", "Time to render one source commit", time.monotonic() - started
         )
         _pause("after-render")
-        if self.workspace.replace_path(cfg.output_path, tree.files):
-            self.workspace.commit(trailers.message(commit.sha, commit.subject, cfg.source_path, self.config_digest))
+        files = tree.files
+        repo_url = redact(split_credentials(cfg.repo)[0])  # never a token in Git history
+        if cfg.hydrator:
+            dry = hydrator.DryCommit(commit.sha, repo_url, commit.author, commit.date, commit.message)
+            command = f"grove-gitops render {cfg.source_path.strip('/') or '.'} --out {cfg.output_path.strip('/') or 'rendered'}"
+            files = hydrator.hydrate(files, self.workspace.output_files(cfg.output_path), dry, [command])
+        if self.workspace.replace_path(cfg.output_path, files):
+            message = trailers.message(
+                commit.sha,
+                commit.subject,
+                cfg.source_path,
+                self.config_digest,
+                author=commit.author,
+                date=commit.date,
+                repo_url=repo_url,
+            )
+            self.workspace.commit(message)
             result.rendered.append(commit.sha)
             log.info("rendered source commit %s (%d objects)", commit.sha[:12], tree.objects)
         else:

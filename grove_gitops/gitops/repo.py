@@ -30,7 +30,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -90,6 +90,17 @@ def unsafe_tree_path(name: str) -> str | None:
 class SourceCommit:
     sha: str
     subject: str
+    #: ``Name <email>``, ISO 8601 author date and the whole message: the provenance trailers
+    #: and Argo CD hydrator metadata of the rendered commit.
+    author: str = ""
+    date: str = ""
+    message: str = ""
+
+    @classmethod
+    def of(cls, commit: git.Commit) -> SourceCommit:
+        message = commit.message if isinstance(commit.message, str) else commit.message.decode(errors="replace")
+        author = f"{commit.author.name} <{commit.author.email}>"
+        return cls(commit.hexsha, str(commit.summary), author, commit.authored_datetime.isoformat(), message)
 
 
 _ASKPASS_USER = "GROVE_GITOPS_ASKPASS_USER"
@@ -268,7 +279,7 @@ class Workspace:
             return None
         for commit in self.repo.iter_commits(head, first_parent=True, max_count=2000):
             if not self.is_own(commit):
-                return SourceCommit(commit.hexsha, str(commit.summary))
+                return SourceCommit.of(commit)
         return None
 
     def remote_head(self, branch: str) -> str | None:
@@ -315,7 +326,7 @@ class Workspace:
         for commit in reversed(commits):
             if self.is_own(commit):
                 continue
-            out.append(SourceCommit(commit.hexsha, str(commit.summary)))
+            out.append(SourceCommit.of(commit))
         return out
 
     def is_ancestor(self, ancestor: str, head: str) -> bool:
@@ -443,6 +454,13 @@ class Workspace:
             return False
         except git.GitCommandError:
             return True
+
+    def output_files(self, path: str) -> Mapping[str, bytes]:
+        """What is below ``path`` of the output work tree (as last written or checked out)."""
+        if self._written is not None:
+            return self._written
+        prefix = path.strip("/")
+        return self._read_tree(self.workdir / prefix if prefix else self.workdir)
 
     @staticmethod
     def _read_tree(root: Path) -> dict[str, bytes]:

@@ -53,6 +53,7 @@ def run_controller(
     metrics_address: str,
     author: str,
     jobs: int = 1,
+    hydrator: bool = False,
 ) -> int:
     _setup_logging()
     log = logging.getLogger("grove_gitops.controller")
@@ -67,6 +68,7 @@ def run_controller(
         author_name=name,
         author_email=email,
         jobs=jobs,
+        hydrator=hydrator,
     )
     registry = Registry()
     try:

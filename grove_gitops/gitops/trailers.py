@@ -2,7 +2,8 @@
 
 ``Grove-Render-Dry-Sha`` names the source commit a rendered commit was made from; it is how
 the controller finds where to resume and how it recognises (and ignores) its own commits.
-Argo CD's ``Argocd-reference-commit-sha`` is added so Argo tooling shows the link too.
+Argo CD's ``Argocd-reference-commit-sha`` (and ``-author``, ``-subject``, ``-date``,
+``-repourl``, the trailers its Source Hydrator reads) are added so Argo tooling shows the link too.
 ``Grove-Render-Config`` is a digest of what shapes the output besides the source (the
 grove-gitops version and output-affecting flags): when it differs from the running
 controller's, the source head is rendered again without waiting for a new source commit.
@@ -19,13 +20,40 @@ CONFIG = "Grove-Render-Config"
 EXAMINED = "Grove-Render-Examined"
 
 
-def message(source_sha: str, source_subject: str, source_path: str, config: str = "") -> str:
+ARGO_AUTHOR = "Argocd-reference-commit-author"
+ARGO_SUBJECT = "Argocd-reference-commit-subject"
+ARGO_DATE = "Argocd-reference-commit-date"
+ARGO_REPO_URL = "Argocd-reference-commit-repourl"
+
+
+def _one_line(value: str) -> str:
+    """Trailer values must not contain newlines (Argo CD reads them line by line)."""
+    return " ".join(value.split())
+
+
+def message(
+    source_sha: str,
+    source_subject: str,
+    source_path: str,
+    config: str = "",
+    *,
+    author: str = "",
+    date: str = "",
+    repo_url: str = "",
+) -> str:
+    """The rendered commit's message. Besides our own trailers it carries the
+    ``Argocd-reference-commit-*`` trailers Argo CD's Source Hydrator reads (sha, and when
+    known author ``Name <email>``, subject, RFC 3339 date and repository URL), so Argo CD shows
+    the source commit a rendered commit came from."""
     subject = f"Render {source_sha[:12]}: {source_subject}".strip()
     if len(subject) > 120:
         subject = subject[:117] + "..."
     where = source_path or "."
     body = f"Rendered {where} of source commit {source_sha} with grove-gitops {__version__}."
     trailers = f"{DRY_SHA}: {source_sha}\n{VERSION}: {__version__}\n{ARGO_REFERENCE}: {source_sha}"
+    for key, value in ((ARGO_AUTHOR, author), (ARGO_SUBJECT, source_subject), (ARGO_DATE, date), (ARGO_REPO_URL, repo_url)):
+        if (author or date or repo_url) and _one_line(value):
+            trailers += f"\n{key}: {_one_line(value)}"
     if config:
         trailers += f"\n{CONFIG}: {config}"
     return f"{subject}\n\n{body}\n\n{trailers}\n"

@@ -19,10 +19,9 @@ import watchfiles
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.output.layout import build_tree_from_plan
+from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.problems import WarningSink
-from grove_gitops.render import plan_source
 
 
 def timestamped(echo: Callable[[str], None]) -> Callable[[str], None]:
@@ -40,8 +39,8 @@ def render_once(
     if cache is not None:
         cache.start()
     try:
-        plan = plan_source(source, cache)
-        tree = build_tree_from_plan(plan, cache)
+        outcome = render_source_tree(source, None, 1, cache)  # a fleet renders every cluster
+        tree = outcome.tree
         write_tree(tree, out)
     except InvalidInputError as exc:
         for problem in exc.problems:
@@ -54,8 +53,8 @@ def render_once(
     finally:
         if cache is not None:
             cache.finish()
-    (sink or WarningSink()).emit(tree.warnings, echo, plan.config.acknowledgedWarnings)
-    echo(f"rendered {len(plan.items)} PodCliqueSet(s), {len(tree.files)} files in {out}")
+    (sink or WarningSink()).emit(tree.warnings, echo, outcome.acknowledged)
+    echo(f"rendered {outcome.podcliquesets} PodCliqueSet(s), {len(tree.files)} files in {out}")
     return True
 
 

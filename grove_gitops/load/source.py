@@ -47,6 +47,8 @@ INVENTORY_KIND = ("gitops.grove.io/v1alpha1", "NodeInventory")
 #: A ``v1`` Node (``kubectl get nodes -o yaml``) is node inventory, never an output object.
 NODE_KIND = ("v1", "Node")
 HOSTNAME = "kubernetes.io/hostname"
+#: A render target of a fleet (``grove_gitops.fleet``); read raw here, validated there.
+CLUSTER_KIND = ("gitops.grove.io/v1alpha1", "Cluster")
 MAX_FILES = 20_000
 #: Present at the root of every rendered tree (see ``output.marker``).
 OUTPUT_MARKER_FILE = META_FILE
@@ -60,7 +62,7 @@ OWNED_KINDS: dict[str, tuple[str, ...]] = {
     "grove.io": ("PodCliqueSet", "ClusterTopologyBinding", "PodClique", "PodCliqueScalingGroup"),
     "scheduler.grove.io": ("PodGang",),
     "operator.config.grove.io": ("OperatorConfiguration",),
-    "gitops.grove.io": ("RenderConfiguration", "NodeInventory"),
+    "gitops.grove.io": ("RenderConfiguration", "NodeInventory", "Cluster"),
 }
 _KIND_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _VERSION_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -97,6 +99,15 @@ class SourceSet:
     #: ``v1`` Nodes, with the field prefix (``items[3].``) of a Node inside a List.
     inventories: list[Sourced[NodeInventory]] = field(default_factory=list)
     nodes: list[Sourced[tuple[str, Node]]] = field(default_factory=list)
+    #: Fleet mode (``grove_gitops.fleet``): the Cluster documents, every OperatorConfiguration
+    #: and RenderConfiguration (a fleet holds one per cluster), the "a second ..." problems,
+    #: which only stand when there is no Cluster, and the problems of those second
+    #: configurations, which only count when there is one.
+    clusters: list[Sourced[dict[str, Any]]] = field(default_factory=list)
+    operator_configs: list[Sourced[OperatorConfiguration]] = field(default_factory=list)
+    render_configs: list[Sourced[RenderConfig]] = field(default_factory=list)
+    config_conflicts: list[InputProblem] = field(default_factory=list)
+    fleet_problems: list[InputProblem] = field(default_factory=list)
 
     @property
     def has_inventory(self) -> bool:
@@ -347,26 +358,24 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
         ctb = _parse(ClusterTopologyBinding, doc, out)
         if ctb is not None:
             out.bindings.append(Sourced(doc.file, ctb))
+    elif (api, kind) == CLUSTER_KIND:
+        out.clusters.append(Sourced(doc.file, data))
     elif (api, kind) == OPCFG_KIND:
         if out.operator_config is not None:
-            out.problems.append(
-                InputProblem(
-                    doc.file, "", f"a second OperatorConfiguration (the first is in {out.operator_config.file})"
-                )
-            )
-            return
-        cfg = _parse(OperatorConfiguration, doc, out)
+            first = out.operator_config.file
+            _conflict(out, InputProblem(doc.file, "", f"a second OperatorConfiguration (the first is in {first})"))
+        cfg = _parse_config(OperatorConfiguration, doc, out, first=out.operator_config is None)
         if cfg is not None:
-            out.operator_config = Sourced(doc.file, cfg)
+            out.operator_config = out.operator_config or Sourced(doc.file, cfg)
+            out.operator_configs.append(Sourced(doc.file, cfg))
     elif (api, kind) == RENDERCFG_KIND:
         if out.render_config is not None:
-            out.problems.append(
-                InputProblem(doc.file, "", f"a second RenderConfiguration (the first is in {out.render_config.file})")
-            )
-            return
-        rc = _parse(RenderConfig, doc, out)
+            first = out.render_config.file
+            _conflict(out, InputProblem(doc.file, "", f"a second RenderConfiguration (the first is in {first})"))
+        rc = _parse_config(RenderConfig, doc, out, first=out.render_config is None)
         if rc is not None:
-            out.render_config = Sourced(doc.file, rc)
+            out.render_config = out.render_config or Sourced(doc.file, rc)
+            out.render_configs.append(Sourced(doc.file, rc))
     elif (api, kind) == INVENTORY_KIND:
         inventory = _parse(NodeInventory, doc, out, prefix)
         if inventory is not None:
@@ -399,6 +408,24 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
             )
             return
         out.passthrough.append(Sourced(doc.file, data))
+
+
+def _conflict(out: SourceSet, problem: InputProblem) -> None:
+    """A second configuration: an error unless the tree is a fleet (see ``SourceSet``)."""
+    out.problems.append(problem)
+    out.config_conflicts.append(problem)
+
+
+def _parse_config(model: type[B], doc: Document, out: SourceSet, *, first: bool) -> B | None:
+    """Parse a configuration; the problems of a second one only count in a fleet (without
+    Cluster objects its mere presence is the error, reported as before)."""
+    if first:
+        return _parse(model, doc, out)
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        out.fleet_problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc))
+        return None
 
 
 def _classify_list(doc: Document, out: SourceSet, prefix: str) -> None:

@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
@@ -513,14 +514,14 @@ def test_poison_commit_is_skipped_and_counted(remote: Remote, monkeypatch: pytes
     """An unexpected exception on one commit never stops the later ones from rendering."""
     import grove_gitops.gitops.controller as controller_module
 
-    real = controller_module.plan_source
+    real = controller_module.render_source_tree
 
-    def flaky(source: Path, cache: object, jobs: int = 1) -> object:
+    def flaky(source: Path, *args: Any) -> object:
         if (source / "poison.yaml").exists():
             raise KeyError("boom")
-        return real(source, cache, jobs)  # type: ignore[arg-type]
+        return real(source, *args)
 
-    monkeypatch.setattr(controller_module, "plan_source", flaky)
+    monkeypatch.setattr(controller_module, "render_source_tree", flaky)
     first = remote.push_source({"a.yaml": pcs_yaml("alpha")}, "v1")
     registry = Registry()
     with Controller(config(remote), registry) as ctl:
@@ -543,13 +544,13 @@ def test_unchanged_commits_are_examined_once(remote: Remote, monkeypatch: pytest
     one = remote.push_source({"README.md": "docs only\n"}, "docs 1")
     two = remote.push_source({"README.md": "docs only, again\n"}, "docs 2")
     calls: list[Path] = []
-    real = controller_module.plan_source
+    real = controller_module.render_source_tree
 
-    def counting(source: Path, cache: object, jobs: int = 1) -> object:
+    def counting(source: Path, *args: Any) -> object:
         calls.append(source)
-        return real(source, cache, jobs)  # type: ignore[arg-type]
+        return real(source, *args)
 
-    monkeypatch.setattr(controller_module, "plan_source", counting)
+    monkeypatch.setattr(controller_module, "render_source_tree", counting)
     with Controller(config(remote)) as ctl:
         assert ctl.run_once().unchanged == [one, two]
     assert len(calls) == 2

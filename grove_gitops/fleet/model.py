@@ -1,0 +1,250 @@
+"""``gitops.grove.io/v1alpha1`` Cluster: one render target of a fleet (issue 12).
+
+A source tree that holds Cluster objects renders once per Cluster into ``OUT/<cluster>/``.
+Each Cluster names its own OperatorConfiguration, RenderConfiguration and
+ClusterTopologyBindings (by ``name`` or by ``path`` inside the source tree), selects the
+PodCliqueSets it runs (a label selector and/or gitignore-style path patterns) and carries a
+small, explicit set of overrides. Deliberately no templating: kustomize and Helm exist for that.
+
+The source is untrusted: the Cluster's name becomes a directory of the output and a part of
+generated Argo CD / Flux object names, so it must be a DNS-1123 label; a ``path`` must stay
+inside the source tree. Everything is validated strictly, with ``file: field: message``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from grove_gitops.api.base import ObjectMeta, StrictModel
+from grove_gitops.errors import InputProblem
+from grove_gitops.validation.fielderrors import from_pydantic
+from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+
+#: The Flux CRD's pattern for ``spec.interval`` (a Go duration).
+_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
+
+
+class ConfigRef(StrictModel):
+    """A configuration of the source tree, by ``metadata.name`` or by the file holding it."""
+
+    name: str | None = None
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> ConfigRef:
+        if (self.name is None) == (self.path is None):
+            raise ValueError("exactly one of name and path must be set")
+        return self
+
+    def describe(self) -> str:
+        return f"name {self.name!r}" if self.name is not None else f"path {self.path!r}"
+
+
+class LabelSelectorRequirement(StrictModel):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(StrictModel):
+    """Kubernetes' ``metav1.LabelSelector``: every term must match (an empty one matches all)."""
+
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        if any(labels.get(k) != v for k, v in self.matchLabels.items()):
+            return False
+        for req in self.matchExpressions:
+            present = req.key in labels
+            if req.operator == "In" and not (present and labels[req.key] in req.values):
+                return False
+            if req.operator == "NotIn" and present and labels[req.key] in req.values:
+                return False
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+class Workloads(StrictModel):
+    """Which PodCliqueSets (and pass-through objects) the cluster runs.
+
+    ``paths``: gitignore-style patterns relative to the source root (``workloads/kai/``,
+    ``common/*.yaml``); when given, only documents of matching files are taken, pass-through
+    objects included. ``selector``: a label selector on PodCliqueSets. Both given: both must match.
+    Neither: every PodCliqueSet and every pass-through object.
+    """
+
+    selector: LabelSelector | None = None
+    paths: list[str] | None = None
+
+
+class Overrides(StrictModel):
+    """What differs per cluster without forking the workload. Small on purpose."""
+
+    #: The scheduler profile a clique's empty ``schedulerName`` resolves to (the cluster
+    #: OperatorConfiguration's ``scheduler.defaultProfileName`` for this cluster).
+    defaultSchedulerProfile: str | None = None
+    #: The gang queue of every selected PodCliqueSet, written where its scheduler backend
+    #: reads it (KAI: label ``kai.scheduler/queue``; Volcano: annotation
+    #: ``scheduling.grove.io/volcano-queue``); queue keys on clique templates are replaced.
+    queue: str | None = None
+    #: Registry (and optional path) replacing the registry of every container and init
+    #: container image: ``mirror.example.com/ai`` turns ``nvcr.io/nvidia/x:1`` into
+    #: ``mirror.example.com/ai/nvidia/x:1`` and ``vllm/vllm:1`` into ``mirror.example.com/ai/vllm/vllm:1``.
+    imageRegistry: str | None = None
+    #: ``spec.replicas`` per PodCliqueSet, keyed ``<namespace>/<name>`` (or ``<name>`` in the
+    #: RenderConfiguration's default namespace). A key matching no selected PodCliqueSet is an error.
+    replicas: dict[str, int] = Field(default_factory=dict)
+
+
+class SourceRef(StrictModel):
+    kind: Literal["GitRepository", "OCIRepository", "Bucket"] = "GitRepository"
+    name: str
+    namespace: str | None = None
+
+
+class FluxWiring(StrictModel):
+    """The generated ``_flux/`` Kustomizations (when the RenderConfiguration's ``gitops`` is
+    ``flux`` or ``both``)."""
+
+    sourceRef: SourceRef = Field(default_factory=lambda: SourceRef(name="grove-rendered"))
+    namespace: str = "flux-system"
+    interval: str = "10m"
+
+
+class ArgoCDWiring(StrictModel):
+    """The generated ``_argocd/`` Applications (``gitops: argocd`` or ``both``)."""
+
+    namespace: str = "argocd"
+    project: str = "default"
+    #: ``spec.destination.name``: the cluster's name as registered in Argo CD (default: the
+    #: Cluster's own name).
+    destinationName: str | None = None
+
+
+class GitOpsWiring(StrictModel):
+    """Where the rendered output lives, for the generated wiring and the hydrator files."""
+
+    repoURL: str = "https://git.example.com/platform/grove-rendered.git"
+    targetRevision: str = "HEAD"
+    #: The output's directory inside that repository (the controller's ``--output-path``).
+    path: str = ""
+    flux: FluxWiring = Field(default_factory=FluxWiring)
+    argocd: ArgoCDWiring = Field(default_factory=ArgoCDWiring)
+
+
+class ClusterSpec(StrictModel):
+    operatorConfiguration: ConfigRef | None = None
+    renderConfiguration: ConfigRef | None = None
+    clusterTopologyBindings: list[ConfigRef] = Field(default_factory=list)
+    workloads: Workloads = Field(default_factory=Workloads)
+    overrides: Overrides = Field(default_factory=Overrides)
+    gitops: GitOpsWiring = Field(default_factory=GitOpsWiring)
+
+
+class Cluster(StrictModel):
+    apiVersion: Literal["gitops.grove.io/v1alpha1"] = "gitops.grove.io/v1alpha1"
+    kind: Literal["Cluster"] = "Cluster"
+    metadata: ObjectMeta
+    spec: ClusterSpec = Field(default_factory=ClusterSpec)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
+def path_problems(value: str) -> list[str]:
+    """A path (or pattern) inside the source tree: relative, ``/``-separated, no ``..``."""
+    if not value:
+        return ["must not be empty"]
+    if value.startswith("/") or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return ["must be a relative path inside the source tree ('/'-separated, no control characters)"]
+    if ".." in PurePosixPath(value).parts:
+        return ["must stay inside the source tree (no '..')"]
+    return []
+
+
+def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, list[InputProblem]]:
+    """Validate one Cluster document; every problem is ``file: field: message``."""
+    try:
+        cluster = Cluster.model_validate(data)
+    except ValidationError as exc:
+        return None, [InputProblem(file, e.path, e.message()) for e in from_pydantic(exc)]
+    problems: list[InputProblem] = []
+    name = cluster.metadata.name
+    if not name:
+        problems.append(InputProblem(file, "metadata.name", "Required value"))
+    else:
+        problems += [
+            InputProblem(file, "metadata.name", f"Invalid value: {name!r}: {p} (it names the output directory)")
+            for p in dns1123_label_problems(name)
+        ]
+    spec = cluster.spec
+    refs: list[tuple[str, ConfigRef]] = []
+    if spec.operatorConfiguration is not None:
+        refs.append(("spec.operatorConfiguration", spec.operatorConfiguration))
+    if spec.renderConfiguration is not None:
+        refs.append(("spec.renderConfiguration", spec.renderConfiguration))
+    refs += [(f"spec.clusterTopologyBindings[{i}]", r) for i, r in enumerate(spec.clusterTopologyBindings)]
+    for where, ref in refs:
+        if ref.path is not None:
+            problems += [InputProblem(file, f"{where}.path", f"Invalid value: {ref.path!r}: {p}") for p in path_problems(ref.path)]
+    for i, pattern in enumerate(spec.workloads.paths or []):
+        problems += [
+            InputProblem(file, f"spec.workloads.paths[{i}]", f"Invalid value: {pattern!r}: {p}")
+            for p in path_problems(pattern.lstrip("!"))
+        ]
+    overrides = spec.overrides
+    for key, n in overrides.replicas.items():
+        if n < 0:
+            problems.append(InputProblem(file, f"spec.overrides.replicas[{key}]", "Invalid value: must be >= 0"))
+    if overrides.queue is not None and not overrides.queue.strip():
+        problems.append(InputProblem(file, "spec.overrides.queue", "Invalid value: must not be empty"))
+    if overrides.imageRegistry is not None:
+        reg = overrides.imageRegistry
+        if not reg or reg != reg.strip() or reg.endswith("/") or "@" in reg or any(c.isspace() for c in reg):
+            problems.append(
+                InputProblem(
+                    file,
+                    "spec.overrides.imageRegistry",
+                    f"Invalid value: {reg!r}: a registry host with an optional path, e.g. mirror.example.com/ai",
+                )
+            )
+    wiring = spec.gitops
+    for where, value in (
+        ("spec.gitops.flux.namespace", wiring.flux.namespace),
+        ("spec.gitops.argocd.namespace", wiring.argocd.namespace),
+    ):
+        problems += [InputProblem(file, where, f"Invalid value: {value!r}: {p}") for p in dns1123_label_problems(value)]
+    problems += [
+        InputProblem(file, "spec.gitops.flux.sourceRef.name", f"Invalid value: {wiring.flux.sourceRef.name!r}: {p}")
+        for p in dns1123_subdomain_problems(wiring.flux.sourceRef.name)
+    ]
+    problems += [
+        InputProblem(file, "spec.gitops.argocd.project", f"Invalid value: {wiring.argocd.project!r}: {p}")
+        for p in dns1123_subdomain_problems(wiring.argocd.project)
+    ]
+    if not _DURATION_RE.match(wiring.flux.interval):
+        problems.append(
+            InputProblem(file, "spec.gitops.flux.interval", f"Invalid value: {wiring.flux.interval!r}: a duration such as 10m or 1h30m")
+        )
+    for where, value in (
+        ("spec.gitops.targetRevision", wiring.targetRevision),
+        ("spec.gitops.argocd.destinationName", wiring.argocd.destinationName or "x"),
+    ):
+        if not value or len(value) > 253 or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            problems.append(InputProblem(file, where, "Invalid value: 1 to 253 characters on one line"))
+    if wiring.path:
+        problems += [
+            InputProblem(file, "spec.gitops.path", f"Invalid value: {wiring.path!r}: {p}") for p in path_problems(wiring.path)
+        ]
+    if any(c in wiring.repoURL for c in "\n\r") or not wiring.repoURL:
+        problems.append(InputProblem(file, "spec.gitops.repoURL", "Invalid value: a repository URL on one line"))
+    return (None, problems) if problems else (cluster, [])
