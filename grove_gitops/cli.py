@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -83,6 +83,15 @@ def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
 
 
+def _fail(exc: GroveGitopsError, as_json: bool) -> NoReturn:
+    """Report a user-facing error (as the JSON document under ``--output json``) and exit 1."""
+    if as_json:
+        click.echo(json_document(False, _error_problems(exc)))
+    else:
+        _report(exc)
+    sys.exit(1)
+
+
 def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
@@ -92,11 +101,7 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
             source, out, n_jobs, single=lambda plan: render_to(plan, out, n_jobs), feasibility=True
         )
     except GroveGitopsError as exc:
-        if as_json:
-            click.echo(json_document(False, _error_problems(exc)))
-        else:
-            _report(exc)
-        sys.exit(1)
+        _fail(exc, as_json)
     sink = WarningSink(quiet=quiet)
     tree, acks, n_pcs = outcome.tree, outcome.acknowledged, outcome.podcliquesets
     tree.warnings = tree.warnings + outcome.feasibility_warnings  # reported, never in the output's README
@@ -324,11 +329,7 @@ def feasibility(source: Path, output: str) -> None:
         plan = plan_source(source)
         result = check_plan(plan)
     except GroveGitopsError as exc:
-        if as_json:
-            click.echo(json_document(False, _error_problems(exc)))
-        else:
-            _report(exc)
-        sys.exit(1)
+        _fail(exc, as_json)
     if as_json:
         click.echo(to_json(result))
     elif result is None:
