@@ -53,6 +53,12 @@ JOBS_OPTION = click.option(
     help="Worker processes expanding and serialising PodCliqueSets (default: the number of CPUs). "
     "The output is the same for every value; small renders run in one process.",
 )
+NO_FSYNC_OPTION = click.option(
+    "--no-fsync",
+    "no_fsync",
+    is_flag=True,
+    help="Do not fsync the new output before swapping it in (tmpfs, CI: faster, not durable across a power loss).",
+)
 QUIET_OPTION = click.option(
     "-q",
     "--quiet",
@@ -80,12 +86,14 @@ def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
 
 
-def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None) -> None:
+def _check(
+    source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None, *, fsync: bool = True
+) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
     try:
         plan = plan_source(source)
-        tree = render_to(plan, out, default_jobs() if jobs is None else jobs)
+        tree = render_to(plan, out, default_jobs() if jobs is None else jobs, fsync=fsync)
     except GroveGitopsError as exc:
         if as_json:
             click.echo(json_document(False, _error_problems(exc)))
@@ -116,9 +124,10 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
 @QUIET_OPTION
 @OUTPUT_OPTION
 @JOBS_OPTION
-def render(source: Path, out: Path, quiet: bool, output: str, jobs: int | None) -> None:
+@NO_FSYNC_OPTION
+def render(source: Path, out: Path, quiet: bool, output: str, jobs: int | None, no_fsync: bool) -> None:
     """Render SOURCE (a directory of YAML files) into OUT."""
-    _check(source, out, quiet, output, jobs)
+    _check(source, out, quiet, output, jobs, fsync=not no_fsync)
 
 
 @main.command()
@@ -142,11 +151,14 @@ def validate(source: Path, quiet: bool, output: str, jobs: int | None) -> None:
 )
 @click.option("--debounce", default=300, show_default=True, help="Milliseconds to wait for more changes.")
 @QUIET_OPTION
-def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
+@NO_FSYNC_OPTION
+def watch(source: Path, out: Path, debounce: int, quiet: bool, no_fsync: bool) -> None:
     """Re-render SOURCE into OUT whenever a YAML file changes (Ctrl-C to stop)."""
     from grove_gitops.gitops.watch import watch as run_watch
 
-    run_watch(source, out, lambda line: click.echo(line, err=True), debounce_ms=debounce, quiet=quiet)
+    run_watch(
+        source, out, lambda line: click.echo(line, err=True), debounce_ms=debounce, quiet=quiet, fsync=not no_fsync
+    )
 
 
 @main.command()
