@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 from grove_gitops import __version__
-from grove_gitops.cliopts import output_option
+from grove_gitops.cache import RenderCache
+from grove_gitops.cliopts import cache_options, open_cache, output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.output.parallel import default_jobs
@@ -87,19 +88,31 @@ def main() -> None:
 
 
 def _check(
-    source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None, *, fsync: bool = True
+    source: Path,
+    out: Path | None,
+    quiet: bool,
+    output: str,
+    jobs: int | None,
+    *,
+    fsync: bool = True,
+    cache: RenderCache | None = None,
 ) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
+    if cache is not None:
+        cache.start()
     try:
-        plan = plan_source(source)
-        tree = render_to(plan, out, default_jobs() if jobs is None else jobs, fsync=fsync)
+        plan = plan_source(source, cache)
+        tree = render_to(plan, out, default_jobs() if jobs is None else jobs, fsync=fsync, cache=cache)
     except GroveGitopsError as exc:
         if as_json:
             click.echo(json_document(False, _error_problems(exc)))
         else:
             _report(exc)
         sys.exit(1)
+    finally:
+        if cache is not None:
+            cache.finish()
     sink = WarningSink(quiet=quiet)
     acks = plan.config.acknowledgedWarnings
     if as_json:
@@ -125,9 +138,20 @@ def _check(
 @OUTPUT_OPTION
 @JOBS_OPTION
 @NO_FSYNC_OPTION
-def render(source: Path, out: Path, quiet: bool, output: str, jobs: int | None, no_fsync: bool) -> None:
+@cache_options
+def render(
+    source: Path,
+    out: Path,
+    quiet: bool,
+    output: str,
+    jobs: int | None,
+    no_fsync: bool,
+    cache_dir: Path | None,
+    cache_max_mb: int,
+) -> None:
     """Render SOURCE (a directory of YAML files) into OUT."""
-    _check(source, out, quiet, output, jobs, fsync=not no_fsync)
+    cache = open_cache(cache_dir, cache_max_mb, not_inside=[source, out])
+    _check(source, out, quiet, output, jobs, fsync=not no_fsync, cache=cache)
 
 
 @main.command()
@@ -181,6 +205,13 @@ def watch(source: Path, out: Path, debounce: int, quiet: bool, no_fsync: bool) -
     help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).",
 )
 @click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
+@click.option(
+    "--cache-max-mb",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Size bound of the render cache kept in the work directory (least recently used entries go first).",
+)
 @JOBS_OPTION
 def controller(
     repo: str,
@@ -193,6 +224,7 @@ def controller(
     interval: float,
     metrics_address: str,
     author: str,
+    cache_max_mb: int,
     jobs: int | None,
 ) -> None:
     """Render every new source commit of REPO and push the output for Argo CD / Flux."""
@@ -211,6 +243,7 @@ def controller(
             metrics_address=metrics_address,
             author=author,
             jobs=default_jobs() if jobs is None else jobs,
+            cache_max_mb=cache_max_mb,
         )
     )
 

@@ -53,6 +53,7 @@ def run_controller(
     metrics_address: str,
     author: str,
     jobs: int = 1,
+    cache_max_mb: int = 1024,
 ) -> int:
     _setup_logging()
     log = logging.getLogger("grove_gitops.controller")
@@ -67,6 +68,7 @@ def run_controller(
         author_name=name,
         author_email=email,
         jobs=jobs,
+        cache_max_mb=cache_max_mb,
     )
     registry = Registry()
     try:

@@ -252,7 +252,9 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard
     gangs = [row for rows in own.shard_gangs.values() for row in rows]
     shard = f"{item.key[0]}/{item.key[1]}"
     files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own).encode()
-    return CachedShard(item.key, item.file, files, counts, gangs, item.warnings + warnings, item.pods)
+    return CachedShard(
+        item.key, item.file, files, counts, gangs, item.warnings + warnings, item.pods, item.update_strategy
+    )
 
 
 def _finish(tree: Tree, summary: _Summary) -> None:
