@@ -123,7 +123,12 @@ def _key(shard: str, obj: dict[str, Any]) -> ObjectKey:
     )
 
 
-def load_objects(files: Mapping[str, bytes]) -> dict[ObjectKey, TreeObject]:
+#: Parsed documents by (path, file bytes): the two sides of a diff share most files, and a
+#: file equal on both sides is parsed once (issue 14).
+ParseMemo = dict[tuple[str, bytes], tuple[str, list[Any]]]
+
+
+def load_objects(files: Mapping[str, bytes], memo: ParseMemo | None = None) -> dict[ObjectKey, TreeObject]:
     """Parse every object file of a rendered tree.
 
     One object per file is the layout's contract; a multi-document file (a hand-made tree
@@ -134,11 +139,17 @@ def load_objects(files: Mapping[str, bytes]) -> dict[ObjectKey, TreeObject]:
     for path in sorted(files):
         if not _is_object_file(path):
             continue
-        try:
-            text = files[path].decode("utf-8")
-            docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise DiffError(f"{path}: cannot parse the rendered file: {exc}") from exc
+        found = memo.get((path, files[path])) if memo is not None else None
+        if found is not None:
+            text, docs = found
+        else:
+            try:
+                text = files[path].decode("utf-8")
+                docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+            except (UnicodeDecodeError, yaml.YAMLError) as exc:
+                raise DiffError(f"{path}: cannot parse the rendered file: {exc}") from exc
+            if memo is not None:
+                memo[(path, files[path])] = (text, docs)
         for doc in docs:
             if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
                 raise DiffError(f"{path}: not a Kubernetes object (no apiVersion/kind)")
