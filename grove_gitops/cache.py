@@ -55,11 +55,18 @@ class RenderCache:
 
     def get_parsed(self, key: str) -> tuple[list[Document], list[InputProblem]] | None:
         self._used_parsed.add(key)
-        return self.parsed.get(key)
+        found = self.parsed.get(key)
+        if found is None and self.store is not None:
+            found = self.store.load_parsed(key)
+            if found is not None:
+                self.parsed[key] = found
+        return found
 
     def put_parsed(self, key: str, value: tuple[list[Document], list[InputProblem]]) -> None:
         self._used_parsed.add(key)
         self.parsed[key] = value
+        if self.store is not None:
+            self.store.save_parsed(key, value)
 
     def get_shard(self, key: str) -> CachedShard | None:
         self._used_shards.add(key)

@@ -25,6 +25,8 @@ Rules:
 * **Bounded.** After a render that wrote entries, the oldest entries (by modification time,
   refreshed on use: least recently used) are deleted until the directory holds at most
   ``max_bytes``.
+* **Parsed source files too**, keyed by file name and bytes (``parsed/``): the documents
+  are JSON values (the loader refuses anything else), stored as JSON.
 * **Not fsynced.** A power loss can leave a torn entry; its checksum turns it into a miss.
 """
 
@@ -41,6 +43,8 @@ from pathlib import Path
 
 from grove_gitops import __version__
 from grove_gitops.cache import CachedShard
+from grove_gitops.errors import InputProblem
+from grove_gitops.load.yamlio import Document
 
 log = logging.getLogger("grove_gitops.cache")
 
@@ -54,14 +58,50 @@ _TOUCH_AFTER_S = 3600.0
 _STALE_TMP_S = 600.0
 _TMP_PREFIX = ".tmp-"
 _KEY_CHARS = frozenset("0123456789abcdef")
+#: Entry kind -> its directory under the cache root.
+_KINDS = {"shard": "shards", "parsed": "parsed"}
 
 
 class CorruptEntry(ValueError):
     """Why an entry on disk cannot be used (a miss, logged)."""
 
 
+def _frame(kind: str, key: str, body: bytes) -> bytes:
+    header = {
+        "format": FORMAT,
+        "kind": kind,
+        "version": __version__,
+        "key": key,
+        "size": len(body),
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
+    return MAGIC + b" " + json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + body
+
+
+def _unframe(kind: str, key: str, data: bytes) -> bytes:
+    """The body of an entry, or :class:`CorruptEntry` saying why it cannot be used."""
+    first, sep, body = data.partition(b"\n")
+    if not sep or not first.startswith(MAGIC + b" "):
+        raise CorruptEntry("not a render cache entry")
+    try:
+        header = json.loads(first[len(MAGIC) + 1 :])
+    except ValueError as exc:
+        raise CorruptEntry(f"unreadable header: {exc}") from exc
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("kind") != kind:
+        raise CorruptEntry("another cache format")
+    if header.get("version") != __version__:
+        raise CorruptEntry(f"written by grove-gitops {header.get('version')}, this is {__version__}")
+    if header.get("key") != key:
+        raise CorruptEntry("written for another key")
+    if header.get("size") != len(body):
+        raise CorruptEntry(f"truncated: {len(body)} of {header.get('size')} bytes")
+    if header.get("sha256") != hashlib.sha256(body).hexdigest():
+        raise CorruptEntry("checksum mismatch")
+    return body
+
+
 def encode(key: str, shard: CachedShard) -> bytes:
-    """The bytes of one entry: header line, JSON meta line, then the files' bytes."""
+    """The bytes of one shard entry: header line, JSON meta line, then the files' bytes."""
     names = list(shard.files)
     meta = {
         "key": list(shard.key),
@@ -74,36 +114,12 @@ def encode(key: str, shard: CachedShard) -> bytes:
         "files": [[name, len(shard.files[name])] for name in names],
     }
     body = b"".join([json.dumps(meta, separators=(",", ":")).encode(), b"\n", *(shard.files[n] for n in names)])
-    header = {
-        "format": FORMAT,
-        "version": __version__,
-        "key": key,
-        "size": len(body),
-        "sha256": hashlib.sha256(body).hexdigest(),
-    }
-    return MAGIC + b" " + json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + body
+    return _frame("shard", key, body)
 
 
 def decode(key: str, data: bytes) -> CachedShard:
     """The shard in ``data``, or :class:`CorruptEntry` saying why it cannot be used."""
-    first, sep, body = data.partition(b"\n")
-    if not sep or not first.startswith(MAGIC + b" "):
-        raise CorruptEntry("not a render cache entry")
-    try:
-        header = json.loads(first[len(MAGIC) + 1 :])
-    except ValueError as exc:
-        raise CorruptEntry(f"unreadable header: {exc}") from exc
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise CorruptEntry("another cache format")
-    if header.get("version") != __version__:
-        raise CorruptEntry(f"written by grove-gitops {header.get('version')}, this is {__version__}")
-    if header.get("key") != key:
-        raise CorruptEntry("written for another key")
-    if header.get("size") != len(body):
-        raise CorruptEntry(f"truncated: {len(body)} of {header.get('size')} bytes")
-    if header.get("sha256") != hashlib.sha256(body).hexdigest():
-        raise CorruptEntry("checksum mismatch")
-    line, _, blobs = body.partition(b"\n")
+    line, _, blobs = _unframe("shard", key, data).partition(b"\n")
     try:
         meta = json.loads(line)
         files: dict[str, bytes] = {}
@@ -128,8 +144,33 @@ def decode(key: str, data: bytes) -> CachedShard:
         raise CorruptEntry(f"malformed body: {type(exc).__name__}: {exc}") from exc
 
 
+Parsed = tuple[list[Document], list[InputProblem]]
+
+
+def encode_parsed(key: str, value: Parsed) -> bytes:
+    """A parsed source file: its documents (JSON values, the loader guarantees it) and problems."""
+    docs, problems = value
+    body = {
+        "docs": [[d.file, d.index, d.data] for d in docs],
+        "problems": [[p.file, p.field, p.message] for p in problems],
+    }
+    return _frame("parsed", key, json.dumps(body, separators=(",", ":")).encode())
+
+
+def decode_parsed(key: str, data: bytes) -> Parsed:
+    try:
+        body = json.loads(_unframe("parsed", key, data))
+        docs = [Document(str(f), int(i), d) for f, i, d in body["docs"]]
+        problems = [InputProblem(str(f), str(fld), str(m)) for f, fld, m in body["problems"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptEntry(f"malformed body: {type(exc).__name__}: {exc}") from exc
+    return docs, problems
+
+
 class ShardStore:
-    """A directory of cache entries: ``<root>/shards/<2 hex>/<key>``."""
+    """A directory of cache entries: ``<root>/shards/<2 hex>/<key>`` for rendered
+    PodCliqueSets, ``<root>/parsed/<2 hex>/<key>`` for parsed source files (keyed by the
+    file's name and bytes: a fresh process need not parse a thousand unchanged files)."""
 
     def __init__(self, root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.root = root
@@ -139,13 +180,13 @@ class ShardStore:
         self.corrupt = 0
         self._broken = False  # the directory cannot be written: said once, then silent
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str, kind: str = "shard") -> Path:
         if len(key) < 16 or not set(key) <= _KEY_CHARS:
             raise ValueError(f"not a cache key: {key!r}")
-        return self.dir / key[:2] / key
+        return self.root / _KINDS[kind] / key[:2] / key
 
-    def load(self, key: str) -> CachedShard | None:
-        path = self._path(key)
+    def _read(self, key: str, kind: str) -> tuple[Path, bytes] | None:
+        path = self._path(key, kind)
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
@@ -155,20 +196,42 @@ class ShardStore:
         except OSError as exc:
             log.warning("render cache: %s: cannot read (%s); rendering it again", path, exc)
             return None
-        try:
-            shard = decode(key, data)
-        except CorruptEntry as exc:
-            self.corrupt += 1
-            log.warning("render cache: %s: unusable entry (%s); rendering it again", path, exc)
-            return None
         if time.time() - mtime > _TOUCH_AFTER_S:
             with contextlib.suppress(OSError):
                 os.utime(path)
-        return shard
+        return path, data
+
+    def _corrupt(self, path: Path, exc: CorruptEntry) -> None:
+        self.corrupt += 1
+        log.warning("render cache: %s: unusable entry (%s); rendering it again", path, exc)
+
+    def load(self, key: str) -> CachedShard | None:
+        found = self._read(key, "shard")
+        if found is None:
+            return None
+        try:
+            return decode(key, found[1])
+        except CorruptEntry as exc:
+            self._corrupt(found[0], exc)
+            return None
+
+    def load_parsed(self, key: str) -> Parsed | None:
+        found = self._read(key, "parsed")
+        if found is None:
+            return None
+        try:
+            return decode_parsed(key, found[1])
+        except CorruptEntry as exc:
+            self._corrupt(found[0], exc)
+            return None
 
     def save(self, key: str, shard: CachedShard) -> None:
-        path = self._path(key)
-        data = encode(key, shard)
+        self._write(self._path(key, "shard"), encode(key, shard))
+
+    def save_parsed(self, key: str, value: Parsed) -> None:
+        self._write(self._path(key, "parsed"), encode_parsed(key, value))
+
+    def _write(self, path: Path, data: bytes) -> None:
         tmp: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,7 +247,7 @@ class ShardStore:
             self.written += 1
         except OSError as exc:
             if not self._broken:
-                log.warning("render cache: %s: cannot write (%s); going on without storing", self.dir, exc)
+                log.warning("render cache: %s: cannot write (%s); going on without storing", self.root, exc)
                 self._broken = True
         finally:
             if tmp is not None:
@@ -198,10 +261,10 @@ class ShardStore:
         entries: list[tuple[float, int, str]] = []
         total = 0
         now = time.time()
-        try:
-            subdirs = list(os.scandir(self.dir))
-        except OSError:
-            return 0
+        subdirs: list[os.DirEntry[str]] = []
+        for name in _KINDS.values():
+            with contextlib.suppress(OSError):
+                subdirs += list(os.scandir(self.root / name))
         for sub in subdirs:
             if not sub.is_dir(follow_symlinks=False):
                 continue

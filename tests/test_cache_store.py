@@ -56,7 +56,11 @@ def _shard(n: int) -> CachedShard:
 def test_output_is_byte_identical_with_a_cold_a_warm_and_no_cache(source: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["render", str(source), "-q", "--no-fsync"]
-    for name, extra in (("none", []), ("cold", ["--cache-dir", str(tmp_path / "c")]), ("warm", ["--cache-dir", str(tmp_path / "c")])):
+    for name, extra in (
+        ("none", []),
+        ("cold", ["--cache-dir", str(tmp_path / "c")]),
+        ("warm", ["--cache-dir", str(tmp_path / "c")]),
+    ):
         result = runner.invoke(main, [*args, "--out", str(tmp_path / name), *extra])
         assert result.exit_code == 0, result.output
     assert _files(tmp_path / "none") == _files(tmp_path / "cold") == _files(tmp_path / "warm")
@@ -166,7 +170,9 @@ def test_the_size_is_bounded_least_recently_used_first(tmp_path: Path) -> None:
 def test_cache_dir_inside_the_source_or_the_output_is_refused(source: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     for cache_dir in (source / "cache", tmp_path / "out" / "cache"):
-        result = runner.invoke(main, ["render", str(source), "--out", str(tmp_path / "out"), "--cache-dir", str(cache_dir)])
+        result = runner.invoke(
+            main, ["render", str(source), "--out", str(tmp_path / "out"), "--cache-dir", str(cache_dir)]
+        )
         assert result.exit_code == 2 and "--cache-dir" in result.output and "Traceback" not in result.output
     assert not (source / "cache").exists()
 
@@ -265,14 +271,47 @@ def test_a_kill_9_during_cache_writes_leaves_a_usable_cache(
 @pytest.mark.timeout(180)
 def test_a_render_killed_while_filling_the_cache_then_rendering_again(source: Path, tmp_path: Path) -> None:
     """The real CLI, SIGKILLed mid-render, then run again on the same cache directory."""
-    cmd = [sys.executable, "-m", "grove_gitops.cli", "render", str(source), "--no-fsync", "-q", "--cache-dir", str(tmp_path / "c")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grove_gitops.cli",
+        "render",
+        str(source),
+        "--no-fsync",
+        "-q",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     proc = subprocess.Popen([*cmd, "--out", str(tmp_path / "killed")], cwd=PROJECT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list((tmp_path / "c").rglob("*")):
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    done = subprocess.run([*cmd, "--out", str(tmp_path / "again")], cwd=PROJECT, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [*cmd, "--out", str(tmp_path / "again")], cwd=PROJECT, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert "unusable entry" not in done.stderr
     assert _files(tmp_path / "again") == _render(source, None)[0]
+
+
+def test_a_warm_cache_parses_no_unchanged_source_file(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from grove_gitops.load import source as source_module
+
+    clean, _ = _render(source, tmp_path / "c")
+    parsed: list[str] = []
+    real = source_module.load_documents
+    monkeypatch.setattr(
+        source_module, "load_documents", lambda path, display: (parsed.append(display), real(path, display))[1]
+    )
+    files, _ = _render(source, tmp_path / "c")
+    assert parsed == [] and files == clean
+    entry = sorted(p for p in (tmp_path / "c" / "parsed").rglob("*") if p.is_file())[0]
+    entry.write_bytes(entry.read_bytes().replace(b'"docs":', b'"doks":'))
+    with caplog.at_level(logging.WARNING, logger="grove_gitops.cache"):
+        files, _ = _render(source, tmp_path / "c")
+    assert len(parsed) == 1 and files == clean
+    assert any("unusable entry" in r.getMessage() for r in caplog.records)

@@ -71,7 +71,9 @@ def test_no_fsync_skips_every_fsync_and_writes_the_same_bytes(monkeypatch: pytes
     durable = runner.invoke(main, ["render", str(PROJECT / "examples"), "--out", str(tmp_path / "b")])
     assert durable.exit_code == 0, durable.output
     assert log.calls > len(_tree(tmp_path / "b"))
-    assert _tree(tmp_path / "a") == _tree(tmp_path / "b") == build_tree_from_plan(plan_source(PROJECT / "examples")).files
+    assert (
+        _tree(tmp_path / "a") == _tree(tmp_path / "b") == build_tree_from_plan(plan_source(PROJECT / "examples")).files
+    )
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

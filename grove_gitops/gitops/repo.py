@@ -88,6 +88,25 @@ def unsafe_tree_path(name: str) -> str | None:
     return None
 
 
+#: Directories of ``.git`` that hold many files and no lock a killed run could strand: the
+#: render cache, the source export, and the loose-object fan-out (``objects/ab/``).
+_NO_LOCKS = frozenset({"grove-gitops-cache", "grove-gitops-source"})
+
+
+def _lock_files(git_dir: Path) -> list[Path]:
+    """The ``*.lock`` files under ``git_dir`` (index, refs, config, packed-refs, pack and
+    commit-graph locks), without walking tens of thousands of loose objects."""
+    found: list[Path] = []
+    objects = str(git_dir / "objects")
+    for dirpath, dirnames, filenames in os.walk(git_dir):
+        if dirpath == str(git_dir):
+            dirnames[:] = [d for d in dirnames if d not in _NO_LOCKS]
+        elif dirpath == objects:
+            dirnames[:] = [d for d in dirnames if not (len(d) == 2 and all(c in "0123456789abcdef" for c in d))]
+        found += [Path(dirpath) / name for name in filenames if name.endswith(".lock")]
+    return found
+
+
 def blob_id(data: bytes) -> str:
     """The id git gives a blob holding ``data`` (SHA-1 of ``blob <size>\\0`` + data)."""
     h = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
@@ -238,7 +257,7 @@ class Workspace:
         if not (self.workdir / ".git").is_dir():
             return None
         try:
-            for stale in (self.workdir / ".git").rglob("*.lock"):
+            for stale in _lock_files(self.workdir / ".git"):
                 stale.unlink()  # we hold the flock: any lock file is a leftover of a killed run
             repo = git.Repo(self.workdir)
             repo.git.update_environment(**self._env)
