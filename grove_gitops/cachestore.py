@@ -25,6 +25,8 @@ Rules:
 * **Bounded.** After a render that wrote entries, the oldest entries (by modification time,
   refreshed on use: least recently used) are deleted until the directory holds at most
   ``max_bytes``.
+* **diff's parsed rendered objects** of a shard (``objects/``, same key as the shard), so a
+  warm ``diff`` does not parse tens of thousands of rendered files again.
 * **Parsed source files too**, keyed by file name and bytes (``parsed/``): the documents
   are JSON values (the loader refuses anything else), stored as JSON.
 * **Not fsynced.** A power loss can leave a torn entry; its checksum turns it into a miss.
@@ -40,6 +42,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from grove_gitops import __version__
 from grove_gitops.cache import CachedShard
@@ -59,7 +62,7 @@ _STALE_TMP_S = 600.0
 _TMP_PREFIX = ".tmp-"
 _KEY_CHARS = frozenset("0123456789abcdef")
 #: Entry kind -> its directory under the cache root.
-_KINDS = {"shard": "shards", "parsed": "parsed"}
+_KINDS = {"shard": "shards", "parsed": "parsed", "objects": "objects"}
 
 
 class CorruptEntry(ValueError):
@@ -224,6 +227,20 @@ class ShardStore:
         except CorruptEntry as exc:
             self._corrupt(found[0], exc)
             return None
+
+    def load_json(self, key: str, kind: str = "objects") -> Any:
+        """A JSON entry (``diff``'s parsed rendered objects of a shard), or None."""
+        found = self._read(key, kind)
+        if found is None:
+            return None
+        try:
+            return json.loads(_unframe(kind, key, found[1]))
+        except (CorruptEntry, ValueError) as exc:
+            self._corrupt(found[0], exc if isinstance(exc, CorruptEntry) else CorruptEntry(str(exc)))
+            return None
+
+    def save_json(self, key: str, value: Any, kind: str = "objects") -> None:
+        self._write(self._path(key, kind), _frame(kind, key, json.dumps(value, separators=(",", ":")).encode()))
 
     def save(self, key: str, shard: CachedShard) -> None:
         self._write(self._path(key, "shard"), encode(key, shard))

@@ -20,7 +20,7 @@ import enum
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -103,13 +103,17 @@ class Change:
 
 
 def _shard_of(path: str) -> str:
-    parent = PurePosixPath(path).parent.as_posix()
-    return "" if parent == "." else parent
+    """The directory of a tree path ('' at the root); string operations, not PurePosixPath:
+    a large tree has tens of thousands of paths (issue 14)."""
+    return path.rpartition("/")[0]
 
 
-def _is_object_file(path: str) -> bool:
-    p = PurePosixPath(path)
-    return p.suffix in YAML_SUFFIXES and p.name not in NON_OBJECT_FILES
+def is_object_file(path: str) -> bool:
+    """A ``.yaml``/``.yml`` file other than a kustomization (PurePosixPath's suffix rule: a
+    name that starts with its only dot has no suffix)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return 0 < dot < len(name) - 1 and name[dot:] in YAML_SUFFIXES and name not in NON_OBJECT_FILES
 
 
 def _key(shard: str, obj: dict[str, Any]) -> ObjectKey:
@@ -137,7 +141,7 @@ def load_objects(files: Mapping[str, bytes], memo: ParseMemo | None = None) -> d
     """
     out: dict[ObjectKey, TreeObject] = {}
     for path in sorted(files):
-        if not _is_object_file(path):
+        if not is_object_file(path):
             continue
         found = memo.get((path, files[path])) if memo is not None else None
         if found is not None:
@@ -174,7 +178,7 @@ def read_tree(root: Path) -> dict[str, bytes]:
         for name in filenames:
             full = Path(dirpath) / name
             rel = full.relative_to(root).as_posix()
-            if _is_object_file(rel):
+            if is_object_file(rel):
                 try:
                     files[rel] = full.read_bytes()
                 except OSError as exc:

@@ -9,19 +9,20 @@ and with ``--cache-dir`` not at all when an earlier run rendered it.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from grove_gitops.cache import RenderCache
+from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.diff.errors import SideInvalidError
 from grove_gitops.diff.gitrefs import Extracted, extract, open_repo
-from grove_gitops.diff.model import ParseMemo, load_objects, read_tree
+from grove_gitops.diff.model import ParseMemo, is_object_file, load_objects, read_tree
 from grove_gitops.diff.report import Side
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.output.layout import build_tree_from_plan
-from grove_gitops.render import plan_source
+from grove_gitops.render import RenderPlan, plan_source
 
 
 def side_from_source(
@@ -37,13 +38,59 @@ def side_from_source(
         tree = build_tree_from_plan(plan, cache)
     except InvalidInputError as exc:
         raise SideInvalidError(side, label, exc) from exc
+    memo = memo if memo is not None else {}
+    missing = _prefill(cache, plan, memo)
+    objects = load_objects(tree.files, memo)
+    _store_parsed(cache, missing, memo)
     return Side(
         label,
-        load_objects(tree.files, memo),
+        objects,
         list(tree.warnings),
         list(plan.config.acknowledgedWarnings),
         {item.key: item.update_strategy for item in plan.items},
     )
+
+
+def _object_files(shard: CachedShard) -> list[str]:
+    return [path for path in shard.files if is_object_file(path)]
+
+
+def _prefill(cache: RenderCache | None, plan: RenderPlan, memo: ParseMemo) -> list[tuple[str, CachedShard]]:
+    """Put the parsed objects a previous ``diff`` stored for each cached shard into ``memo``;
+    returns the shards that have none stored (their parse is stored afterwards)."""
+    store = cache.store if cache is not None else None
+    if cache is None or store is None:
+        return []
+    missing: list[tuple[str, CachedShard]] = []
+    for item in plan.items:
+        shard = cache.shards.get(item.digest)
+        if shard is None:
+            continue
+        stored = store.load_json(item.digest)
+        paths = _object_files(shard)
+        if not isinstance(stored, dict) or sorted(stored) != sorted(paths):
+            missing.append((item.digest, shard))
+            continue
+        for path in paths:
+            data = shard.files[path]
+            memo.setdefault((path, data), (data.decode("utf-8"), stored[path]))
+    return missing
+
+
+def _store_parsed(cache: RenderCache | None, missing: list[tuple[str, CachedShard]], memo: ParseMemo) -> None:
+    """Store the parsed objects of shards parsed in this run, when JSON holds them exactly
+    (a YAML timestamp or a non-string key would not come back the same: those are not stored)."""
+    store = cache.store if cache is not None else None
+    if store is None:
+        return
+    for digest, shard in missing:
+        value = {path: memo[(path, shard.files[path])][1] for path in _object_files(shard)}
+        try:
+            exact = json.loads(json.dumps(value)) == value
+        except (TypeError, ValueError):
+            exact = False
+        if exact:
+            store.save_json(digest, value)
 
 
 def side_from_rendered(root: Path, label: str) -> Side:

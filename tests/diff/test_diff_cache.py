@@ -72,6 +72,33 @@ def test_the_report_is_the_same_with_a_cold_a_warm_and_no_cache(
     assert "OnDelete" in _run("plan", str(base), str(head), *cache)
 
 
+def test_a_warm_diff_parses_no_rendered_file_again(
+    sides: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from grove_gitops.diff import model
+
+    base, head = sides
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    parsed: list[str] = []
+    real = yaml.load_all
+    monkeypatch.setattr(model.yaml, "load_all", lambda text, Loader: (parsed.append(text), real(text, Loader))[1])
+    cold = _run("diff", str(base), str(head), *cache)
+    cold_parses = len(parsed)
+    parsed.clear()
+    assert _run("diff", str(base), str(head), *cache) == cold
+    # Only the objects no PodCliqueSet renders (bindings, topology objects) are parsed again.
+    assert parsed and all("PodCliqueSet" not in text and "grove.io/podcliqueset" not in text for text in parsed)
+    assert len(parsed) * 10 < cold_parses
+    parsed.clear()
+    # A damaged entry of parsed objects is a miss: that shard's files are parsed again.
+    entry = sorted(p for p in (tmp_path / "c" / "objects").rglob("*") if p.is_file())[0]
+    entry.write_bytes(entry.read_bytes()[:-5])
+    assert _run("diff", str(base), str(head), *cache) == cold
+    assert parsed
+
+
 def test_cache_dir_inside_a_source_is_refused(sides: tuple[Path, Path]) -> None:
     base, head = sides
     for command in ("diff", "plan"):
