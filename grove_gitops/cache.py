@@ -36,6 +36,8 @@ class CachedShard:
     warnings: list[str]
     pods: int = 0  # counted against maxPodsPerRender on a cache hit too
     update_strategy: str = "RollingRecreate"  # defaulted spec.updateStrategy.type (``plan``)
+    #: The shard directory's kustomization.yaml (a fresh process would serialise ~1,000 of them).
+    kustomization: bytes = b""
 
 
 @dataclass

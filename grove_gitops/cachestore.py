@@ -114,6 +114,7 @@ def encode(key: str, shard: CachedShard) -> bytes:
         "warnings": shard.warnings,
         "pods": shard.pods,
         "update_strategy": shard.update_strategy,
+        "kustomization": shard.kustomization.decode("utf-8"),
         "files": [[name, len(shard.files[name])] for name in names],
     }
     body = b"".join([json.dumps(meta, separators=(",", ":")).encode(), b"\n", *(shard.files[n] for n in names)])
@@ -142,6 +143,7 @@ def decode(key: str, data: bytes) -> CachedShard:
             warnings=[str(w) for w in meta["warnings"]],
             pods=int(meta["pods"]),
             update_strategy=str(meta["update_strategy"]),
+            kustomization=str(meta.get("kustomization", "")).encode("utf-8"),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptEntry(f"malformed body: {type(exc).__name__}: {exc}") from exc
