@@ -204,7 +204,7 @@ def fresh_section(fresh: dict[str, Any], s: dict[str, Any], n: int) -> list[str]
         "order alternating, and the ratio is taken per repeat. `controller --once --jobs 1` keeps its work directory",
         "(clone, render cache) between runs and is warmed by one untimed run; each repeat pushes a new `spec.replicas`",
         "of `w00000`. `diff --repo R main head-k --cache-dir C` compares against a different one-PCS change each",
-        "repeat, with C warmed by one untimed `render --cache-dir C` of main (a CI cache restored from the default",
+        "repeat, with C warmed by one untimed `diff main main --cache-dir C` (a CI cache restored from the default",
         "branch); the full render is a cold `render --no-fsync --jobs 1` without cache. The fsync pair is a cold",
         f"`render --jobs 1` with and without `--no-fsync` on {fresh.get('fsync', {}).get('filesystem', '?')}.",
         f"Load average at the end of this benchmark: {fresh.get('loadavg', '?')}.",
