@@ -112,3 +112,32 @@ def test_an_export_killed_midway_is_not_trusted(remote: Remote, monkeypatch: pyt
     assert not (remote.root / "work" / "clone" / ".git" / "grove-gitops-source.json").exists()
     assert _once(remote)[0] == [sha]
     assert remote.files_at("rendered") == expected_files(remote, sha)
+
+
+def test_stale_locks_are_removed_without_walking_loose_objects(remote: Remote, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed run's ``*.lock`` files go (refs, index, packs); the loose-object fan-out, the
+    render cache and the source export are not walked for them."""
+    import os
+
+    sha = remote.push_source({"alpha.yaml": pcs_yaml("alpha")}, "one")
+    _once(remote)
+    git_dir = remote.root / "work" / "clone" / ".git"
+    stale = [git_dir / "index.lock", git_dir / "refs" / "heads" / "rendered.lock", git_dir / "objects" / "pack" / "x.lock"]
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    walked: list[str] = []
+    real_walk = os.walk
+
+    def spy(top: str | os.PathLike[str], *args: object, **kwargs: object) -> object:
+        for entry in real_walk(top, *args, **kwargs):  # type: ignore[call-overload]
+            walked.append(entry[0])
+            yield entry
+
+    monkeypatch.setattr(os, "walk", spy)
+    sha2 = remote.push_source({"alpha.yaml": pcs_yaml("alpha").replace("replicas: 2", "replicas: 3")}, "two")
+    assert _once(remote)[0] == [sha2] and sha != sha2
+    assert not [p for p in stale if p.exists()]
+    skipped = ("grove-gitops-cache", "grove-gitops-source")
+    assert walked and not [w for w in walked if any(s in w for s in skipped)]
+    assert not [w for w in walked if len(os.path.basename(w)) == 2 and os.path.basename(os.path.dirname(w)) == "objects"]
