@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="where the setups go (default: the system temp dir)")
     args = parser.parse_args(argv)
     source = args.source.resolve()
-    root = Path(tempfile.mkdtemp(prefix="grove-bench-fresh-", dir=args.workdir))
+    root = Path(tempfile.mkdtemp(prefix="grove-bench-fresh-", dir=args.workdir)).resolve()
     result: dict[str, Any] = {"mode": "fresh", "repeat": args.repeat}
     result["podcliquesets"] = sum(1 for _ in (source / "workloads").rglob("*.yaml"))
     try:
