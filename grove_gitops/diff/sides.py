@@ -66,8 +66,10 @@ def _prefill(cache: RenderCache | None, plan: RenderPlan, memo: ParseMemo) -> li
         shard = cache.shards.get(item.digest)
         if shard is None:
             continue
-        stored = store.load_json(item.digest)
         paths = _object_files(shard)
+        if all((path, shard.files[path]) in memo for path in paths):
+            continue  # the other side had this shard: parsed already
+        stored = store.load_json(item.digest)
         if not isinstance(stored, dict) or sorted(stored) != sorted(paths):
             missing.append((item.digest, shard))
             continue
