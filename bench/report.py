@@ -22,6 +22,9 @@ TARGETS: list[tuple[str, str, str, Callable[[float], bool]]] = [
     ("jobs_ratio", "render --jobs 2 / --jobs 1", "≤ 0.6", lambda v: v <= 0.6),
     ("peak_rss_jobs2_mib", "peak RSS with --jobs 2 (parent, largest worker)", "≤ 300 MiB", lambda v: v <= 300),
     ("incremental_ratio", "incremental run_once, N-PCS / 1-PCS repo", "≤ 3", lambda v: v <= 3),
+    ("fresh_controller_ratio", "controller --once (fresh process), N-PCS / 1-PCS repo", "≤ 3", lambda v: v <= 3),
+    ("fresh_diff_ratio", "diff of a one-PCS change (cache) / full render", "≤ 0.2", lambda v: v <= 0.2),
+    ("fresh_fsync_ratio", "cold render with fsync / --no-fsync", "≤ 1.3", lambda v: v <= 1.3),
     # The issue's target: "time from the last gang object's creation to all gates lifted".
     ("lifter_release_after_last_s", "gate-lifter: last PodGang created → all gates lifted", "≤ 2 s", lambda v: v <= 2),
     ("lifter_patch_ratio", "gate-lifter: pod PATCH requests / released pods", "≤ 1.05", lambda v: v <= 1.05),
@@ -78,6 +81,20 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
         out["incremental_big_s"] = stat(inc["change_s"]["big"]["runs"])
         out["incremental_small_s"] = stat(inc["change_s"]["small"]["runs"])
         out["incremental_ratio"] = stat(inc["ratio"]["runs"])
+
+    fresh = results.get("fresh") or {}
+    if "controller" in fresh:
+        out["fresh_controller_big_s"] = stat(fresh["controller"]["change_s"]["big"]["runs"])
+        out["fresh_controller_small_s"] = stat(fresh["controller"]["change_s"]["small"]["runs"])
+        out["fresh_controller_ratio"] = stat(fresh["controller"]["ratio"]["runs"])
+    if "diff" in fresh:
+        out["fresh_diff_s"] = stat(fresh["diff"]["diff_s"]["runs"])
+        out["fresh_render_s"] = stat(fresh["diff"]["render_s"]["runs"])
+        out["fresh_diff_ratio"] = stat(fresh["diff"]["ratio"]["runs"])
+    if "fsync" in fresh:
+        out["fresh_fsync_s"] = stat(fresh["fsync"]["fsync_s"]["runs"])
+        out["fresh_no_fsync_s"] = stat(fresh["fsync"]["no_fsync_s"]["runs"])
+        out["fresh_fsync_ratio"] = stat(fresh["fsync"]["ratio"]["runs"])
 
     lifts = _ok(results.get("lifter", {}).get("runs", []))
     out["lifter_release_s"] = stat(r["release_s"] for r in lifts)
@@ -217,6 +234,45 @@ def _feasibility_section(fe: dict[str, Any]) -> list[str]:
     )
 
 
+def fresh_section(fresh: dict[str, Any], s: dict[str, Any], n: int) -> list[str]:
+    """The fresh-process benchmark (issue 14): whole commands, start-up included."""
+    L = ["", "## Fresh processes: controller --once, diff, fsync (issue 14)", ""]
+    if "error" in fresh or not fresh:
+        return [*L, f"Not measured: {fresh.get('error', 'no data')}"]
+    L += [
+        "`bench/fresh_bench.py`: every command is a new `python -m grove_gitops.cli` process timed from spawn to exit",
+        f"(start-up included); the two commands of a ratio run side by side in each of {fresh['repeat']} repeats, their",
+        "order alternating, and the ratio is taken per repeat. `controller --once --jobs 1` keeps its work directory",
+        "(clone, render cache) between runs and is warmed by one untimed run; each repeat pushes a new `spec.replicas`",
+        "of `w00000`. `diff --repo R main head-k --cache-dir C` compares against a different one-PCS change each",
+        "repeat, with C warmed by one untimed `diff main main --cache-dir C` (a CI cache restored from the default",
+        "branch); the full render is a cold `render --no-fsync --jobs 1` without cache. The fsync pair is a cold",
+        f"`render --jobs 1` with and without `--no-fsync` on {fresh.get('fsync', {}).get('filesystem', '?')}.",
+        f"Load average at the end of this benchmark: {fresh.get('loadavg', '?')}.",
+        "",
+    ]
+    rows = [
+        [f"`controller --once`, {n}-PCS repo", *cell(s.get("fresh_controller_big_s"), "s"), runs(s.get("fresh_controller_big_s"), "s")],
+        ["`controller --once`, 1-PCS repo", *cell(s.get("fresh_controller_small_s"), "s"), runs(s.get("fresh_controller_small_s"), "s")],
+        ["ratio (target ≤ 3)", *cell(s.get("fresh_controller_ratio")), runs(s.get("fresh_controller_ratio"))],
+        ["`diff --cache-dir`, one PCS changed", *cell(s.get("fresh_diff_s"), "s"), runs(s.get("fresh_diff_s"), "s")],
+        ["full `render --no-fsync`, no cache", *cell(s.get("fresh_render_s"), "s"), runs(s.get("fresh_render_s"), "s")],
+        ["ratio (target ≤ 0.2)", *cell(s.get("fresh_diff_ratio")), runs(s.get("fresh_diff_ratio"))],
+        ["cold `render`, fsync", *cell(s.get("fresh_fsync_s"), "s"), runs(s.get("fresh_fsync_s"), "s")],
+        ["cold `render --no-fsync`", *cell(s.get("fresh_no_fsync_s"), "s"), runs(s.get("fresh_no_fsync_s"), "s")],
+        ["ratio (target ≤ 1.3)", *cell(s.get("fresh_fsync_ratio")), runs(s.get("fresh_fsync_ratio"))],
+    ]
+    L += _table(["", "median", "min–max", "runs"], rows)
+    ctl = fresh.get("controller") or {}
+    if "cold_s" in ctl:
+        L += [
+            "",
+            f"Cold first `--once` (empty work directory): {num(ctl['cold_s']['big'], 's')} for {n} PCS, "
+            f"{num(ctl['cold_s']['small'], 's')} for 1; the {n}-PCS render cache holds {num(ctl['cache_mib'])} MiB.",
+        ]
+    return L
+
+
 def markdown(results: dict[str, Any]) -> str:
     p = results["params"]
     m = results["machine"]
@@ -285,6 +341,9 @@ def markdown(results: dict[str, Any]) -> str:
         row(f"controller run_once, one PCS changed, {n}-PCS repo", "incremental_big_s", "s"),
         row("controller run_once, one PCS changed, 1-PCS repo", "incremental_small_s", "s"),
         row(f"incremental ratio {n}-PCS / 1-PCS", "incremental_ratio"),
+        row(f"`controller --once`, fresh process, one PCS changed, {n}-PCS / 1-PCS repo", "fresh_controller_ratio"),
+        row(f"`diff --cache-dir` of a one-PCS change / full `render`, {n} PCS", "fresh_diff_ratio"),
+        row("cold `render` with fsync / `--no-fsync`", "fresh_fsync_ratio"),
         row(
             f"gate-lifter, {p['lifter_pods']} pods / {p['lifter_gangs']} gangs: first PodGang → all lifted",
             "lifter_release_s",
@@ -436,6 +495,7 @@ def markdown(results: dict[str, Any]) -> str:
         if "error" in run:
             L += ["", f"Run {i} failed: {run['error'][:500]}"]
 
+    L += fresh_section(results.get("fresh") or {}, s, n)
     L += _rollout_section(results.get("rollout") or {})
     L += _feasibility_section(results.get("feasibility") or {})
 

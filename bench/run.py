@@ -4,7 +4,9 @@
 
 Generates N PodCliqueSets once, then runs each measurement in a fresh subprocess (so memory
 and caches are isolated) that prints one JSON line: per repeat the full render, its floor and
-``kubectl kustomize``; the incremental controller benchmark (its own worker processes); R
+``kubectl kustomize``; the incremental controller benchmark (its own worker processes); the fresh-process
+benchmark (``controller --once``, ``diff`` with a cache, render with and without fsync, at
+least 5 interleaved repeats); R
 gate-lifter runs, each on a fresh fake API server; one cProfile of a full render. A failing
 sub-benchmark is reported in the output and makes the exit code 1; the others still run.
 """
@@ -246,6 +248,27 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             errors.append(f"incremental: {exc}")
             log(f"incremental FAILED: {exc}")
 
+        log("fresh-process benchmark (controller --once, diff, fsync)")
+        try:
+            results["fresh"] = sub(
+                "bench.fresh_bench",
+                "--source",
+                str(source),
+                "--repeat",
+                str(max(args.repeat, args.fresh_repeat)),
+                "--workdir",
+                str(tmp),
+            )
+            fr = results["fresh"]
+            log(
+                f"fresh: controller {fr['controller']['ratio']['median']:.2f}x, diff {fr['diff']['ratio']['median']:.2f}x, "
+                f"fsync {fr['fsync']['ratio']['median']:.2f}x"
+            )
+        except ChildError as exc:
+            results["fresh"] = {"error": str(exc)}
+            errors.append(f"fresh: {exc}")
+            log(f"fresh FAILED: {exc}")
+
         for r in range(1, args.repeat + 1):
             try:
                 lift = sub("bench.lifter_bench", "--gangs", str(args.lifter_gangs), "--pods", str(args.lifter_pods))
@@ -308,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollout-gangs", type=int, default=50)
     parser.add_argument("--rollout-pods", type=int, default=1000)
     parser.add_argument("--feasibility-nodes", type=int, default=2000, help="nodes of the feasibility benchmark")
+    parser.add_argument(
+        "--fresh-repeat", type=int, default=5, help="interleaved repeats of the fresh-process benchmark (at least --repeat)"
+    )
     parser.add_argument("--kustomize-timeout", type=float, default=300.0, help="seconds (default 300)")
     parser.add_argument("--skip-kustomize", action="store_true")
     parser.add_argument("--workdir", type=Path, help="where the temporary trees go (default: the system temp dir)")

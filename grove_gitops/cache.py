@@ -1,21 +1,27 @@
-"""A render cache for long-running processes (the controller, ``watch``).
+"""The render cache: in memory for long-running processes (the controller, ``watch``), and
+on disk (:mod:`grove_gitops.cachestore`) for fresh ones (``controller --once``, ``render
+--cache-dir``, ``diff``).
 
 Rendering is a pure function of its inputs, so a PodCliqueSet whose source document and
 global inputs (configuration, bindings, pass-through objects, renderer version) are
 unchanged renders to the same bytes: the cache keeps those bytes, keyed by a digest of all
 of it, and a large repository with one changed workload re-expands and re-serialises only
 that workload. Parsed YAML is cached by file content too. Entries not used by the latest
-render are dropped, so memory follows the repository, not its history.
+render are dropped, so memory follows the repository, not its history; on disk they stay
+until the size bound evicts them.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.yamlio import Document
+
+if TYPE_CHECKING:
+    from grove_gitops.cachestore import ShardStore
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,9 @@ class CachedShard:
     gangs: list[tuple[str, str, str]]  # (PodGang, scheduler, podgroups)
     warnings: list[str]
     pods: int = 0  # counted against maxPodsPerRender on a cache hit too
+    update_strategy: str = "RollingRecreate"  # defaulted spec.updateStrategy.type (``plan``)
+    #: The shard directory's kustomization.yaml (a fresh process would serialise ~1,000 of them).
+    kustomization: bytes = b""
 
 
 @dataclass
@@ -37,6 +46,8 @@ class RenderCache:
     shards: dict[str, CachedShard] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    #: Where shards persist between processes (None: memory only).
+    store: ShardStore | None = None
     _used_parsed: set[str] = field(default_factory=set)
     _used_shards: set[str] = field(default_factory=set)
 
@@ -46,15 +57,26 @@ class RenderCache:
 
     def get_parsed(self, key: str) -> tuple[list[Document], list[InputProblem]] | None:
         self._used_parsed.add(key)
-        return self.parsed.get(key)
+        found = self.parsed.get(key)
+        if found is None and self.store is not None:
+            found = self.store.load_parsed(key)
+            if found is not None:
+                self.parsed[key] = found
+        return found
 
     def put_parsed(self, key: str, value: tuple[list[Document], list[InputProblem]]) -> None:
         self._used_parsed.add(key)
         self.parsed[key] = value
+        if self.store is not None:
+            self.store.save_parsed(key, value)
 
     def get_shard(self, key: str) -> CachedShard | None:
         self._used_shards.add(key)
         found = self.shards.get(key)
+        if found is None and self.store is not None:
+            found = self.store.load(key)
+            if found is not None:
+                self.shards[key] = found
         if found is None:
             self.misses += 1
         else:
@@ -64,6 +86,8 @@ class RenderCache:
     def put_shard(self, key: str, value: CachedShard) -> None:
         self._used_shards.add(key)
         self.shards[key] = value
+        if self.store is not None:
+            self.store.save(key, value)
 
     def start(self) -> None:
         self._used_parsed.clear()
@@ -74,6 +98,8 @@ class RenderCache:
         """Drop what the render that just finished did not use."""
         self.parsed = {k: v for k, v in self.parsed.items() if k in self._used_parsed}
         self.shards = {k: v for k, v in self.shards.items() if k in self._used_shards}
+        if self.store is not None and self.store.written:
+            self.store.evict()
 
 
 def digest(*parts: Any) -> str:

@@ -17,7 +17,8 @@ from typing import Any, NoReturn
 import click
 
 from grove_gitops import __version__
-from grove_gitops.cliopts import output_option
+from grove_gitops.cache import RenderCache
+from grove_gitops.cliopts import cache_options, open_cache, output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.feasibility.check import check_plan
@@ -56,6 +57,12 @@ JOBS_OPTION = click.option(
     help="Worker processes expanding and serialising PodCliqueSets (default: the number of CPUs). "
     "The output is the same for every value; small renders run in one process.",
 )
+NO_FSYNC_OPTION = click.option(
+    "--no-fsync",
+    "no_fsync",
+    is_flag=True,
+    help="Do not fsync the new output before swapping it in (tmpfs, CI: faster, not durable across a power loss).",
+)
 QUIET_OPTION = click.option(
     "-q",
     "--quiet",
@@ -92,16 +99,36 @@ def _fail(exc: GroveGitopsError, as_json: bool) -> NoReturn:
     sys.exit(1)
 
 
-def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int | None) -> None:
+def _check(
+    source: Path,
+    out: Path | None,
+    quiet: bool,
+    output: str,
+    jobs: int | None,
+    *,
+    fsync: bool = True,
+    cache: RenderCache | None = None,
+) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
     n_jobs = default_jobs() if jobs is None else jobs
+    if cache is not None:
+        cache.start()
     try:
         outcome = render_source_tree(
-            source, out, n_jobs, single=lambda plan: render_to(plan, out, n_jobs), feasibility=True
+            source,
+            out,
+            n_jobs,
+            cache,
+            single=lambda plan: render_to(plan, out, n_jobs, fsync=fsync, cache=cache),
+            feasibility=True,
+            fsync=fsync,
         )
     except GroveGitopsError as exc:
         _fail(exc, as_json)
+    finally:
+        if cache is not None:
+            cache.finish()
     sink = WarningSink(quiet=quiet)
     tree, acks, n_pcs = outcome.tree, outcome.acknowledged, outcome.podcliquesets
     tree.warnings = tree.warnings + outcome.feasibility_warnings  # reported, never in the output's README
@@ -130,9 +157,21 @@ def _check(source: Path, out: Path | None, quiet: bool, output: str, jobs: int |
 @QUIET_OPTION
 @OUTPUT_OPTION
 @JOBS_OPTION
-def render(source: Path, out: Path, quiet: bool, output: str, jobs: int | None) -> None:
+@NO_FSYNC_OPTION
+@cache_options
+def render(
+    source: Path,
+    out: Path,
+    quiet: bool,
+    output: str,
+    jobs: int | None,
+    no_fsync: bool,
+    cache_dir: Path | None,
+    cache_max_mb: int,
+) -> None:
     """Render SOURCE (a directory of YAML files) into OUT."""
-    _check(source, out, quiet, output, jobs)
+    cache = open_cache(cache_dir, cache_max_mb, not_inside=[source, out])
+    _check(source, out, quiet, output, jobs, fsync=not no_fsync, cache=cache)
 
 
 @main.command()
@@ -156,11 +195,14 @@ def validate(source: Path, quiet: bool, output: str, jobs: int | None) -> None:
 )
 @click.option("--debounce", default=300, show_default=True, help="Milliseconds to wait for more changes.")
 @QUIET_OPTION
-def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
+@NO_FSYNC_OPTION
+def watch(source: Path, out: Path, debounce: int, quiet: bool, no_fsync: bool) -> None:
     """Re-render SOURCE into OUT whenever a YAML file changes (Ctrl-C to stop)."""
     from grove_gitops.gitops.watch import watch as run_watch
 
-    run_watch(source, out, lambda line: click.echo(line, err=True), debounce_ms=debounce, quiet=quiet)
+    run_watch(
+        source, out, lambda line: click.echo(line, err=True), debounce_ms=debounce, quiet=quiet, fsync=not no_fsync
+    )
 
 
 @main.command()
@@ -188,6 +230,13 @@ def watch(source: Path, out: Path, debounce: int, quiet: bool) -> None:
     is_flag=True,
     help="Also write Argo CD Source Hydrator files (hydrator.metadata, README.md, .gitattributes) per shard.",
 )
+@click.option(
+    "--cache-max-mb",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Size bound of the render cache kept in the work directory (least recently used entries go first).",
+)
 @JOBS_OPTION
 def controller(
     repo: str,
@@ -201,6 +250,7 @@ def controller(
     metrics_address: str,
     author: str,
     hydrator_files: bool,
+    cache_max_mb: int,
     jobs: int | None,
 ) -> None:
     """Render every new source commit of REPO and push the output for Argo CD / Flux."""
@@ -220,6 +270,7 @@ def controller(
             author=author,
             jobs=default_jobs() if jobs is None else jobs,
             hydrator=hydrator_files,
+            cache_max_mb=cache_max_mb,
         )
     )
 

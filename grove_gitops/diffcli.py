@@ -23,7 +23,8 @@ from pathlib import Path
 
 import click
 
-from grove_gitops.cliopts import output_option
+from grove_gitops.cache import RenderCache
+from grove_gitops.cliopts import cache_options, open_cache, output_option
 from grove_gitops.diff.errors import DiffError, SideInvalidError
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
@@ -34,6 +35,7 @@ from grove_gitops.diff.markdown import (
     PART_SEPARATOR,
     render_markdown,
 )
+from grove_gitops.diff.model import ParseMemo
 from grove_gitops.diff.report import Report, Side, build_report
 from grove_gitops.diff.sides import extracted_refs, side_from_rendered, side_from_source
 from grove_gitops.diff.split import Block
@@ -107,15 +109,27 @@ def report_invalid(errors: list[SideInvalidError]) -> None:
         click.echo(f"{n} error{'s' if n != 1 else ''} in {err.side} ({err.label}); nothing was compared", err=True)
 
 
-def _render_sides(base: Path, head: Path, base_label: str, head_label: str) -> tuple[Side, Side]:
-    """Render both source trees, collecting the problems of both before giving up."""
+def _render_sides(
+    base: Path, head: Path, base_label: str, head_label: str, cache: RenderCache | None = None
+) -> tuple[Side, Side]:
+    """Render both source trees, collecting the problems of both before giving up.
+
+    One render cache serves both sides, so a PodCliqueSet equal on both is rendered once (or
+    comes from ``--cache-dir``), and a file equal on both is parsed once.
+    """
     sides: list[Side] = []
     errors: list[SideInvalidError] = []
-    for path, label, name in ((base, base_label, "base"), (head, head_label, "head")):
-        try:
-            sides.append(side_from_source(path, label, name))
-        except SideInvalidError as exc:
-            errors.append(exc)
+    cache = cache if cache is not None else RenderCache()
+    memo: ParseMemo = {}
+    cache.start()
+    try:
+        for path, label, name in ((base, base_label, "base"), (head, head_label, "head")):
+            try:
+                sides.append(side_from_source(path, label, name, cache, memo))
+            except SideInvalidError as exc:
+                errors.append(exc)
+    finally:
+        cache.finish()
     if errors:
         raise InvalidSidesError(errors)
     return sides[0], sides[1]
@@ -128,12 +142,13 @@ def load_sides(
     repo: Path | None,
     source_path: str | None,
     labels: tuple[str | None, str | None],
+    cache: RenderCache | None = None,
 ) -> tuple[Side, Side, str]:
     """Both sides as ``diff`` and ``plan`` name them, and the arguments that name them again
     (for a re-run hint: short SHAs in ``--repo`` mode, so the hint stays valid after a push)."""
     if repo is not None:
         with extracted_refs(repo, base, head, source_path or ".") as (b, h):
-            sides = _render_sides(b.root, h.root, labels[0] or b.label, labels[1] or h.label)
+            sides = _render_sides(b.root, h.root, labels[0] or b.label, labels[1] or h.label, cache)
             sp = f" --source-path {source_path}" if source_path else ""
             return sides[0], sides[1], f"--repo . {b.sha[:12]} {h.sha[:12]}{sp}"
     if rendered:
@@ -142,8 +157,18 @@ def load_sides(
             side_from_rendered(Path(head), labels[1] or head),
             f"--rendered {base} {head}",
         )
-    sides = _render_sides(Path(base), Path(head), labels[0] or base, labels[1] or head)
+    sides = _render_sides(Path(base), Path(head), labels[0] or base, labels[1] or head, cache)
     return sides[0], sides[1], f"{base} {head}"
+
+
+def side_cache(
+    cache_dir: Path | None, cache_max_mb: int, base: str, head: str, rendered: bool, repo: Path | None
+) -> RenderCache | None:
+    """The cache ``--cache-dir`` names for ``diff`` and ``plan`` (never inside a source)."""
+    if cache_dir is None or rendered:
+        return None
+    sources = [repo] if repo is not None else [Path(base), Path(head)]
+    return open_cache(cache_dir, cache_max_mb, not_inside=sources)
 
 
 def plan_blocks(report: Report) -> list[Block]:
@@ -171,9 +196,10 @@ def _build(
     source_path: str | None,
     labels: tuple[str | None, str | None],
     context: int,
+    cache: RenderCache | None = None,
 ) -> tuple[Report, str]:
     """The report and the command a reader can run locally for the full, untruncated diff."""
-    base_side, head_side, args = load_sides(base, head, rendered, repo, source_path, labels)
+    base_side, head_side, args = load_sides(base, head, rendered, repo, source_path, labels, cache)
     return build_report(base_side, head_side, context), f"grove-gitops diff {args} --format text"
 
 
@@ -218,6 +244,7 @@ def _build(
     "-q", "--quiet", is_flag=True, help="Print no warning listed in RenderConfiguration's acknowledgedWarnings."
 )
 @output_option(", and the diff")
+@cache_options
 def diff_command(
     base: str,
     head: str,
@@ -234,9 +261,12 @@ def diff_command(
     context: int,
     quiet: bool,
     output: str,
+    cache_dir: Path | None,
+    cache_max_mb: int,
 ) -> None:
     """Show what changes between the rendered output of BASE and HEAD (PR review)."""
     check_modes(rendered, repo, source_path)
+    cache = side_cache(cache_dir, cache_max_mb, base, head, rendered, repo)
     if not _KEY_RE.match(key):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only (at most 64)", param_hint="--key")
     as_json = output == "json"
@@ -247,7 +277,7 @@ def diff_command(
         if not as_json:
             click.echo(f"warning: {message}", err=True)
     try:
-        report, hint = _build(base, head, rendered, repo, source_path, (base_label, head_label), context)
+        report, hint = _build(base, head, rendered, repo, source_path, (base_label, head_label), context, cache)
         sink = WarningSink(quiet=quiet)
         if as_json:
             shown = sink.select(report.head.warnings, report.head.acknowledged)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import click
 
-from grove_gitops.cliopts import output_option
-from grove_gitops.diffcli import InvalidSidesError, check_modes, load_sides, report_invalid
+from grove_gitops.cliopts import cache_options, output_option
+from grove_gitops.diffcli import InvalidSidesError, check_modes, load_sides, report_invalid, side_cache
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.plan.formats import render_json, render_text
@@ -44,6 +44,7 @@ from grove_gitops.problems import Problem, WarningSink, from_input_problem, json
     "-q", "--quiet", is_flag=True, help="Print no warning listed in RenderConfiguration's acknowledgedWarnings."
 )
 @output_option(' (on success: {"podcliquesets": [...]} alone)')
+@cache_options
 def plan_command(
     base: str,
     head: str,
@@ -54,14 +55,19 @@ def plan_command(
     head_label: str | None,
     quiet: bool,
     output: str,
+    cache_dir: Path | None,
+    cache_max_mb: int,
 ) -> None:
     """Print the rollout the agent will perform from BASE to HEAD: per PodCliqueSet the
     strategy, the steps in order, the most pods unavailable at once and the fields that
     force the restart."""
     check_modes(rendered, repo, source_path)
+    cache = side_cache(cache_dir, cache_max_mb, base, head, rendered, repo)
     as_json = output == "json"
     try:
-        base_side, head_side, _ = load_sides(base, head, rendered, repo, source_path, (base_label, head_label))
+        base_side, head_side, _ = load_sides(
+            base, head, rendered, repo, source_path, (base_label, head_label), cache
+        )
         plan = build_fleet_plan(base_side, head_side)
     except InvalidSidesError as exc:
         if as_json:

@@ -11,6 +11,10 @@ import os
 import sys
 import threading
 
+#: Threads named so only call ``os.open``/``os.fsync``/``os.close`` (the writer's fsync pool):
+#: they hold no lock a forked worker could need, so they do not rule out ``fork``.
+FORK_SAFE_THREAD_PREFIX = "grove-gitops-fsync"
+
 
 def default_jobs() -> int:
     """The CPUs this process may run on (a container's affinity mask, not the host's count)."""
@@ -22,6 +26,7 @@ def default_jobs() -> int:
 def start_method() -> str:
     """``fork`` where it is safe: a single-threaded process on Linux (macOS system libraries
     are not fork-safe, which is why Python defaults to ``spawn`` there); ``spawn`` otherwise."""
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
+    others = [t for t in threading.enumerate() if not t.name.startswith(FORK_SAFE_THREAD_PREFIX)]
+    if sys.platform.startswith("linux") and len(others) == 1:
         return "fork"
     return "spawn"

@@ -201,6 +201,8 @@ class PlannedPCS:
     pcs: PodCliqueSet | None
     warnings: list[str]
     pods: int = 0
+    #: Defaulted ``spec.updateStrategy.type``: ``plan`` needs it, and a cache hit has no spec.
+    update_strategy: str = "RollingRecreate"
 
 
 @dataclass
@@ -273,6 +275,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         errs: list[FieldError] = []
         if cached is not None:
             key, pcs, warnings, pods = cached.key, None, list(cached.warnings), cached.pods
+            strategy = cached.update_strategy
         else:
             pcs, parse_problems = parse_pcs(raw)
             if pcs is None:
@@ -284,6 +287,8 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
             del inputs.warnings[before:]
             key = (pcs.namespace, pcs.name)
             pods = count_pods(pcs)
+            declared = pcs.spec.updateStrategy
+            strategy = (declared.type if declared else None) or "RollingRecreate"
         if pods <= inputs.render.limits.maxPodsPerPodCliqueSet and total_pods <= max_pods < total_pods + pods:
             message = (
                 f"the render would have more than {max_pods} pods (RenderConfiguration limits.maxPodsPerRender): "
@@ -298,7 +303,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         seen.setdefault(key, raw.file)
         problems += _problems(raw.file, errs)
         if not errs:
-            items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods))
+            items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy))
     for passthrough in source.passthrough:
         problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
         unknown = unknown_builtin_kind(passthrough.obj, inputs.render.kubernetesVersion)
@@ -336,9 +341,7 @@ def render_source(root: Path, feasibility: bool = False) -> RenderResult:
         result.warnings += item.warnings + warnings
         result.objects += objects
         result.podcliquesets[item.key] = item.file
-        if item.pcs is not None:
-            strategy = item.pcs.spec.updateStrategy
-            result.update_strategies[item.key] = (strategy.type if strategy else None) or "RollingRecreate"
+        result.update_strategies[item.key] = item.update_strategy
     result.objects += plan.extra
     if feasibility and plan.inputs.source.has_inventory:
         from grove_gitops.feasibility.check import apply_mode, check_objects

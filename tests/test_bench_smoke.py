@@ -19,7 +19,7 @@ from tests.support import PROJECT
 
 SMOKE = [
     "--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40", "--rollout-gangs", "2",
-    "--rollout-pods", "10", "--feasibility-nodes", "16",
+    "--rollout-pods", "10", "--feasibility-nodes", "16", "--fresh-repeat", "2",
 ]
 
 
@@ -91,6 +91,20 @@ def test_every_figure_is_reported(smoke: tuple[dict[str, Any], str]) -> None:
         stat = summary[key]
         assert len(stat["runs"]) == 1, key
         assert positive(stat["median"]) and stat["min"] <= stat["median"] <= stat["max"], (key, stat)
+    for key in (
+        "fresh_controller_big_s",
+        "fresh_controller_small_s",
+        "fresh_controller_ratio",
+        "fresh_diff_s",
+        "fresh_render_s",
+        "fresh_diff_ratio",
+        "fresh_fsync_s",
+        "fresh_no_fsync_s",
+        "fresh_fsync_ratio",
+    ):
+        stat = summary[key]
+        assert len(stat["runs"]) == 2, key  # --fresh-repeat 2: interleaved pairs
+        assert positive(stat["median"]) and stat["min"] <= stat["median"] <= stat["max"], (key, stat)
     assert {t["key"] for t in results["targets"]} == {
         "peak_rss_mib",
         "floor_ratio",
@@ -98,6 +112,9 @@ def test_every_figure_is_reported(smoke: tuple[dict[str, Any], str]) -> None:
         "jobs_ratio",
         "peak_rss_jobs2_mib",
         "incremental_ratio",
+        "fresh_controller_ratio",
+        "fresh_diff_ratio",
+        "fresh_fsync_ratio",
         "lifter_release_after_last_s",
         "lifter_patch_ratio",
     }
@@ -136,6 +153,15 @@ def test_ratios_come_from_the_same_runs(smoke: tuple[dict[str, Any], str]) -> No
     assert inc["output_files"]["big"] > inc["output_files"]["small"] > 0
     assert positive(inc["warmup_s"]["big"]) and positive(inc["warmup_s"]["small"])
 
+    fresh = results["fresh"]
+    assert fresh["podcliquesets"] == 3 and fresh["repeat"] == 2
+    for name, (a, b) in {"controller": ("big", "small"), "diff": ("diff_s", "render_s"), "fsync": ("fsync_s", "no_fsync_s")}.items():
+        part = fresh[name]
+        first, second = (part["change_s"][a], part["change_s"][b]) if name == "controller" else (part[a], part[b])
+        for i in range(2):
+            assert math.isclose(part["ratio"]["runs"][i], first["runs"][i] / second["runs"][i]), name
+    assert fresh["controller"]["cache_mib"] > 0 and positive(fresh["controller"]["cold_s"]["big"])
+
     (lift,) = results["lifter"]["runs"]
     assert lift["pods"] == lift["released_pods"] == 40 and lift["gangs"] == 4
     assert lift["pod_patches"] >= 40
@@ -157,6 +183,7 @@ def test_profile_and_report(smoke: tuple[dict[str, Any], str]) -> None:
         "## Machine",
         "## Render",
         "## Incremental controller",
+        "## Fresh processes: controller --once, diff, fsync (issue 14)",
         "## Gate-lifter",
         "## What the remaining cost is made of",
         "## How to reproduce",

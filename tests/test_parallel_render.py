@@ -3,7 +3,9 @@ the same errors, and keep the render cache's semantics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -136,12 +138,19 @@ def test_a_render_failing_midway_keeps_the_previous_output(tmp_path: Path, monke
 def test_fork_only_when_single_threaded_on_linux(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
     import threading
+    from types import SimpleNamespace
+
+    def threads(*names: str) -> Callable[[], list[Any]]:
+        return lambda: [SimpleNamespace(name=n) for n in ("MainThread", *names)]
 
     monkeypatch.setattr(sys, "platform", "linux")
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "enumerate", threads())
     assert parallel.start_method() == "fork"
-    monkeypatch.setattr(threading, "active_count", lambda: 3)  # e.g. the controller's metrics server
+    monkeypatch.setattr(threading, "enumerate", threads("metrics", "health"))  # e.g. the controller's server
     assert parallel.start_method() == "spawn"
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    # The writer's fsync threads only call os.open/fsync/close: they do not rule out fork.
+    monkeypatch.setattr(threading, "enumerate", threads("grove-gitops-fsync_0", "grove-gitops-fsync_1"))
+    assert parallel.start_method() == "fork"
+    monkeypatch.setattr(threading, "enumerate", threads())
     monkeypatch.setattr(sys, "platform", "darwin")
     assert parallel.start_method() == "spawn"

@@ -20,7 +20,7 @@ import enum
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -103,13 +103,17 @@ class Change:
 
 
 def _shard_of(path: str) -> str:
-    parent = PurePosixPath(path).parent.as_posix()
-    return "" if parent == "." else parent
+    """The directory of a tree path ('' at the root); string operations, not PurePosixPath:
+    a large tree has tens of thousands of paths (issue 14)."""
+    return path.rpartition("/")[0]
 
 
-def _is_object_file(path: str) -> bool:
-    p = PurePosixPath(path)
-    return p.suffix in YAML_SUFFIXES and p.name not in NON_OBJECT_FILES
+def is_object_file(path: str) -> bool:
+    """A ``.yaml``/``.yml`` file other than a kustomization (PurePosixPath's suffix rule: a
+    name that starts with its only dot has no suffix)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return 0 < dot < len(name) - 1 and name[dot:] in YAML_SUFFIXES and name not in NON_OBJECT_FILES
 
 
 def _key(shard: str, obj: dict[str, Any]) -> ObjectKey:
@@ -123,7 +127,12 @@ def _key(shard: str, obj: dict[str, Any]) -> ObjectKey:
     )
 
 
-def load_objects(files: Mapping[str, bytes]) -> dict[ObjectKey, TreeObject]:
+#: Parsed documents by (path, file bytes): the two sides of a diff share most files, and a
+#: file equal on both sides is parsed once (issue 14).
+ParseMemo = dict[tuple[str, bytes], tuple[str, list[Any]]]
+
+
+def load_objects(files: Mapping[str, bytes], memo: ParseMemo | None = None) -> dict[ObjectKey, TreeObject]:
     """Parse every object file of a rendered tree.
 
     One object per file is the layout's contract; a multi-document file (a hand-made tree
@@ -132,13 +141,19 @@ def load_objects(files: Mapping[str, bytes]) -> dict[ObjectKey, TreeObject]:
     """
     out: dict[ObjectKey, TreeObject] = {}
     for path in sorted(files):
-        if not _is_object_file(path):
+        if not is_object_file(path):
             continue
-        try:
-            text = files[path].decode("utf-8")
-            docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise DiffError(f"{path}: cannot parse the rendered file: {exc}") from exc
+        found = memo.get((path, files[path])) if memo is not None else None
+        if found is not None:
+            text, docs = found
+        else:
+            try:
+                text = files[path].decode("utf-8")
+                docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+            except (UnicodeDecodeError, yaml.YAMLError) as exc:
+                raise DiffError(f"{path}: cannot parse the rendered file: {exc}") from exc
+            if memo is not None:
+                memo[(path, files[path])] = (text, docs)
         for doc in docs:
             if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
                 raise DiffError(f"{path}: not a Kubernetes object (no apiVersion/kind)")
@@ -163,7 +178,7 @@ def read_tree(root: Path) -> dict[str, bytes]:
         for name in filenames:
             full = Path(dirpath) / name
             rel = full.relative_to(root).as_posix()
-            if _is_object_file(rel):
+            if is_object_file(rel):
                 try:
                     files[rel] = full.read_bytes()
                 except OSError as exc:

@@ -48,16 +48,15 @@ class Outcome:
     feasibility_warnings: list[str] = field(default_factory=list)
 
     @property
+    def plans(self) -> list[RenderPlan]:
+        """The single plan, or every cluster's."""
+        return [self.plan] if self.plan is not None else [c.plan for c in self.clusters]
+
+    @property
     def update_strategies(self) -> dict[tuple[str, str], str]:
-        """(namespace, name) -> update strategy of every rendered PodCliqueSet (``plan``)."""
-        plans = [self.plan] if self.plan is not None else [c.plan for c in self.clusters]
-        out: dict[tuple[str, str], str] = {}
-        for plan in plans:
-            for item in plan.items:
-                if item.pcs is not None:
-                    strategy = item.pcs.spec.updateStrategy
-                    out[item.key] = (strategy.type if strategy else None) or "RollingRecreate"
-        return out
+        """(namespace, name) -> update strategy of every rendered PodCliqueSet (``plan``); known
+        for a PodCliqueSet the cache rendered too."""
+        return {item.key: item.update_strategy for plan in self.plans for item in plan.items}
 
 
 def render_source_tree(
@@ -67,6 +66,7 @@ def render_source_tree(
     cache: RenderCache | None = None,
     single: Callable[[RenderPlan], Tree] | None = None,
     feasibility: bool = False,
+    fsync: bool = True,
 ) -> Outcome:
     """Plan and build the output of ``source`` (fleet or not) and write it to ``out`` if given.
 
@@ -75,7 +75,8 @@ def render_source_tree(
     ``feasibility`` and a node inventory in a single-cluster source, its gangs are placed on
     the inventory first (docs/feasibility.md): under ``feasibility: enforce`` a gang that does
     not fit raises before anything is written. A fleet is not checked (an inventory would
-    have to name its cluster).
+    have to name its cluster). ``fsync`` as in :class:`TreeWriter` (a fleet's tree; ``single``
+    writes its own).
     """
     loaded = load_source(source, cache, jobs)
     if not loaded.clusters:
@@ -90,7 +91,7 @@ def render_source_tree(
     fleet = plan_fleet(loaded, cache)
     if out is None:
         return build_fleet(fleet, cache, jobs)
-    writer = TreeWriter(out)
+    writer = TreeWriter(out, fsync=fsync)
     try:
         outcome = build_fleet(fleet, cache, jobs, on_files=writer.write)
         writer.write(outcome.tree.files)

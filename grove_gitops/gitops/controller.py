@@ -30,6 +30,7 @@ from pathlib import Path
 
 from grove_gitops import __version__
 from grove_gitops.cache import RenderCache
+from grove_gitops.cachestore import ShardStore
 from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.gitops import hydrator, trailers
@@ -62,6 +63,8 @@ class ControllerConfig:
     jobs: int = 1
     #: Also write Argo CD Source Hydrator files (``hydrator.metadata``, README, ``.gitattributes``).
     hydrator: bool = False
+    #: Size bound of the persistent render cache under the work directory (issue 14).
+    cache_max_mb: int = 1024
 
     @property
     def folder_mode(self) -> bool:
@@ -101,8 +104,9 @@ class Controller:
         self.registry = registry or Registry()
         self.before_push = before_push
         self.workspace = Workspace(config.repo, config.workdir, config.author_name, config.author_email)
-        #: Rendered PodCliqueSets of earlier source commits: unchanged ones are not re-expanded.
-        self.cache = RenderCache()
+        #: Rendered PodCliqueSets of earlier source commits: unchanged ones are not re-expanded,
+        #: also by the next process (``--once`` from a CronJob): the cache persists in the workdir.
+        self.cache = RenderCache(store=ShardStore(self.workspace.cache_dir, config.cache_max_mb * 1024 * 1024))
         #: A private export of the source path, updated file by file from commit to commit.
         self._source_dir = self.workspace.source_dir
         self._exported: dict[str, str] | None = None
@@ -204,11 +208,16 @@ class Controller:
         started = time.monotonic()
         self.cache.start()
         try:
+            ws = self.workspace
+            if self._exported is None:
+                self._exported = ws.saved_export()  # a previous process's export (``--once``)
+            ws.forget_export()
             try:
-                self._exported = self.workspace.export(commit.sha, cfg.source_path, self._source_dir, self._exported)
+                self._exported = ws.export(commit.sha, cfg.source_path, self._source_dir, self._exported)
             except BaseException:
                 self._exported = None  # the export directory's content is unknown: start over next time
                 raise
+            ws.save_export(self._exported)
             # One commit for every cluster of a fleet; a plain source renders as before.
             tree = render_source_tree(self._source_dir, None, cfg.jobs, self.cache).tree
         except InvalidInputError as exc:

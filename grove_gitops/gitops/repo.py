@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import json
 import os
 import shutil
 import stat
@@ -86,6 +88,32 @@ def unsafe_tree_path(name: str) -> str | None:
     return None
 
 
+#: Directories of ``.git`` that hold many files and no lock a killed run could strand: the
+#: render cache, the source export, and the loose-object fan-out (``objects/ab/``).
+_NO_LOCKS = frozenset({"grove-gitops-cache", "grove-gitops-source"})
+
+
+def _lock_files(git_dir: Path) -> list[Path]:
+    """The ``*.lock`` files under ``git_dir`` (index, refs, config, packed-refs, pack and
+    commit-graph locks), without walking tens of thousands of loose objects."""
+    found: list[Path] = []
+    objects = str(git_dir / "objects")
+    for dirpath, dirnames, filenames in os.walk(git_dir):
+        if dirpath == str(git_dir):
+            dirnames[:] = [d for d in dirnames if d not in _NO_LOCKS]
+        elif dirpath == objects:
+            dirnames[:] = [d for d in dirnames if not (len(d) == 2 and all(c in "0123456789abcdef" for c in d))]
+        found += [Path(dirpath) / name for name in filenames if name.endswith(".lock")]
+    return found
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob holding ``data`` (SHA-1 of ``blob <size>\\0`` + data)."""
+    h = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    h.update(data)
+    return h.hexdigest()
+
+
 @dataclass(frozen=True)
 class SourceCommit:
     sha: str
@@ -132,7 +160,7 @@ class Workspace:
         self._branch: str | None = None
         self._clean_head: str | None = None  # remote commit the work tree is known to equal
         self._pending_head: str | None = None
-        self._written: dict[str, bytes] | None = None  # what the output path holds, if known
+        self._written: dict[str, str] | None = None  # blob ids of what the output path holds, if known
         self._env: dict[str, str] = {"GIT_TERMINAL_PROMPT": "0"}
         token = password or os.environ.get(TOKEN_ENV)
         if token:
@@ -147,6 +175,42 @@ class Workspace:
     def source_dir(self) -> Path:
         """The controller's private export of source commits, inside the clone's ``.git``."""
         return self.workdir / ".git" / "grove-gitops-source"
+
+    @property
+    def cache_dir(self) -> Path:
+        """The controller's persistent render cache, inside the clone's ``.git`` (the source
+        export never writes there; ``git clean`` never touches it)."""
+        return self.workdir / ".git" / "grove-gitops-cache"
+
+    @property
+    def _export_state(self) -> Path:
+        return self.workdir / ".git" / "grove-gitops-source.json"
+
+    def saved_export(self) -> dict[str, str] | None:
+        """What a previous process's last complete export left in :attr:`source_dir`
+        (``{path: blob id}``), so a fresh process (``--once``) writes only what changed."""
+        try:
+            data = json.loads(self._export_state.read_text())
+        except (OSError, ValueError):
+            return None
+        if not self.source_dir.is_dir() or not isinstance(data, dict):
+            return None
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            return None
+        return data
+
+    def forget_export(self) -> None:
+        """Called before an export starts: a process killed mid-export leaves no stale record."""
+        with contextlib.suppress(FileNotFoundError):
+            self._export_state.unlink()
+
+    def save_export(self, exported: dict[str, str]) -> None:
+        tmp = self._export_state.with_name(self._export_state.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(exported, sort_keys=True))
+            os.replace(tmp, self._export_state)
+        except OSError:
+            pass  # only an optimisation: the next process exports everything
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self) -> None:
@@ -204,7 +268,7 @@ class Workspace:
         if not (self.workdir / ".git").is_dir():
             return None
         try:
-            for stale in (self.workdir / ".git").rglob("*.lock"):
+            for stale in _lock_files(self.workdir / ".git"):
                 stale.unlink()  # we hold the flock: any lock file is a leftover of a killed run
             repo = git.Repo(self.workdir)
             repo.git.update_environment(**self._env)
@@ -420,22 +484,32 @@ class Workspace:
     def replace_path(self, path: str, files: dict[str, bytes]) -> bool:
         """Make everything below ``path`` equal ``files``; True if the index changed.
 
-        Only files whose bytes differ from what the work tree holds are written, and only
-        those are staged, so the cost follows the change, not the size of the output.
+        Compared by git blob id, never by reading the previous output (issue 14): the new
+        files' blob ids against those this process last wrote, or, when it does not know them
+        (a fresh process, after a reset), against the committed tree (``git ls-tree HEAD``).
+        The work tree is private and is reset to that commit whenever the process does not
+        know it holds exactly what it last wrote, so the two agree; a work-tree file changed
+        behind the controller's back is never staged, and is rewritten as soon as its content
+        changes in the output. Only files whose blob differs are written and staged, so the
+        cost follows the change, not the size of the output.
         """
         prefix = path.strip("/")
         root = self.workdir / prefix if prefix else self.workdir
-        old = self._written if self._written is not None else self._read_tree(root)
-        changed = [rel for rel, data in files.items() if old.get(rel) != data]
-        removed = [rel for rel in old if rel not in files]
+        old = self._written if self._written is not None else self._committed_blobs(prefix)
+        new = {rel: blob_id(data) for rel, data in files.items()}
+        changed = [rel for rel, blob in new.items() if old.get(rel) != blob]
+        removed = [rel for rel in old if rel not in new]
         for rel in removed:
             with contextlib.suppress(FileNotFoundError):
                 (root / rel).unlink()
+        made: set[Path] = set()
         for rel in changed:
             target = root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
             target.write_bytes(files[rel])
-        self._written = dict(files)
+        self._written = new
         if not changed and not removed:
             return False
         paths = [f"{prefix}/{rel}" if prefix else rel for rel in [*changed, *removed]]
@@ -456,14 +530,10 @@ class Workspace:
             return True
 
     def output_files(self, path: str) -> Mapping[str, bytes]:
-        """What is below ``path`` of the output work tree (as last written or checked out)."""
-        if self._written is not None:
-            return self._written
+        """What is below ``path`` of the output work tree (as last written or checked out):
+        the hydrator keeps the files of unchanged shards. Read only with ``--hydrator-files``."""
         prefix = path.strip("/")
-        return self._read_tree(self.workdir / prefix if prefix else self.workdir)
-
-    @staticmethod
-    def _read_tree(root: Path) -> dict[str, bytes]:
+        root = self.workdir / prefix if prefix else self.workdir
         if not root.exists():
             return {}
         return {
@@ -471,6 +541,22 @@ class Workspace:
             for p in root.rglob("*")
             if p.is_file() and ".git" not in p.relative_to(root).parts
         }
+
+    def _committed_blobs(self, prefix: str) -> dict[str, str]:
+        """``{path below prefix: blob id}`` of the files HEAD holds there (nothing on an orphan)."""
+        if not self.repo.head.is_valid():
+            return {}
+        listing = self._git("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", prefix or ".")
+        out: dict[str, str] = {}
+        for entry in listing.split("\0"):
+            if not entry:
+                continue
+            meta, _, name = entry.partition("\t")
+            _mode, kind, blob = meta.split(" ")
+            if kind != "blob":
+                continue
+            out[name[len(prefix) + 1 :] if prefix else name] = blob
+        return out
 
     def commit(self, message: str) -> str:
         """Commit the index with git itself (GitPython's index handling is slow on large trees)."""

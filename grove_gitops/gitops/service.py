@@ -54,6 +54,7 @@ def run_controller(
     author: str,
     jobs: int = 1,
     hydrator: bool = False,
+    cache_max_mb: int = 1024,
 ) -> int:
     _setup_logging()
     log = logging.getLogger("grove_gitops.controller")
@@ -69,6 +70,7 @@ def run_controller(
         author_email=email,
         jobs=jobs,
         hydrator=hydrator,
+        cache_max_mb=cache_max_mb,
     )
     registry = Registry()
     try:

@@ -35,13 +35,14 @@ def render_once(
     echo: Callable[[str], None],
     cache: RenderCache | None = None,
     sink: WarningSink | None = None,
+    fsync: bool = True,
 ) -> bool:
     if cache is not None:
         cache.start()
     try:
         outcome = render_source_tree(source, None, 1, cache)  # a fleet renders every cluster
         tree = outcome.tree
-        write_tree(tree, out)
+        write_tree(tree, out, fsync=fsync)
     except InvalidInputError as exc:
         for problem in exc.problems:
             echo(f"error: {problem}")
@@ -82,17 +83,18 @@ def watch(
     stop: threading.Event | None = None,
     max_renders: int | None = None,
     quiet: bool = False,
+    fsync: bool = True,
 ) -> int:
     """Render now, then after every batch of changes; returns the number of renders."""
     renders = 1
     cache = RenderCache()  # an edit re-renders only the PodCliqueSets it touched
     sink = WarningSink(quiet=quiet)
     echo = timestamped(echo)
-    render_once(source, out, echo, cache, sink)
+    render_once(source, out, echo, cache, sink, fsync)
     for _changes in watchfiles.watch(
         source, watch_filter=_relevant(out), debounce=debounce_ms, stop_event=stop, raise_interrupt=False
     ):
-        render_once(source, out, echo, cache, sink)
+        render_once(source, out, echo, cache, sink, fsync)
         renders += 1
         if max_renders is not None and renders >= max_renders:
             break

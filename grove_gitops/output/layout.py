@@ -132,6 +132,8 @@ class _Summary:
     #: Every non-Pod object of each PodCliqueSet shard, for the gang-structure diagram.
     shard_objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     objects: int = 0
+    #: Shard directory -> (its sorted .yaml names, their kustomization.yaml), from the cache.
+    kustomizations: dict[str, tuple[tuple[str, ...], bytes]] = field(default_factory=dict)
 
 
 def _gang_row(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -225,7 +227,10 @@ def build_tree_from_plan(
             for key, n in cached.kind_counts.items():
                 shard, _, kind = key.partition("\0")
                 summary.shard_counts.setdefault(shard, Counter())[kind] += n
-            summary.shard_gangs.setdefault(f"{cached.key[0]}/{cached.key[1]}", []).extend(cached.gangs)
+            own = f"{cached.key[0]}/{cached.key[1]}"
+            summary.shard_gangs.setdefault(own, []).extend(cached.gangs)
+            if cached.kustomization:
+                summary.kustomizations[own] = (_yaml_names(cached.files, own), cached.kustomization)
             _merge(tree, summary, cached.files)
             if on_files is not None:
                 on_files(cached.files)
@@ -256,7 +261,18 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard
     gangs = [row for rows in own.shard_gangs.values() for row in rows]
     shard = f"{item.key[0]}/{item.key[1]}"
     files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own).encode()
-    return CachedShard(item.key, item.file, files, counts, gangs, item.warnings + warnings, item.pods)
+    kustomization = _kustomization(list(_yaml_names(files, shard)))
+    return CachedShard(
+        item.key, item.file, files, counts, gangs, item.warnings + warnings, item.pods, item.update_strategy, kustomization
+    )
+
+
+def _yaml_names(files: dict[str, bytes], shard: str) -> tuple[str, ...]:
+    """The sorted ``.yaml`` names directly in ``shard`` (what its kustomization lists)."""
+    prefix = shard + "/"
+    return tuple(
+        sorted(p[len(prefix) :] for p in files if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :])
+    )
 
 
 def _finish(tree: Tree, summary: _Summary) -> None:
@@ -265,7 +281,10 @@ def _finish(tree: Tree, summary: _Summary) -> None:
         summary.kind_counts.update(counter)
     namespaces: dict[str, list[str]] = {}
     for shard, names in sorted(tree.shards.items()):
-        tree.files[f"{shard}/{KUSTOMIZATION}"] = _kustomization(sorted(names))
+        ordered = sorted(names)
+        known = summary.kustomizations.get(shard)
+        same = known is not None and known[0] == tuple(ordered)
+        tree.files[f"{shard}/{KUSTOMIZATION}"] = known[1] if known is not None and same else _kustomization(ordered)
         if shard != CLUSTER_SHARD:
             ns, sub = shard.split("/", 1)
             namespaces.setdefault(ns, []).append(sub)

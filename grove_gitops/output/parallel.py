@@ -25,13 +25,13 @@ from multiprocessing.context import BaseContext
 from grove_gitops.cache import CachedShard
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
 from grove_gitops.load.source import SourceSet
-from grove_gitops.procs import default_jobs, start_method
+from grove_gitops.procs import FORK_SAFE_THREAD_PREFIX, default_jobs, start_method
 from grove_gitops.render import PlannedPCS, RenderPlan
 
 #: Below this many pods to expand, starting workers costs more than it saves.
 MIN_PODS = 2000
 
-__all__ = ["MIN_PODS", "default_jobs", "render_shards", "start_method", "worker_count"]
+__all__ = ["FORK_SAFE_THREAD_PREFIX", "MIN_PODS", "default_jobs", "render_shards", "start_method", "worker_count"]
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,15 @@ The new tree is written into a sibling temporary directory and swapped in with t
 on the same filesystem. A failure before the swap leaves the previous output untouched. The
 writer refuses to replace a non-empty directory that is not a previous grove-gitops output,
 so a mistyped ``--out`` cannot wipe someone's files.
+
+Durability (issue 14): unless ``fsync=False`` (``--no-fsync``, for tmpfs and CI), every file
+and directory of the new tree is fsynced before the swap and the parent directory after it,
+so after a power loss OUT is the old tree or the complete new one, never a tree of empty
+files. File fsyncs run in a small thread pool while the render goes on (``os.fsync`` releases
+the interpreter lock, and the filesystem batches concurrent fsyncs into one journal commit).
+
+Modes are set as each file and directory is made (files 0644, directories 0755, whatever the
+umask), one ``mkdir`` per directory.
 """
 
 from __future__ import annotations
@@ -12,17 +21,34 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from grove_gitops.cache import RenderCache
 from grove_gitops.errors import OutputError
 from grove_gitops.output.layout import Tree, build_tree_from_plan
 from grove_gitops.output.marker import META_FILE, is_output_dir
+from grove_gitops.output.parallel import FORK_SAFE_THREAD_PREFIX
 from grove_gitops.render import RenderPlan
 
 __all__ = ["TreeWriter", "is_output_dir", "render_to", "write_tree"]
 
 #: Longest file name most filesystems (ext4, xfs, btrfs, APFS) accept, in bytes.
 MAX_NAME_BYTES = 255
+#: Modes of what the writer makes (readable by the GitOps tool's user, like a checkout).
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+#: Threads issuing fsyncs: enough for the filesystem to batch them, few enough to stay cheap.
+FSYNC_THREADS = 8
+
+
+def fsync_path(path: Path, directory: bool = False) -> None:
+    """fsync one file or directory by path (a directory's fsync makes its entries durable)."""
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -> Path:
@@ -53,15 +79,18 @@ def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -
     return target
 
 
-def render_to(plan: RenderPlan, out: Path | None, jobs: int = 1) -> Tree:
+def render_to(
+    plan: RenderPlan, out: Path | None, jobs: int = 1, *, fsync: bool = True, cache: RenderCache | None = None
+) -> Tree:
     """Build the output tree of ``plan`` and, when ``out`` is given, write it there: what
     ``grove-gitops render`` does. Each PodCliqueSet's files are written as soon as they are
-    merged, so with ``jobs`` > 1 the writes overlap the workers' rendering."""
+    merged, so with ``jobs`` > 1 the writes overlap the workers' rendering. ``cache`` is the
+    one ``plan`` was made with (PodCliqueSets it holds are not rendered again)."""
     if out is None:
-        return build_tree_from_plan(plan, jobs=jobs)
-    writer = TreeWriter(out)
+        return build_tree_from_plan(plan, cache, jobs=jobs)
+    writer = TreeWriter(out, fsync=fsync)
     try:
-        tree = build_tree_from_plan(plan, jobs=jobs, on_files=writer.write)
+        tree = build_tree_from_plan(plan, cache, jobs=jobs, on_files=writer.write)
         writer.write(tree.files)  # kustomizations, READMEs, metadata, pass-through objects
         writer.commit()
     except BaseException:
@@ -70,8 +99,8 @@ def render_to(plan: RenderPlan, out: Path | None, jobs: int = 1) -> Tree:
     return tree
 
 
-def write_tree(tree: Tree, out: Path) -> None:
-    writer = TreeWriter(out)
+def write_tree(tree: Tree, out: Path, *, fsync: bool = True) -> None:
+    writer = TreeWriter(out, fsync=fsync)
     writer.write(tree.files)
     writer.commit()
 
@@ -84,7 +113,7 @@ class TreeWriter:
     any error removes the temporary directory and leaves the previous output untouched.
     """
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, *, fsync: bool = True) -> None:
         out = out.absolute()
         if out.exists() and not out.is_dir():
             raise OutputError(f"{out}: exists and is not a directory")
@@ -95,10 +124,18 @@ class TreeWriter:
         out.parent.mkdir(parents=True, exist_ok=True)
         self.out = out
         self.tmp: Path | None = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+        os.chmod(self.tmp, DIR_MODE)  # mkdtemp makes it 0700
         self.written: set[str] = set()
-        self._dirs: dict[str, Path] = {}  # the directories made so far (and checked), by relative path
+        self._dirs: dict[str, Path] = {}  # the directories checked so far, by relative path
+        self._made: set[str] = {""}  # the directories made so far ("" = the root)
+        self._fsync = fsync
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
 
     def _abort(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
@@ -106,6 +143,25 @@ class TreeWriter:
     def abort(self) -> None:
         """Drop what was written (the previous output stays)."""
         self._abort()
+
+    def _sync_later(self, path: Path, directory: bool = False) -> None:
+        if not self._fsync:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix=FORK_SAFE_THREAD_PREFIX)
+        self._pending.append(self._pool.submit(fsync_path, path, directory))
+
+    def _make_dirs(self, tmp: Path, parent: str) -> None:
+        """Make ``parent`` and its missing ancestors, one ``mkdir`` each, mode set on the spot."""
+        missing: list[str] = []
+        while parent not in self._made:
+            missing.append(parent)
+            parent = parent.rpartition("/")[0]
+        for rel in reversed(missing):
+            path = tmp / rel
+            os.mkdir(path, DIR_MODE)
+            os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
+            self._made.add(rel)
 
     def write(self, files: Mapping[str, bytes]) -> None:
         tmp = self.tmp
@@ -115,12 +171,20 @@ class TreeWriter:
             for rel, data in files.items():
                 if rel in self.written:
                     continue
-                known = len(self._dirs)
                 target = _checked_target(tmp, rel, self._dirs)
-                if len(self._dirs) != known:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+                parent = rel.rpartition("/")[0]
+                if parent not in self._made:
+                    self._make_dirs(tmp, parent)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+                try:
+                    os.fchmod(fd, FILE_MODE)  # os.open's mode is filtered by the umask
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
                 self.written.add(rel)
+                self._sync_later(target)
         except OutputError:
             self._abort()
             raise
@@ -128,14 +192,23 @@ class TreeWriter:
             self._abort()
             raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
 
+    def _sync_tree(self, tmp: Path) -> None:
+        """Wait for the files' fsyncs, then fsync every directory (their entries)."""
+        for rel in self._made:
+            self._sync_later(tmp / rel if rel else tmp, directory=True)
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
     def commit(self) -> None:
         tmp, out = self.tmp, self.out
         if tmp is None:
             raise OutputError(f"{out}: the output was already committed or aborted")
         try:
-            made = {"/".join(rel.split("/")[:i]) for rel in self._dirs if rel for i in range(1, rel.count("/") + 2)}
-            for d in [tmp, *(tmp / rel for rel in sorted(made))]:
-                os.chmod(d, 0o755)
+            self._sync_tree(tmp)
         except OSError as exc:
             self._abort()
             raise OutputError(f"{out}: cannot write the output: {exc}") from exc
@@ -153,5 +226,10 @@ class TreeWriter:
             if old is not None and not (old / "tree").exists():
                 shutil.rmtree(old, ignore_errors=True)
             raise OutputError(f"{out}: cannot replace the output: {exc}") from exc
+        if self._fsync:
+            try:
+                fsync_path(out.parent, directory=True)  # the rename itself
+            except OSError as exc:
+                raise OutputError(f"{out}: the new output is in place but could not be made durable: {exc}") from exc
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
