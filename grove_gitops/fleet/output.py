@@ -85,7 +85,9 @@ def render_source_tree(
         if feasibility and loaded.has_inventory:
             from grove_gitops.feasibility.check import apply_mode, check_plan
 
-            found = apply_mode(check_plan(plan), plan.config.feasibility)
+            # The placement needs every PodCliqueSet expanded: a cache hit carries only bytes.
+            full = plan if all(item.pcs is not None for item in plan.items) else plan_loaded(loaded)
+            found = apply_mode(check_plan(full), plan.config.feasibility)
         tree = single(plan) if single is not None else build_tree_from_plan(plan, cache, jobs=jobs)
         return Outcome(tree, len(plan.items), list(plan.config.acknowledgedWarnings), plan=plan, feasibility_warnings=found)
     fleet = plan_fleet(loaded, cache)

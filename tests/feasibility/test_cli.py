@@ -113,3 +113,20 @@ def test_diff_checks_the_head(tmp_path: Path) -> None:
     result = run("diff", str(base), str(enforced), "--format", "text")
     assert result.exit_code == 1
     assert "error: head: workloads.yaml: PodGang ml/llm-0 does not fit" in result.stderr
+
+
+def test_the_check_sees_podcliquesets_the_cache_rendered(tmp_path: Path) -> None:
+    """diff renders both sides through one cache (and --cache-dir keeps it between runs): a
+    workload equal on both sides is a cache hit on the head side, and must still be placed."""
+    base = source(tmp_path / "base", TOO_BIG, TWO_NODES)
+    head = source(tmp_path / "head", TOO_BIG, TWO_NODES)
+    (head / "note.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: ml}\n")
+    cache = tmp_path / "cache"
+    for _ in range(2):  # cold, then with every PodCliqueSet already in --cache-dir
+        result = run("diff", str(base), str(head), "--format", "text", "--cache-dir", str(cache))
+        assert result.exit_code == 0, result.output
+        assert "warning: head: workloads.yaml: PodGang ml/llm-0 does not fit" in result.stderr
+    root = source(tmp_path / "src", TOO_BIG, TWO_NODES, mode="enforce")
+    for _ in range(2):
+        result = run("render", str(root), "--out", str(tmp_path / "out"), "--cache-dir", str(cache))
+        assert result.exit_code == 1 and "does not fit" in result.stderr
