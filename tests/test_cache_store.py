@@ -92,13 +92,14 @@ def test_another_version_or_configuration_is_never_used(
     shutil.copytree(source, src)
     store = tmp_path / "c"
     _render(src, store)
+    ours = _entries(store)  # the entries this version wrote
     # Another grove-gitops version: every key differs (the version is part of the digest) ...
     monkeypatch.setattr(grove_gitops, "__version__", "99.0.0")
     _, cache = _render(src, store)
     assert (cache.hits, cache.misses) == (0, 6)
     monkeypatch.undo()
     # ... and an entry whose header names another version is refused even under the right key.
-    entry = _entries(store)[0]
+    entry = ours[0]
     shard = decode(entry.name, entry.read_bytes())
     monkeypatch.setattr(cachestore, "__version__", "99.0.0")
     foreign = encode(entry.name, shard)
@@ -299,13 +300,13 @@ def test_a_render_killed_while_filling_the_cache_then_rendering_again(source: Pa
 def test_a_warm_cache_parses_no_unchanged_source_file(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from grove_gitops.load import source as source_module
+    from grove_gitops.load import files as files_module
 
     clean, _ = _render(source, tmp_path / "c")
     parsed: list[str] = []
-    real = source_module.load_documents
+    real = files_module.load_documents
     monkeypatch.setattr(
-        source_module, "load_documents", lambda path, display: (parsed.append(display), real(path, display))[1]
+        files_module, "load_documents", lambda path, display: (parsed.append(display), real(path, display))[1]
     )
     files, _ = _render(source, tmp_path / "c")
     assert parsed == [] and files == clean
