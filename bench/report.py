@@ -273,6 +273,33 @@ def fresh_section(fresh: dict[str, Any], s: dict[str, Any], n: int) -> list[str]
     return L
 
 
+def _fleet_section(fl: dict[str, Any]) -> list[str]:
+    """Incremental rendering per cluster of a fleet (issue 12)."""
+    L = ["", "## Fleet: incremental per cluster (issue 12)", ""]
+    if "error" in fl or "cold" not in fl:
+        return [*L, f"Not measured: {fl.get('error', 'no data')}"]
+    L += [
+        f"`bench/fleet_bench.py`: {fl['podcliquesets']} PodCliqueSets and two Clusters that both run all of them (a: the",
+        "generator's configuration; b: its own OperatorConfiguration), rendered in memory with one long-lived render",
+        f"cache as the controller does ({fl['objects']} objects). Each change is rendered again; the counts of",
+        "PodCliqueSets expanded again are exact, the seconds are medians.",
+        "",
+    ]
+    names = [
+        ("cold", "none (cold cache)"),
+        ("unchanged", "none (warm)"),
+        ("operator_config_b", "b's OperatorConfiguration"),
+        ("one_workload", "one PodCliqueSet's spec.replicas"),
+    ]
+    rows = []
+    for key, label in names:
+        entry = fl.get(key) or {}
+        expanded = entry.get("expanded") or {}
+        seconds = entry.get("seconds", entry.get("median_seconds"))
+        rows.append([label, " / ".join(str(expanded.get(c, "?")) for c in ("a", "b")), num(seconds, "s")])
+    return L + _table(["change", "expanded again (a / b)", "seconds"], rows)
+
+
 def markdown(results: dict[str, Any]) -> str:
     p = results["params"]
     m = results["machine"]
@@ -498,6 +525,7 @@ def markdown(results: dict[str, Any]) -> str:
     L += fresh_section(results.get("fresh") or {}, s, n)
     L += _rollout_section(results.get("rollout") or {})
     L += _feasibility_section(results.get("feasibility") or {})
+    L += _fleet_section(results.get("fleet") or {})
 
     # -- profile
     prof = results.get("profile") or {}

@@ -301,6 +301,19 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             errors.append(f"feasibility: {exc}")
             log(f"feasibility FAILED: {exc}")
 
+        log("fleet benchmark (incremental per cluster)")
+        try:
+            results["fleet"] = sub(
+                "bench.fleet_bench", "--size", str(args.fleet_size or max(1, args.size * 3 // 10)),
+                "--repeat", str(args.repeat),
+            )
+            fl = results["fleet"]
+            log(f"fleet: one cluster's OperatorConfiguration re-expanded {fl['operator_config_b']['expanded']}")
+        except ChildError as exc:
+            results["fleet"] = {"error": str(exc)}
+            errors.append(f"fleet: {exc}")
+            log(f"fleet FAILED: {exc}")
+
         log("profiling one render")
         try:
             results["profile"] = sub(
@@ -331,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollout-gangs", type=int, default=50)
     parser.add_argument("--rollout-pods", type=int, default=1000)
     parser.add_argument("--feasibility-nodes", type=int, default=2000, help="nodes of the feasibility benchmark")
+    parser.add_argument(
+        "--fleet-size", type=int, default=0, help="PodCliqueSets of the two-cluster fleet benchmark (default: 30%% of --size)"
+    )
     parser.add_argument(
         "--fresh-repeat", type=int, default=5, help="interleaved repeats of the fresh-process benchmark (at least --repeat)"
     )

@@ -219,3 +219,14 @@ def test_feasibility_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> 
         assert positive(run["total_s"]) and run["total_s"] >= run["placement_s"] > 0
         assert 0 <= run["fitting_gangs"] <= run["gangs"]
     assert "## Feasibility (issue 11)" in smoke[1] and "3 PCS / 16 nodes" in smoke[1]
+
+
+def test_fleet_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
+    """The fleet benchmark ran inside ``bench.run``: one cluster's configuration change
+    re-expands that cluster only, and the table is in the report."""
+    fleet = smoke[0]["fleet"]
+    n = fleet["podcliquesets"]
+    assert fleet["cold"]["expanded"] == {"a": n, "b": n}
+    assert fleet["operator_config_b"]["expanded"] == {"a": 0, "b": n}
+    assert "## Fleet: incremental per cluster (issue 12)" in smoke[1]
+    assert "b's OperatorConfiguration" in smoke[1]
