@@ -34,30 +34,10 @@ from typing import Any
 
 import yaml
 
+# The same source layout, git identity and git wrapper as the long-lived incremental benchmark.
+from bench.incremental_bench import CHANGED, _git
+
 PROJECT = Path(__file__).resolve().parents[1]
-CHANGED = "workloads/ns-00/w00000.yaml"  # bench.generate's first PodCliqueSet
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_TERMINAL_PROMPT": "0",
-}
-
-
-def _git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", *args],
-        cwd=cwd,
-        env={**os.environ, **GIT_ENV},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.strip()}")
-    return proc.stdout.strip()
 
 
 def timed(*args: str) -> float:

@@ -176,6 +176,18 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     def sub(module: str, *child_args: str) -> dict[str, Any]:
         return child(module, *child_args, tmpdir=tmp / "scratch")
 
+    def stage(name: str, module: str, *child_args: str) -> dict[str, Any] | None:
+        """One sub-benchmark into ``results[name]``; a failure is recorded there and in the
+        errors, and the run goes on with the next one."""
+        try:
+            results[name] = sub(module, *child_args)
+        except ChildError as exc:
+            results[name] = {"error": str(exc)}
+            errors.append(f"{name}: {exc}")
+            log(f"{name} FAILED: {exc}")
+            return None
+        return results[name]
+
     try:
         log(f"generating {args.size} PodCliqueSets in {tmp}")
         source = generate(tmp / "source", args.size)
@@ -237,37 +249,18 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             )
 
         log("incremental controller benchmark")
-        try:
-            results["incremental"] = sub(
-                "bench.incremental_bench", "--source", str(source), "--repeat", str(args.repeat)
-            )
-            inc = results["incremental"]
+        inc = stage("incremental", "bench.incremental_bench", "--source", str(source), "--repeat", str(args.repeat))
+        if inc is not None:
             log(f"incremental: {inc['change_s']['big']['median']:.2f} s vs {inc['change_s']['small']['median']:.2f} s")
-        except ChildError as exc:
-            results["incremental"] = {"error": str(exc)}
-            errors.append(f"incremental: {exc}")
-            log(f"incremental FAILED: {exc}")
 
         log("fresh-process benchmark (controller --once, diff, fsync)")
-        try:
-            results["fresh"] = sub(
-                "bench.fresh_bench",
-                "--source",
-                str(source),
-                "--repeat",
-                str(max(args.repeat, args.fresh_repeat)),
-                "--workdir",
-                str(tmp),
-            )
-            fr = results["fresh"]
+        fresh_args = ["--source", str(source), "--repeat", str(max(args.repeat, args.fresh_repeat)), "--workdir", str(tmp)]
+        fr = stage("fresh", "bench.fresh_bench", *fresh_args)
+        if fr is not None:
             log(
                 f"fresh: controller {fr['controller']['ratio']['median']:.2f}x, diff {fr['diff']['ratio']['median']:.2f}x, "
                 f"fsync {fr['fsync']['ratio']['median']:.2f}x"
             )
-        except ChildError as exc:
-            results["fresh"] = {"error": str(exc)}
-            errors.append(f"fresh: {exc}")
-            log(f"fresh FAILED: {exc}")
 
         for r in range(1, args.repeat + 1):
             try:
@@ -279,49 +272,25 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
                 log(f"lifter {r}/{args.repeat} FAILED: {exc}")
             results["lifter"]["runs"].append(lift)
 
-        try:
-            results["rollout"] = sub("bench.rollout_bench", "--gangs", str(args.rollout_gangs), "--pods", str(args.rollout_pods))
-            ro = results["rollout"]
+        ro = stage("rollout", "bench.rollout_bench", "--gangs", str(args.rollout_gangs), "--pods", str(args.rollout_pods))
+        if ro is not None:
             log(f"rollout: {ro['cpu_ms']} ms CPU/step, {ro['step_ms']} ms pass/step, {ro['pod_writes_per_pod']} pod writes/pod, "
                 f"ready->next median {ro['ready_to_next_s_median']} s")
-        except ChildError as exc:
-            results["rollout"] = {"error": str(exc)}
-            errors.append(f"rollout: {exc}")
-            log(f"rollout FAILED: {exc}")
 
         log("feasibility benchmark")
-        try:
-            results["feasibility"] = sub(
-                "bench.feasibility_bench", "--size", str(args.size), "--nodes", str(args.feasibility_nodes)
-            )
-            top = results["feasibility"]["runs"][-1]
+        fe = stage("feasibility", "bench.feasibility_bench", "--size", str(args.size), "--nodes", str(args.feasibility_nodes))
+        if fe is not None:
+            top = fe["runs"][-1]
             log(f"feasibility: {top['podcliquesets']} PCS on {top['nodes']} nodes in {top['total_s']:.2f} s")
-        except ChildError as exc:
-            results["feasibility"] = {"error": str(exc)}
-            errors.append(f"feasibility: {exc}")
-            log(f"feasibility FAILED: {exc}")
 
         log("fleet benchmark (incremental per cluster)")
-        try:
-            results["fleet"] = sub(
-                "bench.fleet_bench", "--size", str(args.fleet_size or max(1, args.size * 3 // 10)),
-                "--repeat", str(args.repeat),
-            )
-            fl = results["fleet"]
+        fleet_size = args.fleet_size or max(1, args.size * 3 // 10)
+        fl = stage("fleet", "bench.fleet_bench", "--size", str(fleet_size), "--repeat", str(args.repeat))
+        if fl is not None:
             log(f"fleet: one cluster's OperatorConfiguration re-expanded {fl['operator_config_b']['expanded']}")
-        except ChildError as exc:
-            results["fleet"] = {"error": str(exc)}
-            errors.append(f"fleet: {exc}")
-            log(f"fleet FAILED: {exc}")
 
         log("profiling one render")
-        try:
-            results["profile"] = sub(
-                "bench.render_bench", "profile", "--source", str(source), "--out", str(tmp / "profile-out")
-            )
-        except ChildError as exc:
-            results["profile"] = {"error": str(exc)}
-            errors.append(f"profile: {exc}")
+        stage("profile", "bench.render_bench", "profile", "--source", str(source), "--out", str(tmp / "profile-out"))
     finally:
         if args.keep:
             log(f"kept {tmp}")
