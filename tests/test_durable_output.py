@@ -49,6 +49,8 @@ class FsyncLog:
 
 
 def test_every_file_and_directory_is_fsynced_before_the_swap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without syncfs (not Linux): an fsync per file and per directory, then the parent."""
+    monkeypatch.setattr(writer, "SYNCFS", None)
     log = FsyncLog(monkeypatch)
     out = tmp_path / "out"
     tree = render_to(plan_source(PROJECT / "examples"), out, 1)
@@ -62,7 +64,46 @@ def test_every_file_and_directory_is_fsynced_before_the_swap(monkeypatch: pytest
     assert log.calls == len(tree.files) + len(dirs) + 1
 
 
+@pytest.mark.skipif(writer.SYNCFS is None, reason="syncfs(2) exists on Linux only")
+def test_on_linux_one_syncfs_makes_the_tree_durable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """One syncfs of the new tree's filesystem before the swap, the parent's fsync after it,
+    and no fsync per file (which cost a render more CPU than writing its files)."""
+    log = FsyncLog(monkeypatch)
+    synced: list[tuple[Path, bool]] = []
+    real = writer.syncfs_path
+
+    def spy(path: Path) -> None:
+        synced.append((path, (tmp_path / "out").exists()))
+        real(path)
+
+    monkeypatch.setattr(writer, "syncfs_path", spy)
+    out = tmp_path / "out"
+    render_to(plan_source(PROJECT / "examples"), out, 1)
+    assert len(synced) == 1
+    path, swapped = synced[0]
+    assert path.parent == tmp_path and path.name.startswith(".out.new-") and not swapped
+    assert log.paths == [tmp_path] and log.calls == 1  # only the parent, after the rename
+
+
+def test_a_failed_syncfs_keeps_the_previous_output(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    render_to(plan_source(PROJECT / "examples"), out, 1)
+    before = _tree(out)
+
+    def broken(path: Path) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(writer, "SYNCFS", lambda fd: 0)  # present, so the writer takes this path
+    monkeypatch.setattr(writer, "syncfs_path", broken)
+    result = CliRunner().invoke(main, ["render", str(PROJECT / "examples"), "--out", str(out)])
+    assert result.exit_code == 1
+    assert "cannot write the output" in result.output and "Traceback" not in result.output
+    assert _tree(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
 def test_no_fsync_skips_every_fsync_and_writes_the_same_bytes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(writer, "SYNCFS", None)
     log = FsyncLog(monkeypatch)
     runner = CliRunner()
     fast = runner.invoke(main, ["render", str(PROJECT / "examples"), "--out", str(tmp_path / "a"), "--no-fsync"])
@@ -106,6 +147,7 @@ def test_each_directory_is_made_once(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 
 def test_a_failed_fsync_keeps_the_previous_output(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(writer, "SYNCFS", None)
     out = tmp_path / "out"
     render_to(plan_source(PROJECT / "examples"), out, 1)
     before = _tree(out)
@@ -120,3 +162,25 @@ def test_a_failed_fsync_keeps_the_previous_output(monkeypatch: pytest.MonkeyPatc
     assert "cannot write the output" in result.output and "Traceback" not in result.output
     assert _tree(out) == before
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_chmod_only_when_the_umask_would_strip_bits(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Under the usual umask 022 the modes are right as created: no chmod per file."""
+    calls: list[int] = []
+    real = os.fchmod
+
+    def spy(fd: int, mode: int) -> None:
+        calls.append(mode)
+        real(fd, mode)
+
+    monkeypatch.setattr(os, "fchmod", spy)
+    old = os.umask(0o022)
+    try:
+        render_to(plan_source(PROJECT / "examples"), tmp_path / "a", 1, fsync=False)
+        assert calls == []
+        os.umask(0o077)
+        tree = render_to(plan_source(PROJECT / "examples"), tmp_path / "b", 1, fsync=False)
+    finally:
+        os.umask(old)
+    assert len(calls) == len(tree.files)
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")

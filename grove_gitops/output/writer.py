@@ -17,12 +17,16 @@ umask), one ``mkdir`` per directory.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import OutputError
@@ -40,6 +44,59 @@ FILE_MODE = 0o644
 DIR_MODE = 0o755
 #: Threads issuing fsyncs: enough for the filesystem to batch them, few enough to stay cheap.
 FSYNC_THREADS = 8
+
+
+def _find_syncfs() -> Callable[[int], int] | None:
+    """Linux's ``syncfs(2)`` from the C library, or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    func = getattr(libc, "syncfs", None)
+    if func is None:
+        return None
+    func.argtypes = [ctypes.c_int]
+    func.restype = ctypes.c_int
+    return cast("Callable[[int], int]", func)
+
+
+#: One ``syncfs(2)`` of the output's filesystem makes every file and directory of a new tree
+#: durable at once, where the kernel batches the writeback. Per-file fsyncs (the fallback, for
+#: systems without it) cost a render of 36k files more CPU than writing them: a thread hop
+#: and three system calls per file (issue 14). syncfs also flushes other dirty data of that
+#: filesystem; since Linux 5.8 it reports write-back errors, which fail the render.
+SYNCFS = _find_syncfs()
+
+
+def syncfs_path(path: Path) -> None:
+    """``syncfs(2)`` of the filesystem holding ``path`` (a directory)."""
+    if SYNCFS is None:  # pragma: no cover - callers check first
+        raise OSError(errno.ENOSYS, "syncfs is not available")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        if SYNCFS(fd) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+    finally:
+        os.close(fd)
+
+
+def _current_umask() -> int | None:
+    """This process's umask, read without changing it (Linux ``/proc``), or None if unknown.
+
+    ``os.umask`` can only be read by setting it, which would race with other threads
+    creating files; knowing it lets the writer skip a ``chmod`` per file when the umask
+    leaves the modes alone (the usual 022)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def fsync_path(path: Path, directory: bool = False) -> None:
@@ -129,6 +186,11 @@ class TreeWriter:
         self._dirs: dict[str, Path] = {}  # the directories checked so far, by relative path
         self._made: set[str] = {""}  # the directories made so far ("" = the root)
         self._fsync = fsync
+        #: One syncfs at commit instead of an fsync per file and directory (where available).
+        self._syncfs = fsync and SYNCFS is not None
+        #: chmod after creating only when the umask would strip bits of the modes we want.
+        umask = _current_umask()
+        self._chmod = umask is None or bool(umask & (FILE_MODE | DIR_MODE))
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
 
@@ -145,7 +207,7 @@ class TreeWriter:
         self._abort()
 
     def _sync_later(self, path: Path, directory: bool = False) -> None:
-        if not self._fsync:
+        if not self._fsync or self._syncfs:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix=FORK_SAFE_THREAD_PREFIX)
@@ -160,7 +222,8 @@ class TreeWriter:
         for rel in reversed(missing):
             path = tmp / rel
             os.mkdir(path, DIR_MODE)
-            os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
+            if self._chmod:
+                os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
             self._made.add(rel)
 
     def write(self, files: Mapping[str, bytes]) -> None:
@@ -177,7 +240,8 @@ class TreeWriter:
                     self._make_dirs(tmp, parent)
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
                 try:
-                    os.fchmod(fd, FILE_MODE)  # os.open's mode is filtered by the umask
+                    if self._chmod:
+                        os.fchmod(fd, FILE_MODE)  # os.open's mode is filtered by the umask
                     view = memoryview(data)
                     while view:
                         view = view[os.write(fd, view) :]
@@ -193,7 +257,11 @@ class TreeWriter:
             raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
 
     def _sync_tree(self, tmp: Path) -> None:
-        """Wait for the files' fsyncs, then fsync every directory (their entries)."""
+        """Make the new tree durable: one syncfs of its filesystem, or wait for the files'
+        fsyncs and then fsync every directory (their entries)."""
+        if self._syncfs:
+            syncfs_path(tmp)
+            return
         for rel in self._made:
             self._sync_later(tmp / rel if rel else tmp, directory=True)
         pending, self._pending = self._pending, []
