@@ -34,3 +34,16 @@ def test_a_memoised_directory_outside_the_root_is_refused(tmp_path: Path) -> Non
     with pytest.raises(OutputError, match="resolves outside the output directory"):
         _checked_target(root, "ns/b.yaml", dirs)  # not memoised after a refusal
     assert "ns" not in dirs
+
+
+@pytest.mark.parametrize("bad", ["ok/..", "ok/.", "ok/a\\b.yaml", "ok/a\0.yaml", "/ok/b.yaml", "ok/" + "x" * 256])
+def test_a_bad_name_in_a_directory_already_written_is_still_refused(tmp_path: Path, bad: str) -> None:
+    """Files in a directory already checked skip the directory's checks, never the name's."""
+    from grove_gitops.output.writer import TreeWriter
+
+    writer = TreeWriter(tmp_path / "out", fsync=False)
+    writer.write({"ok/a.yaml": b"a"})
+    with pytest.raises(OutputError, match="refusing to write"):
+        writer.write({bad: b"b"})
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == []  # the temporary tree is gone too

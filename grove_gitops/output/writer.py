@@ -99,13 +99,25 @@ def _current_umask() -> int | None:
     return None
 
 
-def fsync_path(path: Path, directory: bool = False) -> None:
+def fsync_path(path: str | Path, directory: bool = False) -> None:
     """fsync one file or directory by path (a directory's fsync makes its entries durable)."""
     fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _plain_name(rel: str, name: str) -> bool:
+    """``name``, the last component of ``rel``, is one plain file name (what
+    :func:`_checked_target` checks of it), and ``rel`` is relative."""
+    return (
+        not rel.startswith("/")
+        and name not in ("", ".", "..")
+        and "\\" not in name
+        and "\0" not in name
+        and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
+    )
 
 
 def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -> Path:
@@ -184,6 +196,7 @@ class TreeWriter:
         os.chmod(self.tmp, DIR_MODE)  # mkdtemp makes it 0700
         self.written: set[str] = set()
         self._dirs: dict[str, Path] = {}  # the directories checked so far, by relative path
+        self._folders: dict[str, str] = {}  # the same, as strings: no Path object per file
         self._made: set[str] = {""}  # the directories made so far ("" = the root)
         self._fsync = fsync
         #: One syncfs at commit instead of an fsync per file and directory (where available).
@@ -234,8 +247,14 @@ class TreeWriter:
             for rel, data in files.items():
                 if rel in self.written:
                     continue
-                target = _checked_target(tmp, rel, self._dirs)
-                parent = rel.rpartition("/")[0]
+                parent, _, name = rel.rpartition("/")
+                folder = self._folders.get(parent)
+                if folder is not None and _plain_name(rel, name):
+                    target = f"{folder}/{name}"  # a checked directory: only the name is new
+                else:
+                    checked = _checked_target(tmp, rel, self._dirs)
+                    self._folders[parent] = str(checked.parent)
+                    target = str(checked)
                 if parent not in self._made:
                     self._make_dirs(tmp, parent)
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
@@ -248,7 +267,8 @@ class TreeWriter:
                 finally:
                     os.close(fd)
                 self.written.add(rel)
-                self._sync_later(target)
+                if self._fsync and not self._syncfs:  # the per-file fallback (no syncfs)
+                    self._sync_later(Path(target))
         except OutputError:
             self._abort()
             raise
