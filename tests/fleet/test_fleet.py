@@ -135,6 +135,14 @@ def test_a_workload_invalid_on_one_cluster_is_reported_for_that_cluster(tmp_path
         ("metadata: {name: Prod_KAI}", "c.yaml: metadata.name: Invalid value: 'Prod_KAI'"),
         ("metadata: {name: ../x}", "c.yaml: metadata.name: Invalid value: '../x'"),
         ("metadata: {}", "c.yaml: metadata.name: Required value"),
+        ('metadata: {name: "a\\0b"}', "c.yaml: metadata.name: Invalid value"),
+        ("metadata: {name: [a]}", "c.yaml: metadata.name:"),
+        (
+            'metadata: {name: a}\nspec: {renderConfiguration: {path: "x\\0.yaml"}}',
+            "c.yaml: spec.renderConfiguration.path: Invalid value",
+        ),
+        ("metadata: {name: a}\nspec: {workloads: {paths: /etc}}", "c.yaml: spec.workloads.paths:"),
+        ("metadata: {name: a}\nspec: {overrides: {queue: [q]}}", "c.yaml: spec.overrides.queue:"),
         ("metadata: {name: a}\nspec: {workload: {}}", "c.yaml: spec.workload: field not declared in schema"),
         (
             "metadata: {name: a}\nspec: {operatorConfiguration: {path: ../../etc/passwd}}",
