@@ -409,13 +409,8 @@ class Workspace:
         Returns the new map.
         """
         prefix = path.strip("/")
-        listing = self._git("ls-tree", "-r", "-z", "--full-tree", sha, "--", prefix or ".")
         current: dict[str, str] = {}
-        for entry in listing.split("\0"):
-            if not entry:
-                continue
-            meta, _, name = entry.partition("\t")
-            mode, kind, blob = meta.split(" ")
+        for mode, kind, blob, name in self._ls_tree(sha, prefix):
             reason = unsafe_tree_path(name)
             if reason is not None:
                 shown = repr(name[len(prefix) + 1 :] if prefix and name.startswith(prefix + "/") else name)[1:-1]
@@ -546,16 +541,20 @@ class Workspace:
         """``{path below prefix: blob id}`` of the files HEAD holds there (nothing on an orphan)."""
         if not self.repo.head.is_valid():
             return {}
-        listing = self._git("ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", prefix or ".")
-        out: dict[str, str] = {}
-        for entry in listing.split("\0"):
-            if not entry:
-                continue
-            meta, _, name = entry.partition("\t")
-            _mode, kind, blob = meta.split(" ")
-            if kind != "blob":
-                continue
-            out[name[len(prefix) + 1 :] if prefix else name] = blob
+        return {
+            name[len(prefix) + 1 :] if prefix else name: blob
+            for _mode, kind, blob, name in self._ls_tree("HEAD", prefix)
+            if kind == "blob"
+        }
+
+    def _ls_tree(self, ref: str, prefix: str) -> list[tuple[str, str, str, str]]:
+        """``(mode, type, object id, path)`` of every entry below ``prefix`` at ``ref``, recursively."""
+        out: list[tuple[str, str, str, str]] = []
+        for entry in self._git("ls-tree", "-r", "-z", "--full-tree", ref, "--", prefix or ".").split("\0"):
+            if entry:
+                meta, _, name = entry.partition("\t")
+                mode, kind, blob = meta.split(" ")
+                out.append((mode, kind, blob, name))
         return out
 
     def commit(self, message: str) -> str:
