@@ -35,9 +35,8 @@ from grove_gitops.diff.markdown import (
     PART_SEPARATOR,
     render_markdown,
 )
-from grove_gitops.diff.model import ParseMemo
 from grove_gitops.diff.report import Report, Side, build_report
-from grove_gitops.diff.sides import extracted_refs, side_from_rendered, side_from_source
+from grove_gitops.diff.sides import RenderedSource, extracted_refs, pair_sources, render_side, side_from_rendered
 from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
@@ -117,22 +116,21 @@ def _render_sides(
     One render cache serves both sides, so a PodCliqueSet equal on both is rendered once (or
     comes from ``--cache-dir``), and a file equal on both is parsed once.
     """
-    sides: list[Side] = []
+    rendered: list[RenderedSource] = []
     errors: list[SideInvalidError] = []
     cache = cache if cache is not None else RenderCache()
-    memo: ParseMemo = {}
     cache.start()
     try:
         for path, label, name in ((base, base_label, "base"), (head, head_label, "head")):
             try:
-                sides.append(side_from_source(path, label, name, cache, memo))
+                rendered.append(render_side(path, label, name, cache))
             except SideInvalidError as exc:
                 errors.append(exc)
+        if errors:
+            raise InvalidSidesError(errors)
+        return pair_sources(rendered[0], rendered[1], cache)
     finally:
         cache.finish()
-    if errors:
-        raise InvalidSidesError(errors)
-    return sides[0], sides[1]
 
 
 def load_sides(

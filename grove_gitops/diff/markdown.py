@@ -76,7 +76,7 @@ def _strong(text: str) -> str:
 
 def _overview(report: Report) -> str:
     totals = report.totals()
-    all_shards = {k.shard for k in report.base.objects} | {k.shard for k in report.head.objects}
+    all_shards = report.all_shards
     lines = [
         f"**Shards changed: {len(report.shards)} of {len(all_shards)}** · objects: {counts_text(totals)}"
         f" · diff +{report.lines_added} −{report.lines_removed} lines",
@@ -219,7 +219,7 @@ def report_blocks(
     this package, not the reverse), then every shard's summary, gang diagram (a note saying
     it was left out when ``diagrams`` is false) and object diffs."""
     if report.identical:
-        n = len(report.head.objects)
+        n = report.head.object_count
         return [Block(f"**No changes:** the rendered output is identical ({n} objects).\n")]
     blocks = [Block(_overview(report))]
     blocks += plan_blocks

@@ -27,6 +27,21 @@ class Side:
     strategies: dict[tuple[str, str], str] = field(default_factory=dict)
     #: The clusters of a fleet source side (their trees are ``<cluster>/...``); empty otherwise.
     clusters: list[str] = field(default_factory=list)
+    #: Shard -> how many objects it holds, for *every* shard of the side. ``objects`` may hold
+    #: only the shards that differ from the other side (:func:`grove_gitops.diff.sides.pair_sources`
+    #: never parses a shard equal on both); the overview's totals come from here. Derived from
+    #: ``objects`` when not given.
+    shard_objects: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.shard_objects:
+            for key in self.objects:
+                self.shard_objects[key.shard] = self.shard_objects.get(key.shard, 0) + 1
+
+    @property
+    def object_count(self) -> int:
+        """Objects of the whole side, parsed or not."""
+        return sum(self.shard_objects.values())
 
 
 @dataclass
@@ -42,6 +57,11 @@ class Report:
     @property
     def identical(self) -> bool:
         return not self.shards
+
+    @property
+    def all_shards(self) -> set[str]:
+        """Every shard with objects on either side (changed or not)."""
+        return set(self.base.shard_objects) | set(self.head.shard_objects)
 
     def totals(self) -> Counts:
         counts = Counts()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from grove_gitops.cache import CachedShard, RenderCache
@@ -21,34 +22,92 @@ from grove_gitops.diff.gitrefs import Extracted, extract, open_repo
 from grove_gitops.diff.model import ParseMemo, is_object_file, load_objects, read_tree
 from grove_gitops.diff.report import Side
 from grove_gitops.errors import InvalidInputError
-from grove_gitops.fleet.output import render_source_tree
+from grove_gitops.fleet.output import Outcome, render_source_tree
 from grove_gitops.render import RenderPlan
 
 
-def side_from_source(
-    root: Path, label: str, side: str, cache: RenderCache | None = None, memo: ParseMemo | None = None
-) -> Side:
+@dataclass
+class RenderedSource:
+    """A source side rendered in memory, before its objects are parsed."""
+
+    label: str
+    side: str
+    outcome: Outcome
+
+
+def render_side(root: Path, label: str, side: str, cache: RenderCache | None = None) -> RenderedSource:
     """Render ``root``; an invalid tree raises :class:`SideInvalidError` naming ``side``.
 
-    ``cache`` (shared by both sides) reuses rendered PodCliqueSets; ``memo`` reuses the
-    parsed objects of files whose bytes the other side already had.
+    ``cache`` (shared by both sides) reuses rendered PodCliqueSets.
     """
     try:
         outcome = render_source_tree(root, None, 1, cache, feasibility=side == "head")
     except InvalidInputError as exc:
         raise SideInvalidError(side, label, exc) from exc
-    tree = outcome.tree
+    return RenderedSource(label, side, outcome)
+
+
+def side_from_source(
+    root: Path, label: str, side: str, cache: RenderCache | None = None, memo: ParseMemo | None = None
+) -> Side:
+    """One source side with every object parsed (no other side to compare with)."""
+    rendered = render_side(root, label, side, cache)
+    return _side(rendered, None, cache, memo if memo is not None else {})
+
+
+def pair_sources(
+    base: RenderedSource, head: RenderedSource, cache: RenderCache | None = None, memo: ParseMemo | None = None
+) -> tuple[Side, Side]:
+    """Both sides, parsing only the shards whose object files differ between them.
+
+    A shard is a PodCliqueSet's directory (or ``_cluster``): the renderer puts every object
+    of a PodCliqueSet in its own shard, so a shard byte-identical on both sides has no
+    change, no pod to plan and nothing to draw. Only its object count is kept. In a one-PCS
+    change of a 1,000-PCS repository this skips decoding, keying, comparing and planning
+    ~37,000 objects (issue 14).
+    """
     memo = memo if memo is not None else {}
-    missing = [m for plan in outcome.plans for m in _prefill(cache, plan, memo)]
-    objects = load_objects(tree.files, memo)
+    b_shards, h_shards = shard_files(base.outcome.tree.files), shard_files(head.outcome.tree.files)
+    differ = {s for s in b_shards.keys() | h_shards.keys() if b_shards.get(s) != h_shards.get(s)}
+    return _side(base, differ, cache, memo, b_shards), _side(head, differ, cache, memo, h_shards)
+
+
+def shard_files(files: Mapping[str, bytes]) -> dict[str, dict[str, bytes]]:
+    """Shard -> its object files (``path -> bytes``)."""
+    out: dict[str, dict[str, bytes]] = {}
+    for path, data in files.items():
+        if is_object_file(path):
+            shard = path.rpartition("/")[0]
+            found = out.get(shard)
+            if found is None:
+                found = out[shard] = {}
+            found[path] = data
+    return out
+
+
+def _side(
+    rendered: RenderedSource,
+    only: set[str] | None,
+    cache: RenderCache | None,
+    memo: ParseMemo,
+    shards: dict[str, dict[str, bytes]] | None = None,
+) -> Side:
+    """The side's objects: every shard's, or only those in ``only``."""
+    outcome = rendered.outcome
+    shards = shards if shards is not None else shard_files(outcome.tree.files)
+    files = {p: d for s, fs in shards.items() if only is None or s in only for p, d in fs.items()}
+    plans = [("", outcome.plan)] if outcome.plan is not None else [(f"{c.name}/", c.plan) for c in outcome.clusters]
+    missing = [m for prefix, plan in plans for m in _prefill(cache, plan, prefix, memo, files)]
+    objects = load_objects(files, memo)
     _store_parsed(cache, missing, memo)
     return Side(
-        label,
+        rendered.label,
         objects,
-        list(tree.warnings) + outcome.feasibility_warnings,
+        list(outcome.tree.warnings) + outcome.feasibility_warnings,
         list(outcome.acknowledged),
         outcome.update_strategies,
         [c.name for c in outcome.clusters],
+        {s: len(fs) for s, fs in shards.items()},
     )
 
 
@@ -56,38 +115,44 @@ def _object_files(shard: CachedShard) -> list[str]:
     return [path for path in shard.files if is_object_file(path)]
 
 
-def _prefill(cache: RenderCache | None, plan: RenderPlan, memo: ParseMemo) -> list[tuple[str, CachedShard]]:
-    """Put the parsed objects a previous ``diff`` stored for each cached shard into ``memo``;
-    returns the shards that have none stored (their parse is stored afterwards)."""
+def _prefill(
+    cache: RenderCache | None, plan: RenderPlan, prefix: str, memo: ParseMemo, wanted: Mapping[str, bytes]
+) -> list[tuple[str, str, CachedShard]]:
+    """Put the parsed objects a previous ``diff`` stored for each cached shard whose files
+    are ``wanted`` into ``memo``; returns the shards that have none stored (their parse is
+    stored afterwards). ``prefix`` is the cluster directory of a fleet's plan ('' otherwise):
+    the tree's paths carry it, the cached shard's do not."""
     store = cache.store if cache is not None else None
     if cache is None or store is None:
         return []
-    missing: list[tuple[str, CachedShard]] = []
+    missing: list[tuple[str, str, CachedShard]] = []
     for item in plan.items:
         shard = cache.shards.get(item.digest)
         if shard is None:
             continue
         paths = _object_files(shard)
-        if all((path, shard.files[path]) in memo for path in paths):
+        if not paths or prefix + paths[0] not in wanted:
+            continue  # a shard equal on both sides: never parsed
+        if all((prefix + path, shard.files[path]) in memo for path in paths):
             continue  # the other side had this shard: parsed already
         stored = store.load_json(item.digest)
         if not isinstance(stored, dict) or sorted(stored) != sorted(paths):
-            missing.append((item.digest, shard))
+            missing.append((item.digest, prefix, shard))
             continue
         for path in paths:
             data = shard.files[path]
-            memo.setdefault((path, data), (data.decode("utf-8"), stored[path]))
+            memo.setdefault((prefix + path, data), (data.decode("utf-8"), stored[path]))
     return missing
 
 
-def _store_parsed(cache: RenderCache | None, missing: list[tuple[str, CachedShard]], memo: ParseMemo) -> None:
+def _store_parsed(cache: RenderCache | None, missing: list[tuple[str, str, CachedShard]], memo: ParseMemo) -> None:
     """Store the parsed objects of shards parsed in this run, when JSON holds them exactly
     (a YAML timestamp or a non-string key would not come back the same: those are not stored)."""
     store = cache.store if cache is not None else None
     if store is None:
         return
-    for digest, shard in missing:
-        value = {path: memo[(path, shard.files[path])][1] for path in _object_files(shard)}
+    for digest, prefix, shard in missing:
+        value = {path: memo[(prefix + path, shard.files[path])][1] for path in _object_files(shard)}
         try:
             exact = json.loads(json.dumps(value)) == value
         except (TypeError, ValueError):

@@ -44,9 +44,9 @@ def _shard(s: ShardSummary) -> list[str]:
 def render_text(report: Report, title: str = "grove-gitops render diff") -> str:
     lines = [f"{title}: base {report.base.label} -> head {report.head.label}", ""]
     if report.identical:
-        lines.append(f"No changes: the rendered output is identical ({len(report.head.objects)} objects).")
+        lines.append(f"No changes: the rendered output is identical ({report.head.object_count} objects).")
         return "\n".join(lines) + "\n"
-    all_shards = {k.shard for k in report.base.objects} | {k.shard for k in report.head.objects}
+    all_shards = report.all_shards
     lines.append(
         f"Shards changed: {len(report.shards)} of {len(all_shards)}; objects: {counts_text(report.totals())};"
         f" diff +{report.lines_added} -{report.lines_removed} lines"

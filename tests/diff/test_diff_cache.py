@@ -86,22 +86,38 @@ def test_a_warm_diff_parses_no_rendered_file_again(
     monkeypatch.setattr(model.yaml, "load_all", lambda text, Loader: (parsed.append(text), real(text, Loader))[1])
     cold = _run("diff", str(base), str(head), *cache)
     cold_parses = len(parsed)
+    # Cold: only the two changed PodCliqueSets' shards are parsed, on both sides; the three
+    # shards equal on both sides, and ``_cluster``, never are.
+    assert cold_parses == len(_object_files(base, head, changed=True))
     parsed.clear()
     assert _run("diff", str(base), str(head), *cache) == cold
-    # Only the objects no PodCliqueSet renders (bindings, topology objects) are parsed again.
-    assert parsed and all("PodCliqueSet" not in text and "grove.io/podcliqueset" not in text for text in parsed)
-    assert len(parsed) * 10 < cold_parses
-    parsed.clear()
+    assert parsed == []  # warm: the parsed objects of both sides' changed shards are stored
     # A damaged entry of parsed objects is a miss: that shard's files are parsed again.
-    entry = sorted(p for p in (tmp_path / "c" / "objects").rglob("*") if p.is_file())[0]
-    entry.write_bytes(entry.read_bytes()[:-5])
+    for entry in sorted(p for p in (tmp_path / "c" / "objects").rglob("*") if p.is_file()):
+        entry.write_bytes(entry.read_bytes()[:-5])
     assert _run("diff", str(base), str(head), *cache) == cold
-    assert parsed
+    assert len(parsed) == cold_parses
 
 
-def test_cache_dir_inside_a_source_is_refused(sides: tuple[Path, Path]) -> None:
+def _object_files(base: Path, head: Path, changed: bool) -> set[tuple[str, bytes]]:
+    """The object files (base's and head's: a file equal on both counts once) of the shards
+    that differ, or of those that do not."""
+    from grove_gitops.diff.sides import shard_files
+    from grove_gitops.fleet.output import render_source_tree
+
+    b = shard_files(render_source_tree(base).tree.files)
+    h = shard_files(render_source_tree(head).tree.files)
+    out: set[tuple[str, bytes]] = set()
+    for shard in b.keys() | h.keys():
+        if (b.get(shard) != h.get(shard)) == changed:
+            out |= set(b.get(shard, {}).items()) | set(h.get(shard, {}).items())
+    return out
+
+
+def test_shards_equal_on_both_sides_still_count_in_the_overview(sides: tuple[Path, Path]) -> None:
     base, head = sides
-    for command in ("diff", "plan"):
-        result = CliRunner().invoke(main, [command, str(base), str(head), "--cache-dir", str(head / ".cache")])
-        assert result.exit_code == 2 and "--cache-dir" in result.output
-    assert not (head / ".cache").exists()
+    text = _run("diff", str(base), str(head), "--format", "text")
+    every = _object_files(base, head, changed=True) | _object_files(base, head, changed=False)
+    shards = {path.rpartition("/")[0] for path, _ in every}
+    assert len(shards) > 2 + 1  # three equal PodCliqueSets and _cluster besides the two changed
+    assert f"Shards changed: 2 of {len(shards)};" in text
