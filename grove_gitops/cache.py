@@ -25,12 +25,13 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class CachedShard:
-    """One PodCliqueSet's rendered files and what the summaries need."""
+class ShardMeta:
+    """What planning and the summaries need of a rendered PodCliqueSet, without its files:
+    a fresh ``diff`` learns from it that a PodCliqueSet is cached on both sides and never
+    reads its files (:meth:`RenderCache.peek_shard`)."""
 
     key: tuple[str, str]  # (namespace, name)
     source_file: str
-    files: dict[str, bytes]  # path relative to the output root -> bytes
     kind_counts: dict[str, int]
     gangs: list[tuple[str, str, str]]  # (PodGang, scheduler, podgroups)
     warnings: list[str]
@@ -39,11 +40,29 @@ class CachedShard:
     #: The shard directory's kustomization.yaml (a fresh process would serialise ~1,000 of them).
     kustomization: bytes = b""
 
+    @property
+    def objects_per_shard(self) -> dict[str, int]:
+        """Output shard -> how many objects (files) of this PodCliqueSet it holds."""
+        out: dict[str, int] = {}
+        for key, n in self.kind_counts.items():
+            shard = key.partition("\0")[0]
+            out[shard] = out.get(shard, 0) + n
+        return out
+
+
+@dataclass(frozen=True)
+class CachedShard(ShardMeta):
+    """One PodCliqueSet's rendered files and what the summaries need."""
+
+    files: dict[str, bytes] = field(default_factory=dict)  # path relative to the output root -> bytes
+
 
 @dataclass
 class RenderCache:
     parsed: dict[str, tuple[list[Document], list[InputProblem]]] = field(default_factory=dict)
     shards: dict[str, CachedShard] = field(default_factory=dict)
+    #: Metas read from the store without their files (:meth:`peek_shard`).
+    metas: dict[str, ShardMeta] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
     #: Where shards persist between processes (None: memory only).
@@ -71,12 +90,30 @@ class RenderCache:
             self.store.save_parsed(key, value)
 
     def get_shard(self, key: str) -> CachedShard | None:
+        """The files of a shard planning found (:meth:`peek_shard` counts the hits); None when
+        the store lost the entry meanwhile (another process evicted it, or its files are
+        damaged): the caller renders the PodCliqueSet again."""
         self._used_shards.add(key)
         found = self.shards.get(key)
         if found is None and self.store is not None:
             found = self.store.load(key)
             if found is not None:
                 self.shards[key] = found
+            elif key in self.metas:  # counted as a hit by peek_shard: a miss after all
+                self.hits -= 1
+                self.misses += 1
+            self.metas.pop(key, None)
+        return found
+
+    def peek_shard(self, key: str) -> ShardMeta | None:
+        """Whether ``key`` is cached, and its meta, reading no files from the store: planning
+        only needs this; the files are read when the tree is built (:meth:`get_shard`)."""
+        self._used_shards.add(key)
+        found: ShardMeta | None = self.shards.get(key) or self.metas.get(key)
+        if found is None and self.store is not None:
+            found = self.store.load_meta(key)
+            if found is not None:
+                self.metas[key] = found
         if found is None:
             self.misses += 1
         else:
@@ -98,6 +135,7 @@ class RenderCache:
         """Drop what the render that just finished did not use."""
         self.parsed = {k: v for k, v in self.parsed.items() if k in self._used_parsed}
         self.shards = {k: v for k, v in self.shards.items() if k in self._used_shards}
+        self.metas = {k: v for k, v in self.metas.items() if k in self._used_shards and k not in self.shards}
         if self.store is not None and self.store.written:
             self.store.evict()
 

@@ -45,14 +45,17 @@ from pathlib import Path
 from typing import Any
 
 from grove_gitops import __version__
-from grove_gitops.cache import CachedShard
+from grove_gitops.cache import CachedShard, ShardMeta
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.yamlio import Document
 
 log = logging.getLogger("grove_gitops.cache")
 
 MAGIC = b"grove-gitops-render-cache"
-FORMAT = 1
+#: 2: a shard entry's header also checksums its meta line on its own (``load_meta``).
+FORMAT = 2
+#: The longest header line :func:`ShardStore.load_meta` reads before giving up.
+_MAX_HEADER = 4096
 #: Default size bound: about ten 1,000-PodCliqueSet repositories of the bench generator.
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
 #: An entry used again after this long gets its modification time refreshed (LRU order).
@@ -69,8 +72,15 @@ class CorruptEntry(ValueError):
     """Why an entry on disk cannot be used (a miss, logged)."""
 
 
-def _frame(kind: str, key: str, body: bytes) -> bytes:
-    header = {
+class StaleEntry(CorruptEntry):
+    """An entry another cache format or grove-gitops version wrote: an ordinary miss after
+    an upgrade (logged at debug level only: a warning per entry would bury the output)."""
+
+
+def _frame(kind: str, key: str, body: bytes, meta_size: int | None = None) -> bytes:
+    """Header line + body. ``meta_size``: the body starts with a meta part of that many
+    bytes, checksummed on its own as well, so it can be read without the rest."""
+    header: dict[str, Any] = {
         "format": FORMAT,
         "kind": kind,
         "version": __version__,
@@ -78,24 +88,35 @@ def _frame(kind: str, key: str, body: bytes) -> bytes:
         "size": len(body),
         "sha256": hashlib.sha256(body).hexdigest(),
     }
+    if meta_size is not None:
+        header["meta_size"] = meta_size
+        header["meta_sha256"] = hashlib.sha256(body[:meta_size]).hexdigest()
     return MAGIC + b" " + json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + body
 
 
-def _unframe(kind: str, key: str, data: bytes) -> bytes:
-    """The body of an entry, or :class:`CorruptEntry` saying why it cannot be used."""
-    first, sep, body = data.partition(b"\n")
-    if not sep or not first.startswith(MAGIC + b" "):
+def _header(kind: str, key: str, first: bytes) -> dict[str, Any]:
+    """The checked header line of an entry (without its newline)."""
+    if not first.startswith(MAGIC + b" "):
         raise CorruptEntry("not a render cache entry")
     try:
         header = json.loads(first[len(MAGIC) + 1 :])
     except ValueError as exc:
         raise CorruptEntry(f"unreadable header: {exc}") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("kind") != kind:
-        raise CorruptEntry("another cache format")
+        raise StaleEntry("another cache format")
     if header.get("version") != __version__:
-        raise CorruptEntry(f"written by grove-gitops {header.get('version')}, this is {__version__}")
+        raise StaleEntry(f"written by grove-gitops {header.get('version')}, this is {__version__}")
     if header.get("key") != key:
         raise CorruptEntry("written for another key")
+    return header
+
+
+def _unframe(kind: str, key: str, data: bytes) -> bytes:
+    """The body of an entry, or :class:`CorruptEntry` saying why it cannot be used."""
+    first, sep, body = data.partition(b"\n")
+    if not sep:
+        raise CorruptEntry("not a render cache entry")
+    header = _header(kind, key, first)
     if header.get("size") != len(body):
         raise CorruptEntry(f"truncated: {len(body)} of {header.get('size')} bytes")
     if header.get("sha256") != hashlib.sha256(body).hexdigest():
@@ -106,7 +127,7 @@ def _unframe(kind: str, key: str, data: bytes) -> bytes:
 def encode(key: str, shard: CachedShard) -> bytes:
     """The bytes of one shard entry: header line, JSON meta line, then the files' bytes."""
     names = list(shard.files)
-    meta = {
+    meta: dict[str, Any] = {
         "key": list(shard.key),
         "source_file": shard.source_file,
         "kind_counts": shard.kind_counts,
@@ -117,8 +138,9 @@ def encode(key: str, shard: CachedShard) -> bytes:
         "kustomization": shard.kustomization.decode("utf-8"),
         "files": [[name, len(shard.files[name])] for name in names],
     }
-    body = b"".join([json.dumps(meta, separators=(",", ":")).encode(), b"\n", *(shard.files[n] for n in names)])
-    return _frame("shard", key, body)
+    line = json.dumps(meta, separators=(",", ":")).encode()
+    body = b"".join([line, b"\n", *(shard.files[n] for n in names)])
+    return _frame("shard", key, body, meta_size=len(line))
 
 
 def decode(key: str, data: bytes) -> CachedShard:
@@ -133,20 +155,43 @@ def decode(key: str, data: bytes) -> CachedShard:
             offset += int(size)
         if offset != len(blobs):
             raise CorruptEntry("file lengths do not add up")
-        ns, name = meta["key"]
-        return CachedShard(
-            key=(str(ns), str(name)),
-            source_file=str(meta["source_file"]),
-            files=files,
-            kind_counts={str(k): int(v) for k, v in meta["kind_counts"].items()},
-            gangs=[(str(a), str(b), str(c)) for a, b, c in meta["gangs"]],
-            warnings=[str(w) for w in meta["warnings"]],
-            pods=int(meta["pods"]),
-            update_strategy=str(meta["update_strategy"]),
-            kustomization=str(meta.get("kustomization", "")).encode("utf-8"),
-        )
+        return CachedShard(files=files, **_meta_fields(meta))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptEntry(f"malformed body: {type(exc).__name__}: {exc}") from exc
+
+
+def _meta_fields(meta: Any) -> dict[str, Any]:
+    """:class:`ShardMeta`'s fields from an entry's meta line (KeyError etc. when malformed)."""
+    ns, name = meta["key"]
+    return {
+        "key": (str(ns), str(name)),
+        "source_file": str(meta["source_file"]),
+        "kind_counts": {str(k): int(v) for k, v in meta["kind_counts"].items()},
+        "gangs": [(str(a), str(b), str(c)) for a, b, c in meta["gangs"]],
+        "warnings": [str(w) for w in meta["warnings"]],
+        "pods": int(meta["pods"]),
+        "update_strategy": str(meta["update_strategy"]),
+        "kustomization": str(meta.get("kustomization", "")).encode("utf-8"),
+    }
+
+
+def decode_meta(key: str, head: bytes) -> ShardMeta:
+    """The meta of the shard entry whose first bytes are ``head`` (header line and at least
+    the meta part), checked against the header's own checksum of that part."""
+    first, sep, rest = head.partition(b"\n")
+    if not sep:
+        raise CorruptEntry("not a render cache entry")
+    header = _header("shard", key, first)
+    size = header.get("meta_size")
+    if not isinstance(size, int) or size < 0 or len(rest) < size:
+        raise CorruptEntry("truncated meta")
+    line = rest[:size]
+    if header.get("meta_sha256") != hashlib.sha256(line).hexdigest():
+        raise CorruptEntry("meta checksum mismatch")
+    try:
+        return ShardMeta(**_meta_fields(json.loads(line)))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptEntry(f"malformed meta: {type(exc).__name__}: {exc}") from exc
 
 
 Parsed = tuple[list[Document], list[InputProblem]]
@@ -163,8 +208,9 @@ def encode_parsed(key: str, value: Parsed) -> bytes:
 
 
 def decode_parsed(key: str, data: bytes) -> Parsed:
+    raw = _unframe("parsed", key, data)
     try:
-        body = json.loads(_unframe("parsed", key, data))
+        body = json.loads(raw)
         docs = [Document(str(f), int(i), d) for f, i, d in body["docs"]]
         problems = [InputProblem(str(f), str(fld), str(m)) for f, fld, m in body["problems"]]
     except (KeyError, TypeError, ValueError) as exc:
@@ -201,12 +247,20 @@ class ShardStore:
         except OSError as exc:
             log.warning("render cache: %s: cannot read (%s); rendering it again", path, exc)
             return None
+        self._touch(path, mtime)
+        return path, data
+
+    @staticmethod
+    def _touch(path: Path, mtime: float) -> None:
+        """Refresh the modification time of an entry in use (eviction is least recently used)."""
         if time.time() - mtime > _TOUCH_AFTER_S:
             with contextlib.suppress(OSError):
                 os.utime(path)
-        return path, data
 
     def _corrupt(self, path: Path, exc: CorruptEntry) -> None:
+        if isinstance(exc, StaleEntry):
+            log.debug("render cache: %s: %s; rendering it again", path, exc)
+            return
         self.corrupt += 1
         log.warning("render cache: %s: unusable entry (%s); rendering it again", path, exc)
 
@@ -219,6 +273,29 @@ class ShardStore:
         except CorruptEntry as exc:
             self._corrupt(found[0], exc)
             return None
+
+    def load_meta(self, key: str) -> ShardMeta | None:
+        """A shard entry's meta without reading (or checking) its files: what planning needs
+        to know that a PodCliqueSet is cached (its key, pods, warnings, counts)."""
+        path = self._path(key, "shard")
+        try:
+            with open(path, "rb") as handle:
+                first = handle.readline(_MAX_HEADER)
+                header = _header("shard", key, first.rstrip(b"\n"))
+                size = header.get("meta_size")
+                head = first + handle.read(size if isinstance(size, int) and 0 <= size <= self.max_bytes else 0)
+                mtime = os.fstat(handle.fileno()).st_mtime
+            meta = decode_meta(key, head)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("render cache: %s: cannot read (%s); rendering it again", path, exc)
+            return None
+        except CorruptEntry as exc:
+            self._corrupt(path, exc)
+            return None
+        self._touch(path, mtime)
+        return meta
 
     def load_parsed(self, key: str) -> Parsed | None:
         found = self._read(key, "parsed")
@@ -315,4 +392,3 @@ class ShardStore:
             total -= size
         log.info("render cache: evicted %d entries to stay under %d MiB", deleted, self.max_bytes // (1024 * 1024))
         return deleted
-

@@ -36,7 +36,7 @@ from grove_gitops.diff.markdown import (
     render_markdown,
 )
 from grove_gitops.diff.report import Report, Side, build_report
-from grove_gitops.diff.sides import RenderedSource, extracted_refs, pair_sources, render_side, side_from_rendered
+from grove_gitops.diff.sides import PlannedSource, extracted_refs, pair_sources, plan_side, side_from_rendered
 from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
@@ -116,19 +116,19 @@ def _render_sides(
     One render cache serves both sides, so a PodCliqueSet equal on both is rendered once (or
     comes from ``--cache-dir``), and a file equal on both is parsed once.
     """
-    rendered: list[RenderedSource] = []
+    planned: list[PlannedSource] = []
     errors: list[SideInvalidError] = []
     cache = cache if cache is not None else RenderCache()
     cache.start()
     try:
         for path, label, name in ((base, base_label, "base"), (head, head_label, "head")):
             try:
-                rendered.append(render_side(path, label, name, cache))
+                planned.append(plan_side(path, label, name, cache))
             except SideInvalidError as exc:
                 errors.append(exc)
         if errors:
             raise InvalidSidesError(errors)
-        return pair_sources(rendered[0], rendered[1], cache)
+        return pair_sources(planned[0], planned[1], cache)
     finally:
         cache.finish()
 

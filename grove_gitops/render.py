@@ -7,6 +7,7 @@ randomness. It either returns every object plus warnings, or raises
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,6 +204,9 @@ class PlannedPCS:
     pods: int = 0
     #: Defaulted ``spec.updateStrategy.type``: ``plan`` needs it, and a cache hit has no spec.
     update_strategy: str = "RollingRecreate"
+    #: The source document, so that a cache hit whose files the store then loses (another
+    #: process evicted the entry) can still be expanded: it validated when it was cached.
+    raw: Sourced[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -216,6 +220,24 @@ class RenderPlan:
     extra: list[RenderedObject]
     inputs: _Inputs
     claim_templates: dict[tuple[str, str], dict[str, Any]]
+
+    def recover(self, item: PlannedPCS) -> PlannedPCS:
+        """``item`` with its PodCliqueSet parsed, defaulted and validated again from its
+        source document: a cache hit whose files the store lost after planning (another
+        process evicted the entry, or its files are damaged) is rendered after all. Its
+        warnings are the cached ones already; validation passed when it was cached under the
+        same digest, so errors here mean a bug, not bad input."""
+        if item.pcs is not None or item.raw is None:
+            return item
+        pcs, problems = parse_pcs(item.raw)
+        if pcs is None:
+            raise InvalidInputError(problems)
+        errs = _validate_pcs(
+            Sourced(item.file, pcs), dataclasses.replace(self.inputs, warnings=[]), self.claim_templates
+        )
+        if errs:
+            raise InvalidInputError(_problems(item.file, errs))
+        return dataclasses.replace(item, pcs=pcs)
 
     def expand(self, item: PlannedPCS) -> tuple[list[RenderedObject], list[str]]:
         pcs = item.pcs
@@ -271,7 +293,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
     max_pods = inputs.render.limits.maxPodsPerRender
     for raw in source.podcliquesets:
         doc_digest = digest(global_digest, raw.file, raw.obj)
-        cached = cache.get_shard(doc_digest) if cache is not None else None
+        cached = cache.peek_shard(doc_digest) if cache is not None else None
         errs: list[FieldError] = []
         if cached is not None:
             key, pcs, warnings, pods = cached.key, None, list(cached.warnings), cached.pods
@@ -303,7 +325,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         seen.setdefault(key, raw.file)
         problems += _problems(raw.file, errs)
         if not errs:
-            items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy))
+            items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy, raw))
     for passthrough in source.passthrough:
         problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
         unknown = unknown_builtin_kind(passthrough.obj, inputs.render.kubernetesVersion)

@@ -50,7 +50,7 @@ def _entries(store_dir: Path) -> list[Path]:
 
 def _shard(n: int) -> CachedShard:
     files = {f"ns/w/{i:02d}-pod--w-{i}.yaml": (f"# {n} {i}\n" * 2000).encode() for i in range(8)}
-    return CachedShard(("ns", f"w{n}"), "w.yaml", files, {"ns/w\0Pod": 8}, [("g", "kai", "`a` (1)")], ["w"], 8)
+    return CachedShard(("ns", f"w{n}"), "w.yaml", {"ns/w\0Pod": 8}, [("g", "kai", "`a` (1)")], ["w"], 8, files=files)
 
 
 def test_output_is_byte_identical_with_a_cold_a_warm_and_no_cache(source: Path, tmp_path: Path) -> None:
@@ -316,3 +316,48 @@ def test_a_warm_cache_parses_no_unchanged_source_file(
         files, _ = _render(source, tmp_path / "c")
     assert len(parsed) == 1 and files == clean
     assert any("unusable entry" in r.getMessage() for r in caplog.records)
+
+
+def test_entries_of_another_format_are_quiet_misses_and_a_meta_read_never_reads_the_files(
+    source: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an upgrade every entry is stale: an ordinary miss, not a warning per entry. A
+    shard's meta is checksummed on its own: damaged files behind a sound meta are found when
+    the files are read, and that PodCliqueSet is rendered again (a miss after all)."""
+    store = tmp_path / "c"
+    clean, _ = _render(source, store)
+    entry = _entries(store)[0]
+    shard = decode(entry.name, entry.read_bytes())
+    meta = ShardStore(store).load_meta(entry.name)
+    assert meta is not None and meta.key == shard.key and meta.kind_counts == shard.kind_counts
+    assert not hasattr(meta, "files")
+    entry.write_bytes(entry.read_bytes()[:-3] + b"xyz")  # the files damaged, the meta intact
+    assert ShardStore(store).load_meta(entry.name) == meta
+    with caplog.at_level(logging.WARNING, logger="grove_gitops.cache"):
+        files, cache = _render(source, store)
+    assert files == clean and (cache.hits, cache.misses) == (5, 1)
+    assert [r for r in caplog.records if "checksum mismatch" in r.getMessage()]
+    caplog.clear()
+    monkeypatch.setattr(cachestore, "FORMAT", 99)
+    with caplog.at_level(logging.WARNING, logger="grove_gitops.cache"):
+        files, cache = _render(source, store)
+    assert files == clean and (cache.hits, cache.misses) == (0, 6)
+    assert [r for r in caplog.records if r.name == "grove_gitops.cache"] == []
+
+
+def test_an_entry_lost_between_planning_and_building_is_rendered_again(source: Path, tmp_path: Path) -> None:
+    """Another process may evict an entry after this one planned with it (planning reads
+    metas only): the PodCliqueSet is parsed, validated and rendered again, not a crash."""
+    store = tmp_path / "c"
+    clean, _ = _render(source, store)
+    cache = RenderCache(store=ShardStore(store))
+    cache.start()
+    plan = plan_source(source, cache)
+    assert all(item.pcs is None for item in plan.items)
+    for entry in _entries(store)[:2]:
+        entry.unlink()
+    tree = build_tree_from_plan(plan, cache)
+    cache.finish()
+    assert tree.files == clean
+    assert (cache.hits, cache.misses) == (4, 2)
+    assert len(_entries(store)) == 6  # written again

@@ -11,7 +11,7 @@ cluster's complete tree goes to ``OUT/<cluster>/`` (plus its generated ``_flux/`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +59,24 @@ class Outcome:
         return {item.key: item.update_strategy for plan in self.plans for item in plan.items}
 
 
+@dataclass
+class SourcePlan:
+    """A source tree loaded and validated, nothing built yet: one plan, or a fleet's."""
+
+    plan: RenderPlan | None
+    fleet: FleetPlan | None
+    #: See :attr:`Outcome.feasibility_warnings`.
+    feasibility_warnings: list[str] = field(default_factory=list)
+
+    @property
+    def digests(self) -> set[str]:
+        """The cache keys of a single-cluster plan's PodCliqueSets that the cache holds
+        (empty for a fleet: :func:`build_source_tree` never skips there)."""
+        if self.plan is None:
+            return set()
+        return {item.digest for item in self.plan.items if item.pcs is None}
+
+
 def render_source_tree(
     source: Path,
     out: Path | None = None,
@@ -72,36 +90,67 @@ def render_source_tree(
 
     ``single`` builds a single-cluster tree from its plan (the caller's own path: the CLI
     writes while rendering, the controller uses its cache); default: in memory. With
-    ``feasibility`` and a node inventory in a single-cluster source, its gangs are placed on
-    the inventory first (docs/feasibility.md): under ``feasibility: enforce`` a gang that does
-    not fit raises before anything is written. A fleet is not checked (an inventory would
-    have to name its cluster). ``fsync`` as in :class:`TreeWriter` (a fleet's tree; ``single``
-    writes its own).
+    ``feasibility`` see :func:`plan_source_tree`. ``fsync`` as in :class:`TreeWriter` (a
+    fleet's tree; ``single`` writes its own).
     """
-    loaded = load_source(source, cache, jobs)
-    if not loaded.clusters:
-        plan = plan_loaded(loaded, cache)
-        found: list[str] = []
-        if feasibility and loaded.has_inventory:
-            from grove_gitops.feasibility.check import apply_mode, check_plan
-
-            # The placement needs every PodCliqueSet expanded: a cache hit carries only bytes.
-            full = plan if all(item.pcs is not None for item in plan.items) else plan_loaded(loaded)
-            found = apply_mode(check_plan(full), plan.config.feasibility)
-        tree = single(plan) if single is not None else build_tree_from_plan(plan, cache, jobs=jobs)
-        return Outcome(tree, len(plan.items), list(plan.config.acknowledgedWarnings), plan=plan, feasibility_warnings=found)
-    fleet = plan_fleet(loaded, cache)
-    if out is None:
-        return build_fleet(fleet, cache, jobs)
+    planned = plan_source_tree(source, cache, jobs, feasibility)
+    if planned.fleet is None or out is None:
+        return build_source_tree(planned, cache, jobs, single)
     writer = TreeWriter(out, fsync=fsync)
     try:
-        outcome = build_fleet(fleet, cache, jobs, on_files=writer.write)
+        outcome = build_fleet(planned.fleet, cache, jobs, on_files=writer.write)
         writer.write(outcome.tree.files)
         writer.commit()
     except BaseException:
         writer.abort()
         raise
     return outcome
+
+
+def plan_source_tree(
+    source: Path, cache: RenderCache | None = None, jobs: int = 1, feasibility: bool = False
+) -> SourcePlan:
+    """Load and validate ``source`` (fleet or not); raises :class:`InvalidInputError`.
+
+    With ``feasibility`` and a node inventory in a single-cluster source, its gangs are
+    placed on the inventory first (docs/feasibility.md): under ``feasibility: enforce`` a
+    gang that does not fit raises before anything is built. A fleet is not checked (an
+    inventory would have to name its cluster).
+    """
+    loaded = load_source(source, cache, jobs)
+    if loaded.clusters:
+        return SourcePlan(None, plan_fleet(loaded, cache))
+    plan = plan_loaded(loaded, cache)
+    found: list[str] = []
+    if feasibility and loaded.has_inventory:
+        from grove_gitops.feasibility.check import apply_mode, check_plan
+
+        # The placement needs every PodCliqueSet expanded: a cache hit carries only bytes.
+        full = plan if all(item.pcs is not None for item in plan.items) else plan_loaded(loaded)
+        found = apply_mode(check_plan(full), plan.config.feasibility)
+    return SourcePlan(plan, None, found)
+
+
+def build_source_tree(
+    planned: SourcePlan,
+    cache: RenderCache | None = None,
+    jobs: int = 1,
+    single: Callable[[RenderPlan], Tree] | None = None,
+    skip: Collection[str] = (),
+) -> Outcome:
+    """The output of a planned source, in memory (``single``: see :func:`render_source_tree`).
+
+    ``skip`` (``diff``) as in :func:`build_tree_from_plan`, for a single-cluster source only:
+    a fleet's generated wiring lists every shard and reads its PodGangs, so a fleet is
+    always built whole.
+    """
+    plan = planned.plan
+    if plan is None:
+        assert planned.fleet is not None
+        return build_fleet(planned.fleet, cache, jobs)
+    tree = single(plan) if single is not None else build_tree_from_plan(plan, cache, jobs=jobs, skip=skip)
+    acknowledged = list(plan.config.acknowledgedWarnings)
+    return Outcome(tree, len(plan.items), acknowledged, plan=plan, feasibility_warnings=planned.feasibility_warnings)
 
 
 def _prefixed(name: str, files: Mapping[str, bytes]) -> dict[str, bytes]:

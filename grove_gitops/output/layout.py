@@ -20,12 +20,13 @@ in causal order and a changed object is a changed file.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,8 @@ class Tree:
     shards: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     objects: int = 0
+    #: Shard -> objects of PodCliqueSets built with ``skip`` (their files are not in ``files``).
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 def object_file_name(obj: dict[str, Any], wave: int) -> str:
@@ -200,6 +203,7 @@ def build_tree_from_plan(
     jobs: int = 1,
     min_pods: int | None = None,
     on_files: Callable[[dict[str, bytes]], None] | None = None,
+    skip: Collection[str] = (),
 ) -> Tree:
     """The output tree, expanding one PodCliqueSet at a time (bounded memory) and reusing
     the bytes of every PodCliqueSet the cache already rendered with the same inputs.
@@ -211,15 +215,29 @@ def build_tree_from_plan(
 
     ``on_files`` receives each PodCliqueSet's files as soon as they are merged (the CLI
     writes them while workers render the next ones).
+
+    ``skip`` (``diff``): digests of cached PodCliqueSets whose files are not wanted, because
+    the other side of the comparison has the very same ones. Only their object counts go
+    into ``Tree.skipped``; their files, and so the non-object files that list them
+    (kustomizations, READMEs), are left out: such a tree is for comparing objects only.
     """
     tree, summary = Tree(), _Summary(plan.config, list(plan.warnings))
+    if cache is not None:
+        plan = _recover_lost(plan, cache, skip)
     todo = [item for item in plan.items if not (item.pcs is None and cache is not None)]
     workers = parallel.worker_count(jobs, todo, parallel.MIN_PODS if min_pods is None else min_pods)
     rendered = parallel.render_shards(plan, todo, workers, render_shard) if workers else None
     try:
         for item in plan.items:
+            if item.pcs is None and cache is not None and item.digest in skip:
+                meta = cache.peek_shard(item.digest)
+                if meta is not None:  # planning found it: in memory since
+                    for shard, n in meta.objects_per_shard.items():
+                        tree.skipped[shard] = tree.skipped.get(shard, 0) + n
+                    summary.warnings += meta.warnings
+                    continue
             if item.pcs is None and cache is not None:
-                cached = cache.shards[item.digest]  # plan_source found it there
+                cached = cache.shards[item.digest]  # _recover_lost loaded it
             else:
                 cached = next(rendered) if rendered is not None else _render_shard(tree, plan, item)
                 if cache is not None:
@@ -246,6 +264,20 @@ def build_tree_from_plan(
     return tree
 
 
+def _recover_lost(plan: RenderPlan, cache: RenderCache, skip: Collection[str]) -> RenderPlan:
+    """Load the files of every cache hit the tree needs. A hit whose entry the store lost
+    since planning is parsed again, to be rendered like a miss; a miss that another tree
+    rendered since planning (``diff`` plans both sides first) is a hit after all."""
+    items = []
+    for item in plan.items:
+        if item.pcs is not None and item.digest in cache.shards:
+            item = dataclasses.replace(item, pcs=None)
+        elif item.pcs is None and item.digest not in skip and cache.get_shard(item.digest) is None:
+            item = plan.recover(item)
+        items.append(item)
+    return dataclasses.replace(plan, items=items)
+
+
 def render_shard(plan: RenderPlan, item: PlannedPCS) -> CachedShard:
     """One PodCliqueSet's shard on its own (what a worker process runs)."""
     return _render_shard(Tree(), plan, item)
@@ -263,7 +295,15 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard
     files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own).encode()
     kustomization = _kustomization(list(_yaml_names(files, shard)))
     return CachedShard(
-        item.key, item.file, files, counts, gangs, item.warnings + warnings, item.pods, item.update_strategy, kustomization
+        key=item.key,
+        source_file=item.file,
+        kind_counts=counts,
+        gangs=gangs,
+        warnings=item.warnings + warnings,
+        pods=item.pods,
+        update_strategy=item.update_strategy,
+        kustomization=kustomization,
+        files=files,
     )
 
 
@@ -271,7 +311,11 @@ def _yaml_names(files: dict[str, bytes], shard: str) -> tuple[str, ...]:
     """The sorted ``.yaml`` names directly in ``shard`` (what its kustomization lists)."""
     prefix = shard + "/"
     return tuple(
-        sorted(p[len(prefix) :] for p in files if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :])
+        sorted(
+            p[len(prefix) :]
+            for p in files
+            if p.startswith(prefix) and p.endswith(".yaml") and "/" not in p[len(prefix) :]
+        )
     )
 
 
