@@ -69,6 +69,20 @@ class RenderCache:
     store: ShardStore | None = None
     _used_parsed: set[str] = field(default_factory=set)
     _used_shards: set[str] = field(default_factory=set)
+    #: id(document) -> (the document, its digest), for one render (cleared by ``finish``).
+    #: ``diff`` plans two sides whose unchanged files come from one parse, as the very same
+    #: dicts: the second side's thousand digests are then lookups. The document is kept
+    #: alongside, so its id cannot be reused while the entry exists.
+    _doc_digests: dict[int, tuple[object, str]] = field(default_factory=dict)
+
+    def doc_digest(self, doc: object) -> str:
+        """:func:`digest` of a parsed source document, computed once per document object."""
+        found = self._doc_digests.get(id(doc))
+        if found is not None and found[0] is doc:
+            return found[1]
+        value = digest(doc)
+        self._doc_digests[id(doc)] = (doc, value)
+        return value
 
     @staticmethod
     def file_key(display: str, data: bytes) -> str:
@@ -133,6 +147,7 @@ class RenderCache:
 
     def finish(self) -> None:
         """Drop what the render that just finished did not use."""
+        self._doc_digests.clear()
         self.parsed = {k: v for k, v in self.parsed.items() if k in self._used_parsed}
         self.shards = {k: v for k, v in self.shards.items() if k in self._used_shards}
         self.metas = {k: v for k, v in self.metas.items() if k in self._used_shards and k not in self.shards}

@@ -292,7 +292,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
     total_pods = 0
     max_pods = inputs.render.limits.maxPodsPerRender
     for raw in source.podcliquesets:
-        doc_digest = digest(global_digest, raw.file, raw.obj)
+        doc_digest = digest(global_digest, raw.file, cache.doc_digest(raw.obj) if cache is not None else raw.obj)
         cached = cache.peek_shard(doc_digest) if cache is not None else None
         errs: list[FieldError] = []
         if cached is not None:
