@@ -114,14 +114,12 @@ def test_extract_skips_symlinks_and_non_yaml(repo: git.Repo, tmp_path: Path) -> 
     os.symlink("/etc/passwd", root / "src" / "link.yaml")
     repo.index.add(["src/app.yaml", "src/notes.txt", "src/out/render.meta", "src/link.yaml"])
     sha = repo.index.commit("v1", author=BOT, committer=BOT).hexsha
-    got = extract(repo, sha, "./src/", tmp_path / "x")
+    got = extract(repo, sha, "./src/")
     assert got.present and got.files == 2
-    assert sorted(p.relative_to(tmp_path / "x").as_posix() for p in (tmp_path / "x").rglob("*") if p.is_file()) == [
-        "app.yaml",
-        "out/render.meta",
-    ]
+    assert sorted(got.source.files) == ["app.yaml", "out/render.meta"]
+    assert got.source.files["out/render.meta"] == b"{}"
     with pytest.raises(GitRefError, match="not a directory"):
-        extract(repo, sha, "src/app.yaml", tmp_path / "y")
+        extract(repo, sha, "src/app.yaml")
 
 
 def test_normalize_source_path() -> None:
@@ -132,10 +130,9 @@ def test_normalize_source_path() -> None:
         normalize_source_path("/abs")
 
 
-def test_extract_keeps_the_ignore_file(repo: git.Repo, tmp_path: Path) -> None:
+def test_extract_keeps_the_ignore_file(repo: git.Repo) -> None:
     """``diff --repo`` renders each side as ``render`` would: ``.grove-gitops-ignore`` included."""
     sha = _commit(
         repo, {"src/app.yaml": _v(1), "src/.grove-gitops-ignore": "drafts/\n", "src/drafts/x.yaml": "a: [1\n"}, "v1"
     )
-    extract(repo, sha, "src", tmp_path / "x")
-    assert (tmp_path / "x" / ".grove-gitops-ignore").read_text() == "drafts/\n"
+    assert extract(repo, sha, "src").source.files[".grove-gitops-ignore"] == b"drafts/\n"
