@@ -75,8 +75,12 @@ def resolve(repo: git.Repo, ref: str) -> git.Commit:
     return commit
 
 
-def extract(repo: git.Repo, ref: str, source_path: str) -> Extracted:
-    """The source tree at ``ref`` (below ``source_path``), read into memory."""
+def extract(repo: git.Repo, ref: str, source_path: str, known: dict[str, bytes] | None = None) -> Extracted:
+    """The source tree at ``ref`` (below ``source_path``), read into memory.
+
+    ``known`` (blob id -> contents, filled in here) is shared by the two refs of a diff: a
+    file the refs have in common is read once (a one-file change reads one blob for head).
+    """
     commit = resolve(repo, ref)
     sub = normalize_source_path(source_path)
     label = sub or "."
@@ -88,7 +92,8 @@ def extract(repo: git.Repo, ref: str, source_path: str) -> Extracted:
         raise GitRefError(f"{ref}: --source-path {sub!r} is not a directory")
     try:
         wanted = [(rel, blob) for rel, blob in _blobs(repo, tree.hexsha) if _wanted(rel)]
-        data = _read_blobs(repo, [blob for _, blob in wanted])
+        data = known if known is not None else {}
+        data.update(_read_blobs(repo, [blob for _, blob in wanted if blob not in data]))
     except (OSError, ValueError, GitRefError) as exc:
         raise GitRefError(f"{ref}: cannot read the tree: {exc}") from exc
     files = {rel: data[blob] for rel, blob in wanted}

@@ -169,10 +169,11 @@ def side_from_rendered(root: Path, label: str) -> Side:
 def extracted_refs(
     repo_path: Path, base_ref: str, head_ref: str, source_path: str
 ) -> Iterator[tuple[Extracted, Extracted]]:
-    """Both refs' source trees, read into memory (nothing is written); the repository is
-    closed afterwards."""
+    """Both refs' source trees, read into memory (nothing is written; a blob both refs hold
+    is read once); the repository is closed afterwards."""
     repo = open_repo(repo_path)
     try:
-        yield extract(repo, base_ref, source_path), extract(repo, head_ref, source_path)
+        blobs: dict[str, bytes] = {}
+        yield extract(repo, base_ref, source_path, blobs), extract(repo, head_ref, source_path, blobs)
     finally:
         repo.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -198,3 +199,30 @@ def test_a_path_leaving_the_tree_is_never_kept() -> None:
         assert not _wanted(bad)
     with pytest.raises(ValueError):
         MemorySource("src", {"../x.yaml": b""})
+
+
+def test_a_blob_both_refs_hold_is_read_once(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grove_gitops.diff import gitrefs
+
+    v1 = _commit(repo, {"a.yaml": _v(1), "b.yaml": _v(1).replace("name: app", "name: other")}, "v1")
+    v2 = _commit(repo, {"a.yaml": _v(2)}, "v2")
+    asked: list[list[str]] = []
+    real = gitrefs._read_blobs
+    monkeypatch.setattr(gitrefs, "_read_blobs", lambda r, blobs: (asked.append(blobs), real(r, blobs))[1])
+    known: dict[str, bytes] = {}
+    base, head = extract(repo, v1, ".", known), extract(repo, v2, ".", known)
+    assert [len(a) for a in asked] == [2, 1]
+    assert head.source.files["b.yaml"] == base.source.files["b.yaml"]
+    assert head.source.files["a.yaml"].decode() == textwrap.dedent(_v(2))
+
+
+def test_a_missing_object_is_an_error_naming_the_ref(repo: git.Repo) -> None:
+    """A damaged repository (a blob gone from the object database): exit 1 and a message."""
+    v1 = _commit(repo, {"app.yaml": _v(1)}, "v1")
+    repo.create_tag("v1")
+    blob = repo.commit(v1).tree["app.yaml"].hexsha
+    (Path(repo.git_dir) / "objects" / blob[:2] / blob[2:]).unlink()
+    with pytest.raises(GitRefError, match=f"v1: cannot read the tree: object {blob}: missing"):
+        extract(repo, "v1", ".")
+    result = run_diff(["--repo", str(repo.working_dir), v1, v1])
+    assert result.exit_code == 1 and "cannot read the tree" in result.stderr and "Traceback" not in result.output
