@@ -139,3 +139,14 @@ def test_memory_source_refuses_paths_leaving_the_tree() -> None:
     for bad in ("../x.yaml", "/etc/x.yaml", "a/../../x.yaml", "a//b.yaml", "./a.yaml", ""):
         with pytest.raises(ValueError, match="not a relative path"):
             MemorySource("src", {bad: b""})
+
+
+def test_memory_tree_parses_in_worker_processes_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``jobs`` > 1 sends the bytes to the workers; the answer is the same, in order."""
+    from grove_gitops.load import files as files_module
+
+    monkeypatch.setattr(files_module, "MIN_PARALLEL_BYTES", 0)
+    files = {f"d{i % 3}/c{i}.yaml": _CONFIGMAP % i for i in range(12)} | {"bad.yaml": b"a: [1\n"}
+    on_disk = _summary(load_source(_write(tmp_path / "src", files)))
+    assert _summary(load_source(MemorySource("src", files), jobs=2)) == on_disk
+    assert len(on_disk["passthrough"]) == 12 and on_disk["problems"][0][0] == "bad.yaml"
