@@ -42,6 +42,7 @@ from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan, changes_per_cluster
+from grove_gitops.load.memory import MemorySource
 from grove_gitops.plan.formats import markdown_blocks, unavailable_block
 from grove_gitops.plan.model import PlanError
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
@@ -109,7 +110,11 @@ def report_invalid(errors: list[SideInvalidError]) -> None:
 
 
 def _render_sides(
-    base: Path, head: Path, base_label: str, head_label: str, cache: RenderCache | None = None
+    base: Path | MemorySource,
+    head: Path | MemorySource,
+    base_label: str,
+    head_label: str,
+    cache: RenderCache | None = None,
 ) -> tuple[Side, Side]:
     """Render both source trees, collecting the problems of both before giving up.
 
@@ -146,7 +151,7 @@ def load_sides(
     (for a re-run hint: short SHAs in ``--repo`` mode, so the hint stays valid after a push)."""
     if repo is not None:
         with extracted_refs(repo, base, head, source_path or ".") as (b, h):
-            sides = _render_sides(b.root, h.root, labels[0] or b.label, labels[1] or h.label, cache)
+            sides = _render_sides(b.source, h.source, labels[0] or b.label, labels[1] or h.label, cache)
             sp = f" --source-path {source_path}" if source_path else ""
             return sides[0], sides[1], f"--repo . {b.sha[:12]} {h.sha[:12]}{sp}"
     if rendered:

@@ -23,6 +23,7 @@ from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.resourceclaims import validate_templates
 from grove_gitops.expand.workload import expand_pcs
+from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
@@ -274,7 +275,7 @@ def _global_digest(inputs: _Inputs, claim_templates: dict[tuple[str, str], dict[
     )
 
 
-def plan_source(root: Path, cache: RenderCache | None = None, jobs: int = 1) -> RenderPlan:
+def plan_source(root: Path | MemorySource, cache: RenderCache | None = None, jobs: int = 1) -> RenderPlan:
     """Load and validate a whole source tree, or raise :class:`InvalidInputError` with every
     problem of every file. ``jobs`` worker processes parse the files of a large tree."""
     return plan_loaded(load_source(root, cache, jobs), cache)

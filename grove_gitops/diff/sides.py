@@ -10,7 +10,6 @@ sides is rendered once, and with ``--cache-dir`` not at all when an earlier run 
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from grove_gitops.diff.model import ParseMemo, is_object_file, load_objects, rea
 from grove_gitops.diff.report import Side
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.fleet.output import Outcome, SourcePlan, build_source_tree, plan_source_tree
+from grove_gitops.load.memory import MemorySource
 from grove_gitops.render import RenderPlan
 
 
@@ -35,7 +35,7 @@ class PlannedSource:
     planned: SourcePlan
 
 
-def plan_side(root: Path, label: str, side: str, cache: RenderCache | None = None) -> PlannedSource:
+def plan_side(root: Path | MemorySource, label: str, side: str, cache: RenderCache | None = None) -> PlannedSource:
     """Load and validate ``root``; an invalid tree raises :class:`SideInvalidError` naming
     ``side``. ``cache`` (shared by both sides) tells which PodCliqueSets are rendered already."""
     try:
@@ -46,7 +46,7 @@ def plan_side(root: Path, label: str, side: str, cache: RenderCache | None = Non
 
 
 def side_from_source(
-    root: Path, label: str, side: str, cache: RenderCache | None = None, memo: ParseMemo | None = None
+    root: Path | MemorySource, label: str, side: str, cache: RenderCache | None = None, memo: ParseMemo | None = None
 ) -> Side:
     """One source side with every object parsed (no other side to compare with)."""
     source = plan_side(root, label, side, cache)
@@ -186,12 +186,11 @@ def side_from_rendered(root: Path, label: str) -> Side:
 def extracted_refs(
     repo_path: Path, base_ref: str, head_ref: str, source_path: str
 ) -> Iterator[tuple[Extracted, Extracted]]:
-    """Both refs' source trees in a temporary directory that is removed afterwards."""
+    """Both refs' source trees, read into memory (nothing is written; a blob both refs hold
+    is read once); the repository is closed afterwards."""
     repo = open_repo(repo_path)
     try:
-        with tempfile.TemporaryDirectory(prefix="grove-gitops-diff-") as tmp:
-            base = extract(repo, base_ref, source_path, Path(tmp) / "base")
-            head = extract(repo, head_ref, source_path, Path(tmp) / "head")
-            yield base, head
+        blobs: dict[str, bytes] = {}
+        yield extract(repo, base_ref, source_path, blobs), extract(repo, head_ref, source_path, blobs)
     finally:
         repo.close()

@@ -19,6 +19,7 @@ from grove_gitops import __version__
 from grove_gitops.cache import RenderCache
 from grove_gitops.fleet.plan import ClusterPlan, FleetPlan, plan_fleet
 from grove_gitops.fleet.wiring import wiring_files
+from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import load_source
 from grove_gitops.output.layout import Tree, build_tree_from_plan
 from grove_gitops.output.marker import META_FILE, META_MARKER
@@ -78,7 +79,7 @@ class SourcePlan:
 
 
 def render_source_tree(
-    source: Path,
+    source: Path | MemorySource,
     out: Path | None = None,
     jobs: int = 1,
     cache: RenderCache | None = None,
@@ -108,7 +109,7 @@ def render_source_tree(
 
 
 def plan_source_tree(
-    source: Path, cache: RenderCache | None = None, jobs: int = 1, feasibility: bool = False
+    source: Path | MemorySource, cache: RenderCache | None = None, jobs: int = 1, feasibility: bool = False
 ) -> SourcePlan:
     """Load and validate ``source`` (fleet or not); raises :class:`InvalidInputError`.
 

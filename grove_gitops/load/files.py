@@ -6,6 +6,9 @@ largest serial stage of a big render once expansion and emission ran in parallel
 Files are independent, so they parse anywhere; results come back in file order, so what the
 caller sees does not depend on ``jobs``. Cached parses are looked up and stored in the
 calling process only: workers never see the cache.
+
+A file is a path on disk or the bytes themselves (a git ref's tree held in memory by
+``diff --repo``, ``grove_gitops.load.memory``); both take the same checks and cache keys.
 """
 
 from __future__ import annotations
@@ -16,38 +19,50 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES, Document, load_documents
+from grove_gitops.load.yamlio import MAX_FILE_BYTES, Document, load_bytes, load_documents
 from grove_gitops.procs import start_method
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
 
 Parsed = tuple[list[Document], list[InputProblem]]
+#: Where a file's bytes are: a path on disk, or the bytes.
+FileData = Path | bytes
 
 #: Below this much YAML to parse, starting workers costs more than it saves (a fork is a few
 #: milliseconds; parsing runs at a few MB/s).
 MIN_PARALLEL_BYTES = 1 << 20
 
 
-def _parse(task: tuple[str, str]) -> Parsed:
-    path, display = task
-    return load_documents(Path(path), display)
+def _parse(task: tuple[str | bytes, str]) -> Parsed:
+    where, display = task
+    return load_bytes(where, display) if isinstance(where, bytes) else load_documents(Path(where), display)
 
 
-def parse_files(files: Sequence[tuple[Path, str]], jobs: int = 1, cache: RenderCache | None = None) -> list[Parsed]:
-    """``load_documents(path, display)`` of every ``(path, display)``, in order."""
+def _size(where: FileData) -> int:
+    if isinstance(where, bytes):
+        return len(where)
+    try:
+        return where.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read(where: FileData) -> bytes:
+    return where if isinstance(where, bytes) else where.read_bytes()
+
+
+def parse_files(files: Sequence[tuple[FileData, str]], jobs: int = 1, cache: RenderCache | None = None) -> list[Parsed]:
+    """``load_documents(path, display)`` (``load_bytes`` for bytes) of every ``(file, display)``, in order."""
     results: list[Parsed | None] = [None] * len(files)
     keys: dict[int, str] = {}
     todo: list[int] = []
     size = 0
-    for i, (path, display) in enumerate(files):
-        try:
-            st_size = path.stat().st_size
-        except OSError:
-            st_size = 0
+    for i, (where, display) in enumerate(files):
+        st_size = _size(where)
         if cache is not None and 0 < st_size <= MAX_FILE_BYTES:
             try:
-                keys[i] = cache.file_key(display, path.read_bytes())
+                keys[i] = cache.file_key(display, _read(where))
             except OSError:
                 pass
             else:
@@ -57,7 +72,7 @@ def parse_files(files: Sequence[tuple[Path, str]], jobs: int = 1, cache: RenderC
                     continue
         todo.append(i)
         size += st_size
-    tasks = [(str(files[i][0]), files[i][1]) for i in todo]
+    tasks = [(w if isinstance(w, bytes) else str(w), d) for w, d in (files[i] for i in todo)]
     for i, parsed in zip(todo, _run(tasks, jobs, size), strict=True):
         results[i] = parsed
         if i in keys and cache is not None:
@@ -65,7 +80,7 @@ def parse_files(files: Sequence[tuple[Path, str]], jobs: int = 1, cache: RenderC
     return [r for r in results if r is not None]
 
 
-def _run(tasks: list[tuple[str, str]], jobs: int, size: int) -> list[Parsed]:
+def _run(tasks: list[tuple[str | bytes, str]], jobs: int, size: int) -> list[Parsed]:
     workers = min(jobs, len(tasks))
     if workers <= 1 or size < MIN_PARALLEL_BYTES:
         return [_parse(t) for t in tasks]

@@ -14,6 +14,7 @@ leave the source tree and reports folders it cannot read instead of skipping the
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import os
 import re
@@ -30,9 +31,10 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.files import parse_files
+from grove_gitops.load.files import FileData, parse_files
+from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.yamlio import MAX_OBJECT_BYTES, Document, type_name
-from grove_gitops.output.marker import META_FILE, is_output_dir
+from grove_gitops.output.marker import META_FILE, is_output_dir, is_output_meta
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
@@ -165,16 +167,25 @@ def scan_source(root: Path) -> SourceScan:
     return scan
 
 
-def _ignore_spec(root: Path, scan: SourceScan) -> pathspec.GitIgnoreSpec | None:
+def _ignore_spec(root: Path, scan: SourceScan | MemoryScan) -> pathspec.GitIgnoreSpec | None:
     path = root / IGNORE_FILE
     if not path.exists():
         return None
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        scan.problems.append(
-            InputProblem(IGNORE_FILE, "", f"cannot read file: {getattr(exc, 'strerror', None) or exc}")
-        )
+        data = path.read_bytes()
+    except OSError as exc:
+        scan.problems.append(InputProblem(IGNORE_FILE, "", f"cannot read file: {exc.strerror or exc}"))
+        return None
+    return _ignore_from_bytes(data, scan)
+
+
+def _ignore_from_bytes(data: bytes, scan: SourceScan | MemoryScan) -> pathspec.GitIgnoreSpec | None:
+    """The ignore file's patterns (on disk or in memory). ``splitlines`` splits on ``\r\n``
+    and ``\r`` as well, as reading the file as text would."""
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        scan.problems.append(InputProblem(IGNORE_FILE, "", f"cannot read file: {exc}"))
         return None
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
@@ -249,24 +260,118 @@ def _walk(
             scan.files.append(path)
 
 
-def load_source(root: Path, cache: RenderCache | None = None, jobs: int = 1) -> SourceSet:
-    """Every file under ``root``, parsed (in ``jobs`` processes for a large tree) and sorted."""
+#: A folder of a source tree held in memory: name -> sub-folder or file bytes.
+_MemoryDir = dict[str, "_MemoryDir | bytes"]
+
+
+@dataclass
+class MemoryScan:
+    """:class:`SourceScan` of a :class:`MemorySource`: the files are its relative paths."""
+
+    files: list[str] = field(default_factory=list)
+    problems: list[InputProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _memory_tree(source: MemorySource) -> _MemoryDir:
+    """The folders of ``files`` as nested dicts (a path that is both a file and a folder
+    cannot come from git or a disk; the first one seen wins)."""
+    root: _MemoryDir = {}
+    for path, data in source.files.items():
+        *folders, name = path.split("/")
+        node = root
+        for folder in folders:
+            sub = node.setdefault(folder, {})
+            if not isinstance(sub, dict):
+                break
+            node = sub
+        else:
+            node.setdefault(name, data)
+    return root
+
+
+def scan_memory(source: MemorySource) -> MemoryScan:
+    """:func:`scan_source` of a tree held in memory, with the same rules in the same order
+    (see :func:`_walk_memory`); the files sorted as ``scan_source`` sorts paths (by parts).
+
+    Symbolic links and submodules have no place here: a git tree's are left out when it is
+    read (``grove_gitops.diff.gitrefs``), as extracting them to disk did.
+    """
+    scan = MemoryScan()
+    tree = _memory_tree(source)
+    if isinstance(tree.get(HELM_CHART_FILE), bytes):
+        scan.problems.append(
+            InputProblem(
+                HELM_CHART_FILE,
+                "",
+                "the source tree is a Helm chart; render it first (helm template) and point grove-gitops at the result",
+            )
+        )
+        return scan
+    ignore: pathspec.GitIgnoreSpec | None = None
+    found = tree.get(IGNORE_FILE)
+    if isinstance(found, bytes):
+        ignore = _ignore_from_bytes(found, scan)
+    elif found is not None:  # a folder: reading it as a file fails on disk too
+        scan.problems.append(InputProblem(IGNORE_FILE, "", f"cannot read file: {os.strerror(errno.EISDIR)}"))
+    _walk_memory(tree, "", ignore, scan)
+    scan.files.sort(key=lambda path: path.split("/"))
+    return scan
+
+
+def _walk_memory(folder: _MemoryDir, rel: str, ignore: pathspec.GitIgnoreSpec | None, scan: MemoryScan) -> None:
+    """:func:`_walk` of a folder held in memory (keep the two in step)."""
+    for name in sorted(folder):
+        if name.startswith("."):
+            continue
+        entry = folder[name]
+        child = f"{rel}/{name}" if rel else name
+        is_dir = isinstance(entry, dict)
+        if not (is_dir or name.endswith((".yaml", ".yml"))):
+            continue
+        if ignore is not None and ignore.match_file(f"{child}/" if is_dir else child):
+            continue
+        if isinstance(entry, dict):
+            meta = entry.get(META_FILE)
+            if isinstance(meta, bytes) and is_output_meta(meta):
+                continue
+            if isinstance(entry.get(HELM_CHART_FILE), bytes):
+                scan.warnings.append(
+                    f"{child}: a Helm chart ({HELM_CHART_FILE}), not manifests; skipped: render it first (helm template)"
+                )
+                continue
+            _walk_memory(entry, child, ignore, scan)
+        else:
+            scan.files.append(child)
+
+
+def load_source(root: Path | MemorySource, cache: RenderCache | None = None, jobs: int = 1) -> SourceSet:
+    """Every file under ``root`` (a folder, a file, or a tree held in memory), parsed (in
+    ``jobs`` processes for a large tree) and sorted."""
     out = SourceSet()
-    if not root.exists():
-        out.problems.append(InputProblem(str(root), "", "source path does not exist"))
+    named: list[tuple[FileData, str]]
+    if isinstance(root, MemorySource):
+        mscan = scan_memory(root)
+        out.problems.extend(mscan.problems)
+        out.warnings.extend(mscan.warnings)
+        named = [(root.files[path], path) for path in mscan.files]
+        where = root.label
+    else:
+        if not root.exists():
+            out.problems.append(InputProblem(str(root), "", "source path does not exist"))
+            return out
+        scan = scan_source(root)
+        out.problems.extend(scan.problems)
+        out.warnings.extend(scan.warnings)
+        base = root if root.is_dir() else root.parent
+        named = [(path, str(path.relative_to(base)) if path != base else path.name) for path in scan.files]
+        where = str(root)
+    if len(named) > MAX_FILES:
+        out.problems.append(InputProblem(where, "", f"more than {MAX_FILES} YAML files"))
         return out
-    scan = scan_source(root)
-    out.problems.extend(scan.problems)
-    out.warnings.extend(scan.warnings)
-    files = scan.files
-    if len(files) > MAX_FILES:
-        out.problems.append(InputProblem(str(root), "", f"more than {MAX_FILES} YAML files"))
-        return out
-    base = root if root.is_dir() else root.parent
-    named = [(path, str(path.relative_to(base)) if path != base else path.name) for path in files]
-    for (path, display), (docs, problems) in zip(named, parse_files(named, jobs, cache), strict=True):
+    for (_, display), (docs, problems) in zip(named, parse_files(named, jobs, cache), strict=True):
         out.problems.extend(problems)
-        if path.name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):
+        if Path(display).name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):
             out.warnings.append(f"{display}: a Helm values file, not a Kubernetes manifest; skipped")
             continue
         for doc in docs:

@@ -157,15 +157,27 @@ def load_documents(path: Path, display: str) -> tuple[list[Document], list[Input
     """Parse every document of ``path``; ``display`` is the name used in messages."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
-            return [], [InputProblem(display, "", f"file is larger than the {MAX_FILE_BYTES} byte limit")]
+            return [], [_too_large(display)]
         raw = path.read_bytes()
     except OSError as exc:
         return [], [InputProblem(display, "", f"cannot read file: {exc.strerror or exc}")]
+    return load_bytes(raw, display)
+
+
+def load_bytes(raw: bytes, display: str) -> tuple[list[Document], list[InputProblem]]:
+    """Parse the bytes of a file (read from disk, or a blob of a git tree held in memory)
+    with the checks of :func:`load_documents`: the size limit, UTF-8, then the YAML."""
+    if len(raw) > MAX_FILE_BYTES:
+        return [], [_too_large(display)]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return [], [InputProblem(display, "", f"file is not valid UTF-8 (byte {exc.start})")]
     return parse_documents(text, display)
+
+
+def _too_large(display: str) -> InputProblem:
+    return InputProblem(display, "", f"file is larger than the {MAX_FILE_BYTES} byte limit")
 
 
 def parse_documents(text: str, display: str) -> tuple[list[Document], list[InputProblem]]:

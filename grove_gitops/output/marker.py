@@ -21,6 +21,17 @@ def is_output_dir(path: Path) -> bool:
     try:
         if not meta.is_file() or meta.stat().st_size > _MAX_META_BYTES:
             return False
-        return bool(json.loads(meta.read_text()).get("generator") == META_MARKER)
-    except (OSError, ValueError, AttributeError):
+        return is_output_meta(meta.read_bytes())
+    except OSError:
+        return False
+
+
+def is_output_meta(data: bytes) -> bool:
+    """True only when ``data`` is a ``render.meta`` written by grove-gitops (the contents
+    check of :func:`is_output_dir`, shared with a source tree held in memory)."""
+    if len(data) > _MAX_META_BYTES:
+        return False
+    try:
+        return bool(json.loads(data.decode("utf-8")).get("generator") == META_MARKER)
+    except (ValueError, AttributeError):
         return False

@@ -29,7 +29,7 @@ from typing import Any
 import git
 
 from grove_gitops.diff.errors import GitRefError
-from grove_gitops.diff.gitrefs import extract, open_repo, resolve
+from grove_gitops.diff.gitrefs import extract, open_repo, resolve, write_source
 from grove_gitops.diff.markdown import MARKER, part_header, part_marker, render_markdown
 from grove_gitops.diff.report import build_report
 from grove_gitops.diff.split import Block, pack
@@ -160,7 +160,8 @@ def compose(opts: Options) -> Result:
     sp = None if source_path in (".", "") else source_path
     header = _header_for(opts.title, opts.key, base_sha[:7], head_sha[:7])
     with tempfile.TemporaryDirectory(prefix="grove-gitops-pr-") as tmp:
-        head_root = extract(repo, head_sha, source_path, Path(tmp) / "head").root
+        head_root = Path(tmp) / "head"
+        write_source(extract(repo, head_sha, source_path).source, head_root)
         code, doc, stderr = _run_cli(opts.cli, ["validate", str(head_root), "--output", "json"])
         if code not in (0, 1) or not isinstance(doc, dict):
             raise PrCheckError(f"grove-gitops validate failed (exit {code}): {stderr.strip() or 'no JSON answer'}")

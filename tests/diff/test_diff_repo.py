@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,14 +116,12 @@ def test_extract_skips_symlinks_and_non_yaml(repo: git.Repo, tmp_path: Path) -> 
     os.symlink("/etc/passwd", root / "src" / "link.yaml")
     repo.index.add(["src/app.yaml", "src/notes.txt", "src/out/render.meta", "src/link.yaml"])
     sha = repo.index.commit("v1", author=BOT, committer=BOT).hexsha
-    got = extract(repo, sha, "./src/", tmp_path / "x")
+    got = extract(repo, sha, "./src/")
     assert got.present and got.files == 2
-    assert sorted(p.relative_to(tmp_path / "x").as_posix() for p in (tmp_path / "x").rglob("*") if p.is_file()) == [
-        "app.yaml",
-        "out/render.meta",
-    ]
+    assert sorted(got.source.files) == ["app.yaml", "out/render.meta"]
+    assert got.source.files["out/render.meta"] == b"{}"
     with pytest.raises(GitRefError, match="not a directory"):
-        extract(repo, sha, "src/app.yaml", tmp_path / "y")
+        extract(repo, sha, "src/app.yaml")
 
 
 def test_normalize_source_path() -> None:
@@ -132,10 +132,97 @@ def test_normalize_source_path() -> None:
         normalize_source_path("/abs")
 
 
-def test_extract_keeps_the_ignore_file(repo: git.Repo, tmp_path: Path) -> None:
+def test_extract_keeps_the_ignore_file(repo: git.Repo) -> None:
     """``diff --repo`` renders each side as ``render`` would: ``.grove-gitops-ignore`` included."""
     sha = _commit(
         repo, {"src/app.yaml": _v(1), "src/.grove-gitops-ignore": "drafts/\n", "src/drafts/x.yaml": "a: [1\n"}, "v1"
     )
-    extract(repo, sha, "src", tmp_path / "x")
-    assert (tmp_path / "x" / ".grove-gitops-ignore").read_text() == "drafts/\n"
+    assert extract(repo, sha, "src").source.files[".grove-gitops-ignore"] == b"drafts/\n"
+
+
+def test_diff_repo_writes_nothing_and_matches_the_two_folder_diff(
+    repo: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both refs are read into memory (issue 14: writing them out cost more than the diff):
+    no temporary file or folder is made, and the report is the one of the same two trees
+    given as folders."""
+    base = {"config.yaml": LPX_PROFILES, "app.yaml": _v(2), ".grove-gitops-ignore": "drafts/\n", "drafts/x.yaml": "a: [1\n"}
+    head = {**base, "app.yaml": _v(3, "lpx-scheduler"), "more/other.yaml": _v(1).replace("name: app", "name: other")}
+    v1 = _commit(repo, {f"deploy/{k}": v for k, v in base.items()}, "v1")
+    v2 = _commit(repo, {f"deploy/{k}": v for k, v in head.items()}, "v2")
+    write_source(tmp_path / "base", base)
+    write_source(tmp_path / "head", head)
+    made: list[object] = []
+    for name in ("mkdtemp", "mkstemp"):
+        real = getattr(tempfile, name)
+        monkeypatch.setattr(tempfile, name, lambda *a, _real=real, **k: (made.append(a), _real(*a, **k))[1])
+    empty = tmp_path / "tmp"
+    empty.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(empty))
+    labels = ["--base-label", "B", "--head-label", "H", "--format", "text"]
+    via_repo = run_diff(["--repo", str(repo.working_dir), v1, v2, "--source-path", "deploy", *labels])
+    assert via_repo.exit_code == 0, via_repo.output
+    assert made == [] and list(empty.iterdir()) == []
+    via_folders = run_diff([str(tmp_path / "base"), str(tmp_path / "head"), *labels])
+    assert via_folders.exit_code == 0, via_folders.output
+    assert "PodGangs added (1): other-0" in via_repo.stdout
+    assert via_repo.stdout == via_folders.stdout
+
+
+def test_symlinks_and_submodules_of_a_ref_are_skipped(repo: git.Repo, tmp_path: Path) -> None:
+    """A symlink (its target may lie outside the tree) and a submodule (its content is not in
+    this repository) are never read, even when named like YAML."""
+    root = Path(repo.working_dir)
+    write_source(root, {"src/app.yaml": _v(1)})
+    os.symlink("/etc/passwd", root / "src" / "passwd.yaml")
+    repo.index.add(["src/app.yaml", "src/passwd.yaml"])
+    other = _commit(repo, {"elsewhere.yaml": "a: 1\n"}, "other")
+    repo.git.update_index("--add", "--cacheinfo", f"160000,{other},src/sub.yaml")
+    repo.git.update_index("--add", "--cacheinfo", f"160000,{other},src/module")
+    sha = git.IndexFile(repo).commit("v1", author=BOT, committer=BOT).hexsha
+    modes = repo.git.ls_tree("-r", sha, "src")
+    assert "120000 blob" in modes and "160000 commit" in modes
+    got = extract(repo, sha, "src")
+    assert got.present and sorted(got.source.files) == ["app.yaml"]
+    result = run_diff(["--repo", str(repo.working_dir), sha, sha, "--source-path", "src"])
+    assert result.exit_code == 0 and "**No changes:**" in result.stdout, result.output
+
+
+def test_a_path_leaving_the_tree_is_never_kept() -> None:
+    """Git refuses ``..`` in a tree, but a crafted object could hold one: it is dropped when the
+    tree is read, and a tree held in memory refuses it outright."""
+    from grove_gitops.diff.gitrefs import _wanted
+    from grove_gitops.load.memory import MemorySource
+
+    assert _wanted("a/b.yaml") and _wanted(".grove-gitops-ignore") and _wanted("out/render.meta")
+    for bad in ("../x.yaml", "a/../../x.yaml", "/x.yaml", "a//x.yaml", "a/notes.txt"):
+        assert not _wanted(bad)
+    with pytest.raises(ValueError):
+        MemorySource("src", {"../x.yaml": b""})
+
+
+def test_a_blob_both_refs_hold_is_read_once(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grove_gitops.diff import gitrefs
+
+    v1 = _commit(repo, {"a.yaml": _v(1), "b.yaml": _v(1).replace("name: app", "name: other")}, "v1")
+    v2 = _commit(repo, {"a.yaml": _v(2)}, "v2")
+    asked: list[list[str]] = []
+    real = gitrefs._read_blobs
+    monkeypatch.setattr(gitrefs, "_read_blobs", lambda r, blobs: (asked.append(blobs), real(r, blobs))[1])
+    known: dict[str, bytes] = {}
+    base, head = extract(repo, v1, ".", known), extract(repo, v2, ".", known)
+    assert [len(a) for a in asked] == [2, 1]
+    assert head.source.files["b.yaml"] == base.source.files["b.yaml"]
+    assert head.source.files["a.yaml"].decode() == textwrap.dedent(_v(2))
+
+
+def test_a_missing_object_is_an_error_naming_the_ref(repo: git.Repo) -> None:
+    """A damaged repository (a blob gone from the object database): exit 1 and a message."""
+    v1 = _commit(repo, {"app.yaml": _v(1)}, "v1")
+    repo.create_tag("v1")
+    blob = repo.commit(v1).tree["app.yaml"].hexsha
+    (Path(repo.git_dir) / "objects" / blob[:2] / blob[2:]).unlink()
+    with pytest.raises(GitRefError, match=f"v1: cannot read the tree: object {blob}: missing"):
+        extract(repo, "v1", ".")
+    result = run_diff(["--repo", str(repo.working_dir), v1, v1])
+    assert result.exit_code == 1 and "cannot read the tree" in result.stderr and "Traceback" not in result.output
