@@ -162,7 +162,7 @@ def test_the_size_is_bounded_least_recently_used_first(tmp_path: Path) -> None:
     for i, key in enumerate(keys):
         store.save(key, _shard(i))
         os.utime(store._path(key), (1000.0 + i, 1000.0 + i))
-    size = store._path(keys[0]).stat().st_size
+    size = Path(store._path(keys[0])).stat().st_size
     store.max_bytes = 3 * size
     assert store.evict() == 3
     assert [store.load(k) is not None for k in keys] == [False, False, False, True, True, True]
