@@ -55,6 +55,10 @@ class CachedShard(ShardMeta):
     """One PodCliqueSet's rendered files and what the summaries need."""
 
     files: dict[str, bytes] = field(default_factory=dict)  # path relative to the output root -> bytes
+    #: path -> the object each file serialises, for a shard just rendered with
+    #: ``keep_objects`` (``diff``: parsing the bytes back would give the same, slower; the
+    #: emitter's round-trip property tests hold it to that). Never stored on disk.
+    objects: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.diff.errors import SideInvalidError
@@ -81,7 +82,7 @@ def pair_sources(
 
 def _build(source: PlannedSource, cache: RenderCache | None, skip: set[str]) -> Outcome:
     try:
-        return build_source_tree(source.planned, cache, 1, skip=skip)
+        return build_source_tree(source.planned, cache, 1, skip=skip, keep_objects=True)
     except InvalidInputError as exc:  # a lost cache entry's document failed again: a bug
         raise SideInvalidError(source.side, source.label, exc) from exc
 
@@ -135,13 +136,14 @@ def _object_files(shard: CachedShard) -> list[str]:
 def _prefill(
     cache: RenderCache | None, plan: RenderPlan, prefix: str, memo: ParseMemo, wanted: Mapping[str, bytes]
 ) -> list[tuple[str, str, CachedShard]]:
-    """Put the parsed objects a previous ``diff`` stored for each cached shard whose files
-    are ``wanted`` into ``memo``; returns the shards that have none stored (their parse is
-    stored afterwards). ``prefix`` is the cluster directory of a fleet's plan ('' otherwise):
-    the tree's paths carry it, the cached shard's do not."""
-    store = cache.store if cache is not None else None
-    if cache is None or store is None:
+    """Put the parsed objects of each shard whose files are ``wanted`` into ``memo`` when
+    they are known without parsing: kept by the render that just produced them, or stored
+    by a previous ``diff``. Returns the shards still to parse (their parse is stored
+    afterwards). ``prefix`` is the cluster directory of a fleet's plan ('' otherwise): the
+    tree's paths carry it, the cached shard's do not."""
+    if cache is None:
         return []
+    store = cache.store
     missing: list[tuple[str, str, CachedShard]] = []
     for item in plan.items:
         shard = cache.shards.get(item.digest)
@@ -152,7 +154,11 @@ def _prefill(
             continue  # a shard equal on both sides: never parsed
         if all((prefix + path, shard.files[path]) in memo for path in paths):
             continue  # the other side had this shard: parsed already
-        stored = store.load_json(item.digest)
+        stored = _kept(shard, paths)
+        if stored is not None and store is not None:
+            store.save_json(item.digest, stored)
+        elif store is not None:
+            stored = store.load_json(item.digest)
         if not isinstance(stored, dict) or sorted(stored) != sorted(paths):
             missing.append((item.digest, prefix, shard))
             continue
@@ -160,6 +166,21 @@ def _prefill(
             data = shard.files[path]
             memo.setdefault((prefix + path, data), (data.decode("utf-8"), stored[path]))
     return missing
+
+
+def _kept(shard: CachedShard, paths: list[str]) -> dict[str, list[Any]] | None:
+    """``{path: [object]}`` of a shard rendered with ``keep_objects``, as plain JSON values in
+    the files' key order: what parsing the files gives (the emitter's round-trip tests hold
+    it to that, and ``test_objects_kept_from_rendering_report_what_parsing_...`` this), or None."""
+    if shard.objects is None or any(path not in shard.objects for path in paths):
+        return None
+    try:
+        # Keys sorted as the emitter writes them (by code point, every mapping): parsing the
+        # file gives that order, and the summaries list fields in it.
+        plain = json.loads(json.dumps({path: [shard.objects[path]] for path in paths}, sort_keys=True))
+    except (TypeError, ValueError):
+        return None
+    return plain if isinstance(plain, dict) else None
 
 
 def _store_parsed(cache: RenderCache | None, missing: list[tuple[str, str, CachedShard]], memo: ParseMemo) -> None:

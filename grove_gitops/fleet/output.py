@@ -138,18 +138,23 @@ def build_source_tree(
     jobs: int = 1,
     single: Callable[[RenderPlan], Tree] | None = None,
     skip: Collection[str] = (),
+    keep_objects: bool = False,
 ) -> Outcome:
     """The output of a planned source, in memory (``single``: see :func:`render_source_tree`).
 
     ``skip`` (``diff``) as in :func:`build_tree_from_plan`, for a single-cluster source only:
     a fleet's generated wiring lists every shard and reads its PodGangs, so a fleet is
-    always built whole.
+    always built whole. ``keep_objects`` as there too.
     """
     plan = planned.plan
     if plan is None:
         assert planned.fleet is not None
         return build_fleet(planned.fleet, cache, jobs)
-    tree = single(plan) if single is not None else build_tree_from_plan(plan, cache, jobs=jobs, skip=skip)
+    tree = (
+        single(plan)
+        if single is not None
+        else build_tree_from_plan(plan, cache, jobs=jobs, skip=skip, keep_objects=keep_objects)
+    )
     acknowledged = list(plan.config.acknowledgedWarnings)
     return Outcome(tree, len(plan.items), acknowledged, plan=plan, feasibility_warnings=planned.feasibility_warnings)
 

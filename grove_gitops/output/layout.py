@@ -146,11 +146,17 @@ def _gang_row(obj: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _add_objects(
-    tree: Tree, summary: _Summary, objects: Iterable[RenderedObject], files: dict[str, bytes], source: str
+    tree: Tree,
+    summary: _Summary,
+    objects: Iterable[RenderedObject],
+    files: dict[str, bytes],
+    source: str,
+    kept: dict[str, Any] | None = None,
 ) -> None:
     """Serialise objects into ``files`` (one per object) and record them in the summary.
 
-    ``source`` names the file the objects come from, for the object-size error.
+    ``source`` names the file the objects come from, for the object-size error. ``kept``
+    receives each file's object as serialised (see :attr:`CachedShard.objects`).
     """
     flavour = summary.config.gitops
     for item in objects:
@@ -167,6 +173,8 @@ def _add_objects(
         if len(data) > MAX_OBJECT_BYTES:
             raise InvalidInputError([_too_large(source, obj, len(data))])
         files[path] = data
+        if kept is not None:
+            kept[path] = obj
         kind = str(obj.get("kind"))
         summary.shard_counts.setdefault(item.shard, Counter())[kind] += 1
         if kind == "PodGang":
@@ -204,6 +212,7 @@ def build_tree_from_plan(
     min_pods: int | None = None,
     on_files: Callable[[dict[str, bytes]], None] | None = None,
     skip: Collection[str] = (),
+    keep_objects: bool = False,
 ) -> Tree:
     """The output tree, expanding one PodCliqueSet at a time (bounded memory) and reusing
     the bytes of every PodCliqueSet the cache already rendered with the same inputs.
@@ -220,6 +229,8 @@ def build_tree_from_plan(
     the other side of the comparison has the very same ones. Only their object counts go
     into ``Tree.skipped``; their files, and so the non-object files that list them
     (kustomizations, READMEs), are left out: such a tree is for comparing objects only.
+    ``keep_objects`` (``diff``): PodCliqueSets expanded here keep their objects as
+    serialised (:attr:`CachedShard.objects`), so they need not be parsed back.
     """
     tree, summary = Tree(), _Summary(plan.config, list(plan.warnings))
     if cache is not None:
@@ -239,7 +250,7 @@ def build_tree_from_plan(
             if item.pcs is None and cache is not None:
                 cached = cache.shards[item.digest]  # _recover_lost loaded it
             else:
-                cached = next(rendered) if rendered is not None else _render_shard(tree, plan, item)
+                cached = next(rendered) if rendered is not None else _render_shard(tree, plan, item, keep_objects)
                 if cache is not None:
                     cache.put_shard(item.digest, cached)
             for key, n in cached.kind_counts.items():
@@ -283,12 +294,14 @@ def render_shard(plan: RenderPlan, item: PlannedPCS) -> CachedShard:
     return _render_shard(Tree(), plan, item)
 
 
-def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard:
-    """Expand and serialise one PodCliqueSet; its objects are dropped once they are bytes."""
+def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS, keep_objects: bool = False) -> CachedShard:
+    """Expand and serialise one PodCliqueSet; its objects are dropped once they are bytes
+    (unless ``keep_objects``)."""
     objects, warnings = plan.expand(item)
     own = _Summary(plan.config)
     files: dict[str, bytes] = {}
-    _add_objects(tree, own, objects, files, item.file)
+    kept: dict[str, Any] | None = {} if keep_objects else None
+    _add_objects(tree, own, objects, files, item.file, kept)
     counts = {f"{shard}\0{kind}": n for shard, counter in own.shard_counts.items() for kind, n in counter.items()}
     gangs = [row for rows in own.shard_gangs.values() for row in rows]
     shard = f"{item.key[0]}/{item.key[1]}"
@@ -304,6 +317,7 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS) -> CachedShard
         update_strategy=item.update_strategy,
         kustomization=kustomization,
         files=files,
+        objects=kept,
     )
 
 

@@ -85,18 +85,19 @@ def test_a_warm_diff_parses_no_rendered_file_again(
     real = yaml.load_all
     monkeypatch.setattr(model.yaml, "load_all", lambda text, Loader: (parsed.append(text), real(text, Loader))[1])
     cold = _run("diff", str(base), str(head), *cache)
-    cold_parses = len(parsed)
-    # Cold: only the two changed PodCliqueSets' shards are parsed, on both sides; the three
-    # shards equal on both sides, and ``_cluster``, never are.
-    assert cold_parses == len(_object_files(base, head, changed=True))
-    parsed.clear()
+    # Cold: the changed shards were rendered in this run, their objects kept from the
+    # render; the shards equal on both sides, and ``_cluster``, are never parsed.
+    assert parsed == []
     assert _run("diff", str(base), str(head), *cache) == cold
-    assert parsed == []  # warm: the parsed objects of both sides' changed shards are stored
+    assert parsed == []  # warm: the objects of both sides' changed shards are stored
     # A damaged entry of parsed objects is a miss: that shard's files are parsed again.
     for entry in sorted(p for p in (tmp_path / "c" / "objects").rglob("*") if p.is_file()):
         entry.write_bytes(entry.read_bytes()[:-5])
     assert _run("diff", str(base), str(head), *cache) == cold
-    assert len(parsed) == cold_parses
+    assert len(parsed) == len(_object_files(base, head, changed=True))
+    parsed.clear()
+    assert _run("diff", str(base), str(head), *cache) == cold
+    assert parsed == []  # stored again
 
 
 def _object_files(base: Path, head: Path, changed: bool) -> set[tuple[str, bytes]]:
@@ -142,3 +143,29 @@ def test_a_warm_diff_reads_the_files_of_the_changed_podcliquesets_only(
     same = _run("diff", str(base), str(base), *cache)
     assert loaded == [] and "No changes" in same
     assert same == _run("diff", str(base), str(base))  # the object count too, without a cache
+
+
+def test_objects_kept_from_rendering_report_what_parsing_the_rendered_files_reports(
+    sides: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A diff of sources takes a freshly rendered shard's objects from the render (not
+    parsing its bytes back); ``--rendered`` parses the very files ``render`` wrote. Every
+    summary, diagram and plan must agree, cold cache, warm cache and none."""
+    base, head = sides
+    head2 = tmp_path / "head2"
+    shutil.copytree(head, head2)
+    second = sorted((head2 / "workloads").rglob("*.yaml"))[1]
+    text = second.read_text()
+    second.write_text(text.replace("image: ", "image: registry.example.com/", 1))
+    assert second.read_text() != text
+    outs = []
+    for name, src in (("base", base), ("head", head2)):
+        out = tmp_path / f"out-{name}"
+        _run("render", str(src), "--out", str(out), "-q", "--no-fsync")
+        outs.append(str(out))
+    labels = ["--base-label", "b", "--head-label", "h"]
+    for command in (["diff", "--format", "text"], ["diff"], ["plan", "--output", "json"]):
+        parsed = _run(*command, "--rendered", *outs, *labels)
+        assert _run(*command, str(base), str(head2), *labels) == parsed
+        for _ in range(2):  # cold, then warm
+            assert _run(*command, str(base), str(head2), *labels, "--cache-dir", str(tmp_path / "c")) == parsed
