@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import click
 
@@ -21,12 +21,10 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.cliopts import cache_options, open_cache, output_option
 from grove_gitops.diffcli import diff_command
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.feasibility.check import check_plan
 from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.plancli import plan_command
-from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 from grove_gitops.render import plan_source
 
@@ -84,7 +82,26 @@ def _host_port(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Imports ``pr-check`` (GitHub's HTTP client and the comment logic) only when it runs
+    or help lists it: every other command, ``diff`` from a CI job first of all, starts
+    without it."""
+
+    _LAZY: ClassVar[dict[str, tuple[str, str]]] = {"pr-check": ("grove_gitops.prcheck.cli", "pr_check")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self._LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._LAZY and cmd_name not in self.commands:
+            import importlib
+
+            module, attr = self._LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grove-gitops")
 def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
@@ -378,6 +395,8 @@ def feasibility(source: Path, output: str) -> None:
     as_json = output == "json"
     try:
         plan = plan_source(source)
+        from grove_gitops.feasibility.check import check_plan
+
         result = check_plan(plan)
     except GroveGitopsError as exc:
         _fail(exc, as_json)
@@ -394,7 +413,6 @@ def feasibility(source: Path, output: str) -> None:
 
 main.add_command(diff_command)
 main.add_command(plan_command)
-main.add_command(pr_check)
 
 
 if __name__ == "__main__":

@@ -257,3 +257,20 @@ def test_readme_says_how_to_run_the_cli_and_rendered_is_ignored() -> None:
         assert documented in readme
     lines = (PROJECT / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert "rendered/" in lines
+
+
+def test_pr_check_is_listed_and_runs_but_is_imported_only_when_used() -> None:
+    """``diff`` in CI starts without the PR check's HTTP client (issue 14's fresh-process cost)."""
+    import subprocess
+    import sys
+
+    code = "import sys, grove_gitops.cli; print('grove_gitops.prcheck.cli' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    from click.testing import CliRunner
+
+    from grove_gitops.cli import main
+
+    listing = CliRunner().invoke(main, ["--help"])
+    assert listing.exit_code == 0 and "pr-check" in listing.output
+    result = CliRunner().invoke(main, ["pr-check", "--help"])
+    assert result.exit_code == 0 and "verdict" in result.output
