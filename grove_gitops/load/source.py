@@ -130,6 +130,14 @@ def source_files(root: Path) -> list[Path]:
     return scan_source(root).files
 
 
+#: The source root is a chart (same on disk and in memory).
+_HELM_ROOT = InputProblem(
+    HELM_CHART_FILE,
+    "",
+    "the source tree is a Helm chart; render it first (helm template) and point grove-gitops at the result",
+)
+
+
 def scan_source(root: Path) -> SourceScan:
     """Walk ``root`` and list the YAML files to read, sorted by path.
 
@@ -147,13 +155,7 @@ def scan_source(root: Path) -> SourceScan:
         return scan
     real_root = root.resolve()
     if (root / HELM_CHART_FILE).is_file():
-        scan.problems.append(
-            InputProblem(
-                HELM_CHART_FILE,
-                "",
-                "the source tree is a Helm chart; render it first (helm template) and point grove-gitops at the result",
-            )
-        )
+        scan.problems.append(_HELM_ROOT)
         return scan
     ignore = _ignore_spec(root, scan)
     seen: set[tuple[int, int]] = set()
@@ -300,13 +302,7 @@ def scan_memory(source: MemorySource) -> MemoryScan:
     scan = MemoryScan()
     tree = _memory_tree(source)
     if isinstance(tree.get(HELM_CHART_FILE), bytes):
-        scan.problems.append(
-            InputProblem(
-                HELM_CHART_FILE,
-                "",
-                "the source tree is a Helm chart; render it first (helm template) and point grove-gitops at the result",
-            )
-        )
+        scan.problems.append(_HELM_ROOT)
         return scan
     ignore: pathspec.GitIgnoreSpec | None = None
     found = tree.get(IGNORE_FILE)

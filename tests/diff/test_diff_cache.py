@@ -20,14 +20,19 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = generate(root / "base", 5)
     head = root / "head"
     shutil.copytree(base, head)
-    first = sorted((head / "workloads").rglob("*.yaml"))[0]
-    text = first.read_text()
-    first.write_text(text.replace("replicas: 1\n", "replicas: 2\n", 1))
-    assert first.read_text() != text
+    _edit(head, 0, "replicas: 1\n", "replicas: 2\n")
     # One PodCliqueSet switches to OnDelete: ``plan`` must know it from a cache hit too.
     last = sorted((head / "workloads").rglob("*.yaml"))[-1]
     last.write_text(last.read_text().replace("spec:\n", "spec:\n  updateStrategy: {type: OnDelete}\n", 1))
     return base, head
+
+
+def _edit(source: Path, index: int, old: str, new: str) -> None:
+    """Replace the first ``old`` in the ``index``-th workload file (sorted) of ``source``."""
+    path = sorted((source / "workloads").rglob("*.yaml"))[index]
+    text = path.read_text()
+    path.write_text(text.replace(old, new, 1))
+    assert path.read_text() != text
 
 
 @pytest.fixture
@@ -154,10 +159,7 @@ def test_objects_kept_from_rendering_report_what_parsing_the_rendered_files_repo
     base, head = sides
     head2 = tmp_path / "head2"
     shutil.copytree(head, head2)
-    second = sorted((head2 / "workloads").rglob("*.yaml"))[1]
-    text = second.read_text()
-    second.write_text(text.replace("image: ", "image: registry.example.com/", 1))
-    assert second.read_text() != text
+    _edit(head2, 1, "image: ", "image: registry.example.com/")
     outs = []
     for name, src in (("base", base), ("head", head2)):
         out = tmp_path / f"out-{name}"
