@@ -433,3 +433,27 @@ def test_known_grove_kinds_still_pass_through(tmp_path: Path) -> None:
     src = write_source(tmp_path / "src", {"a.yaml": pcs_yaml("alpha"), "g.yaml": yaml.safe_dump(gang)})
     validate, _, _ = _run(tmp_path, src)
     assert validate.exit_code == 0, validate.output
+
+
+def test_a_file_name_that_is_not_utf8_is_an_error_on_disk_and_at_a_git_ref(tmp_path: Path) -> None:
+    """Linux and git allow any bytes in a name; the name goes into messages, cache keys and
+    annotations. It was a UnicodeEncodeError traceback once a cache keyed the file."""
+    import subprocess
+
+    src = write_source(tmp_path / "repo" / "src", {"a.yaml": pcs_yaml("a")})
+    (src / os.fsdecode(b"bad\xff.yaml")).write_text(_cm())
+    message = "bad\\xff.yaml: file name is not valid UTF-8; rename the file"
+    for args in (
+        ["validate", str(src)],
+        ["render", str(src), "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c")],
+    ):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+    repo = tmp_path / "repo"
+    for git in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *git], cwd=repo, check=True)
+    args = ["diff", "--repo", str(repo), "HEAD", "HEAD", "--source-path", "src", "--cache-dir", str(tmp_path / "c")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and f"head: {message}" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

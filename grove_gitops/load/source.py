@@ -258,7 +258,7 @@ def _walk(
                 )
                 continue
             _walk(path, child, real_root, ignore, seen, scan)
-        elif entry.is_file():
+        elif entry.is_file() and _keep_name(str(child), scan):
             scan.files.append(path)
 
 
@@ -315,6 +315,19 @@ def scan_memory(source: MemorySource) -> MemoryScan:
     return scan
 
 
+def _keep_name(child: str, scan: SourceScan | MemoryScan) -> bool:
+    """A file whose path is not valid UTF-8 (bytes a file system or git tree allows) is an
+    error naming it with the bad bytes escaped: its name goes into messages, cache keys and
+    output annotations, which are text."""
+    try:
+        child.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(child).decode("utf-8", "backslashreplace")
+        scan.problems.append(InputProblem(shown, "", "file name is not valid UTF-8; rename the file"))
+        return False
+    return True
+
+
 def _walk_memory(folder: _MemoryDir, rel: str, ignore: pathspec.GitIgnoreSpec | None, scan: MemoryScan) -> None:
     """:func:`_walk` of a folder held in memory (keep the two in step)."""
     for name in sorted(folder):
@@ -337,7 +350,7 @@ def _walk_memory(folder: _MemoryDir, rel: str, ignore: pathspec.GitIgnoreSpec | 
                 )
                 continue
             _walk_memory(entry, child, ignore, scan)
-        else:
+        elif _keep_name(child, scan):
             scan.files.append(child)
 
 
