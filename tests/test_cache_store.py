@@ -361,3 +361,33 @@ def test_an_entry_lost_between_planning_and_building_is_rendered_again(source: P
     assert tree.files == clean
     assert (cache.hits, cache.misses) == (4, 2)
     assert len(_entries(store)) == 6  # written again
+
+
+def test_a_damaged_shard_entry_never_raises_and_never_returns_other_data(tmp_path: Path) -> None:
+    """Whatever bytes a torn write or a bad disk leaves (hypothesis: cuts, flips, inserted
+    bytes, anywhere), reading the meta or the whole entry is a miss or the very shard that
+    was written: never an exception, never other data."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    store = ShardStore(tmp_path / "c")
+    key = "ab" * 32
+    shard = _shard(1)
+    store.save(key, shard)
+    path = Path(store._path(key))
+    good = path.read_bytes()
+    meta = store.load_meta(key)
+    assert meta is not None and store.load(key) == shard
+
+    @given(st.lists(st.tuples(st.integers(0, len(good)), st.integers(0, 2), st.binary(max_size=3)), min_size=1, max_size=4))
+    def check(edits: list[tuple[int, int, bytes]]) -> None:
+        data = bytearray(good)
+        for at, cut, insert in edits:
+            data[at : at + cut] = insert
+        path.write_bytes(bytes(data))
+        found_meta = store.load_meta(key)
+        assert found_meta is None or found_meta == meta
+        found = store.load(key)
+        assert found is None or found == shard
+
+    check()
