@@ -1,10 +1,11 @@
 """Turn what the user pointed at (source trees, rendered trees, git refs) into diff sides.
 
-Source trees are rendered in memory with the same pipeline as ``render``
-(:func:`render_source_tree`: one tree, or one per cluster of a fleet), so the diff shows
-exactly the bytes ``render`` would write — including file names, waves and GitOps
-annotations. Both sides go through one render cache (issue 14): a PodCliqueSet equal on both
-sides is rendered once, and with ``--cache-dir`` not at all when an earlier run rendered it.
+Source trees (folders, or git refs read into memory) are planned and built in memory with
+the same pipeline as ``render`` (:func:`plan_source_tree`, :func:`build_source_tree`: one
+tree, or one per cluster of a fleet), so the diff shows exactly the bytes ``render`` would
+write — including file names, waves and GitOps annotations. Both sides go through one render
+cache, and only what differs between them is built and parsed (:func:`pair_sources`, issue
+14; docs/diff.md, "Speed").
 """
 
 from __future__ import annotations
