@@ -127,7 +127,7 @@ class RenderCache:
         """Whether ``key`` is cached, and its meta, reading no files from the store: planning
         only needs this; the files are read when the tree is built (:meth:`get_shard`)."""
         self._used_shards.add(key)
-        found: ShardMeta | None = self.shards.get(key) or self.metas.get(key)
+        found = self.known_meta(key)
         if found is None and self.store is not None:
             found = self.store.load_meta(key)
             if found is not None:
@@ -137,6 +137,10 @@ class RenderCache:
         else:
             self.hits += 1
         return found
+
+    def known_meta(self, key: str) -> ShardMeta | None:
+        """The meta of ``key`` if this process has read it (no store read, no hit counted)."""
+        return self.shards.get(key) or self.metas.get(key)
 
     def put_shard(self, key: str, value: CachedShard) -> None:
         self._used_shards.add(key)

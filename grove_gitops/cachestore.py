@@ -41,8 +41,9 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from grove_gitops import __version__
 from grove_gitops.cache import CachedShard, ShardMeta
@@ -50,6 +51,7 @@ from grove_gitops.errors import InputProblem
 from grove_gitops.load.yamlio import Document
 
 log = logging.getLogger("grove_gitops.cache")
+T = TypeVar("T")
 
 MAGIC = b"grove-gitops-render-cache"
 #: 2: a shard entry's header also checksums its meta line on its own (``load_meta``).
@@ -175,16 +177,9 @@ def _meta_fields(meta: Any) -> dict[str, Any]:
     }
 
 
-def decode_meta(key: str, head: bytes) -> ShardMeta:
-    """The meta of the shard entry whose first bytes are ``head`` (header line and at least
-    the meta part), checked against the header's own checksum of that part."""
-    first, sep, rest = head.partition(b"\n")
-    if not sep:
-        raise CorruptEntry("not a render cache entry")
-    return _checked_meta(_header("shard", key, first), rest)
-
-
 def _checked_meta(header: dict[str, Any], rest: bytes) -> ShardMeta:
+    """The meta part at the start of ``rest`` (what follows a shard entry's header line),
+    checked against the header's own checksum of that part."""
     size = header.get("meta_size")
     if not isinstance(size, int) or size < 0 or len(rest) < size:
         raise CorruptEntry("truncated meta")
@@ -270,15 +265,19 @@ class ShardStore:
         self.corrupt += 1
         log.warning("render cache: %s: unusable entry (%s); rendering it again", path, exc)
 
-    def load(self, key: str) -> CachedShard | None:
-        found = self._read(key, "shard")
+    def _load(self, key: str, kind: str, decoder: Callable[[str, bytes], T]) -> T | None:
+        """The decoded entry, or None when it is absent or unusable (logged by :meth:`_corrupt`)."""
+        found = self._read(key, kind)
         if found is None:
             return None
         try:
-            return decode(key, found[1])
+            return decoder(key, found[1])
         except CorruptEntry as exc:
             self._corrupt(found[0], exc)
             return None
+
+    def load(self, key: str) -> CachedShard | None:
+        return self._load(key, "shard", decode)
 
     def load_meta(self, key: str) -> ShardMeta | None:
         """A shard entry's meta without reading (or checking) its files: what planning needs
@@ -306,25 +305,20 @@ class ShardStore:
         return meta
 
     def load_parsed(self, key: str) -> Parsed | None:
-        found = self._read(key, "parsed")
-        if found is None:
-            return None
-        try:
-            return decode_parsed(key, found[1])
-        except CorruptEntry as exc:
-            self._corrupt(found[0], exc)
-            return None
+        return self._load(key, "parsed", decode_parsed)
 
     def load_json(self, key: str, kind: str = "objects") -> Any:
         """A JSON entry (``diff``'s parsed rendered objects of a shard), or None."""
-        found = self._read(key, kind)
-        if found is None:
-            return None
-        try:
-            return json.loads(_unframe(kind, key, found[1]))
-        except (CorruptEntry, ValueError) as exc:
-            self._corrupt(found[0], exc if isinstance(exc, CorruptEntry) else CorruptEntry(str(exc)))
-            return None
+
+        def decoder(key: str, data: bytes) -> Any:
+            try:
+                return json.loads(_unframe(kind, key, data))
+            except CorruptEntry:
+                raise
+            except ValueError as exc:
+                raise CorruptEntry(str(exc)) from exc
+
+        return self._load(key, kind, decoder)
 
     def save_json(self, key: str, value: Any, kind: str = "objects") -> None:
         self._write(self._path(key, kind), _frame(kind, key, json.dumps(value, separators=(",", ":")).encode()))

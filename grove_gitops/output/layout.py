@@ -241,7 +241,7 @@ def build_tree_from_plan(
     try:
         for item in plan.items:
             if item.pcs is None and cache is not None and item.digest in skip:
-                meta = cache.peek_shard(item.digest)
+                meta = cache.known_meta(item.digest)
                 if meta is not None:  # planning found it: in memory since
                     for shard, n in meta.objects_per_shard.items():
                         tree.skipped[shard] = tree.skipped.get(shard, 0) + n
