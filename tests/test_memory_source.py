@@ -136,7 +136,7 @@ def test_memory_and_disk_share_parse_cache_entries(tmp_path: Path) -> None:
 
 
 def test_memory_source_refuses_paths_leaving_the_tree() -> None:
-    for bad in ("../x.yaml", "/etc/x.yaml", "a/../../x.yaml", "a//b.yaml", "./a.yaml", ""):
+    for bad in ("../x.yaml", "/etc/x.yaml", "a/../../x.yaml", "a//b.yaml", "./a.yaml", "", "a\0.yaml"):
         with pytest.raises(ValueError, match="not a relative path"):
             MemorySource("src", {bad: b""})
 

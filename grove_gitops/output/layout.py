@@ -283,7 +283,9 @@ def _recover_lost(plan: RenderPlan, cache: RenderCache, skip: Collection[str]) -
     for item in plan.items:
         if item.pcs is not None and item.digest in cache.shards:
             item = dataclasses.replace(item, pcs=None)
-        elif item.pcs is None and item.digest not in skip and cache.get_shard(item.digest) is None:
+        elif item.pcs is None and item.digest in skip and cache.known_meta(item.digest) is not None:
+            pass  # not built: only its meta is needed
+        elif item.pcs is None and cache.get_shard(item.digest) is None:
             item = plan.recover(item)
         items.append(item)
     return dataclasses.replace(plan, items=items)

@@ -195,7 +195,7 @@ def test_a_path_leaving_the_tree_is_never_kept() -> None:
     from grove_gitops.load.memory import MemorySource
 
     assert _wanted("a/b.yaml") and _wanted(".grove-gitops-ignore") and _wanted("out/render.meta")
-    for bad in ("../x.yaml", "a/../../x.yaml", "/x.yaml", "a//x.yaml", "a/notes.txt"):
+    for bad in ("../x.yaml", "a/../../x.yaml", "/x.yaml", "a//x.yaml", "a/notes.txt", "a\0.yaml"):
         assert not _wanted(bad)
     with pytest.raises(ValueError):
         MemorySource("src", {"../x.yaml": b""})
