@@ -35,15 +35,17 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
 import os
-import tempfile
+import secrets
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from grove_gitops import __version__
 from grove_gitops.cache import CachedShard, ShardMeta
@@ -216,10 +218,55 @@ def decode_parsed(key: str, data: bytes) -> Parsed:
     return docs, problems
 
 
+class ForeignEntry(OSError):
+    """Something this program did not make where the cache expects its own directory or
+    entry file: a symbolic link, a FIFO, a device. Never followed, read, written or deleted."""
+
+
+#: Every directory below the root is opened with these: a symbolic link is ELOOP, not followed.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: An entry is opened without following a symbolic link and without blocking on a FIFO.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: A new temporary file: created here, exclusively (never an existing name or a link's target).
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Attempts at a fresh temporary name before giving up on one write.
+_TMP_ATTEMPTS = 32
+
+
+#: Opening a name below the root failed because it is not what the cache makes: a symbolic
+#: link (``ELOOP`` under ``O_NOFOLLOW``; ``EMLINK`` on the BSDs) or a file where a directory
+#: belongs (``ENOTDIR``).
+_FOREIGN_ERRNOS = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
+
+
+def _open_dir(name: str, parent: int, create: bool) -> int:
+    """``name`` inside the directory ``parent``, opened without following a symbolic link;
+    created first (``create``) when missing."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, dir_fd=parent)
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)
+
+
 class ShardStore:
     """A directory of cache entries: ``<root>/shards/<2 hex>/<key>`` for rendered
     PodCliqueSets, ``<root>/parsed/<2 hex>/<key>`` for parsed source files (keyed by the
-    file's name and bytes: a fresh process need not parse a thousand unchanged files)."""
+    file's name and bytes: a fresh process need not parse a thousand unchanged files).
+
+    **No symbolic link below the root is ever followed.** The root is the user's choice
+    (``--cache-dir``, the controller's work directory) and may itself be a link; every
+    directory below it is opened relative to its parent's descriptor with ``O_NOFOLLOW``,
+    every entry too, and renames and deletions name an entry inside such a descriptor. So a
+    kind folder, a shard folder, an entry or a temporary file that is a symbolic link (or a
+    FIFO, a device) is foreign: a miss when read, skipped by eviction, replaced (the link
+    itself, never its target) by a write of its entry, with one warning per path. A link
+    swapped in between a check and a use changes nothing: the descriptor is the directory
+    that was checked, and ``unlinkat``/``renameat`` never follow the last component.
+    """
 
     def __init__(self, root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.root = root
@@ -229,34 +276,87 @@ class ShardStore:
         self.written = 0  # entries written since the last eviction pass
         self.corrupt = 0
         self._broken = False  # the directory cannot be written: said once, then silent
+        self._foreign_seen: set[str] = set()  # foreign paths already warned about
 
     def _path(self, key: str, kind: str = "shard") -> str:
-        """``<root>/<kind dir>/<2 hex>/<key>``, as a string: a fresh ``diff`` of 1,000
-        PodCliqueSets looks up 2,000 entries, and pathlib's joins were a tenth of it."""
+        """``<root>/<kind dir>/<2 hex>/<key>``, as a string, for messages (and the tests):
+        the files themselves are reached through directory descriptors (:meth:`_entry_dir`)."""
         if len(key) < 16 or not set(key) <= _KEY_CHARS:
             raise ValueError(f"not a cache key: {key!r}")
         return f"{self._root}/{_KINDS[kind]}/{key[:2]}/{key}"
 
-    def _read(self, key: str, kind: str) -> tuple[str, bytes] | None:
-        path = self._path(key, kind)
+    @contextlib.contextmanager
+    def _entry_dir(self, kind: str, key: str, create: bool = False) -> Iterator[int]:
+        """The descriptor of ``<root>/<kind dir>/<2 hex>`` (see the class docstring)."""
+        self._path(key, kind)  # checks the key
+        if create:
+            os.makedirs(self._root, exist_ok=True)
+        fds: list[int] = []
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-                mtime = os.fstat(handle.fileno()).st_mtime
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            log.warning("render cache: %s: cannot read (%s); rendering it again", path, exc)
-            return None
-        self._touch(path, mtime)
-        return path, data
+            fds.append(os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+            where = self._root
+            for name in (_KINDS[kind], key[:2]):
+                where = f"{where}/{name}"
+                try:
+                    fds.append(_open_dir(name, fds[-1], create))
+                except OSError as exc:
+                    if exc.errno in _FOREIGN_ERRNOS:
+                        raise ForeignEntry(exc.errno, "not a directory the cache made", where) from exc
+                    raise
+            yield fds[-1]
+        finally:
+            for fd in reversed(fds):
+                os.close(fd)
 
-    @staticmethod
-    def _touch(path: str, mtime: float) -> None:
-        """Refresh the modification time of an entry in use (eviction is least recently used)."""
-        if time.time() - mtime > _TOUCH_AFTER_S:
-            with contextlib.suppress(OSError):
-                os.utime(path)
+    def _warn_foreign(self, path: object) -> None:
+        """One warning per foreign path (a kind folder that is a link would otherwise warn
+        for every PodCliqueSet)."""
+        if str(path) not in self._foreign_seen:
+            self._foreign_seen.add(str(path))
+            log.warning(
+                "render cache: %s: not a file or directory the cache made (a symbolic link?); not followed, not used",
+                path,
+            )
+
+    @contextlib.contextmanager
+    def _opened(self, key: str, kind: str) -> Iterator[BinaryIO | None]:
+        """The entry, open for reading (never through a symbolic link), or None when it is
+        absent, foreign (warned once) or unreadable (warned). Reading it refreshes its
+        modification time when due (least recently used eviction)."""
+        path = self._path(key, kind)
+        handle: BinaryIO | None = None
+        try:
+            with self._entry_dir(kind, key) as parent:
+                try:
+                    fd = os.open(key, _READ_FLAGS, dir_fd=parent)
+                except OSError as exc:
+                    if exc.errno in _FOREIGN_ERRNOS:
+                        raise ForeignEntry(exc.errno, "a symbolic link", path) from exc
+                    raise
+            handle = os.fdopen(fd, "rb")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ForeignEntry(errno.EINVAL, "not a regular file", path)
+            if st.st_size > self.max_bytes:
+                raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the cache's bound")
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            if handle is not None:
+                handle.close()
+                handle = None
+            if isinstance(exc, ForeignEntry):
+                self._warn_foreign(exc.filename)
+            else:
+                log.warning("render cache: %s: cannot read (%s); rendering it again", path, exc)
+        if handle is None:
+            yield None
+            return
+        with handle:
+            yield handle
+            if time.time() - st.st_mtime > _TOUCH_AFTER_S:
+                with contextlib.suppress(OSError):
+                    os.utime(handle.fileno())
 
     def _corrupt(self, path: str, exc: CorruptEntry) -> None:
         if isinstance(exc, StaleEntry):
@@ -267,13 +367,18 @@ class ShardStore:
 
     def _load(self, key: str, kind: str, decoder: Callable[[str, bytes], T]) -> T | None:
         """The decoded entry, or None when it is absent or unusable (logged by :meth:`_corrupt`)."""
-        found = self._read(key, kind)
-        if found is None:
-            return None
+        with self._opened(key, kind) as handle:
+            if handle is None:
+                return None
+            try:
+                data = handle.read()
+            except OSError as exc:
+                log.warning("render cache: %s: cannot read (%s); rendering it again", self._path(key, kind), exc)
+                return None
         try:
-            return decoder(key, found[1])
+            return decoder(key, data)
         except CorruptEntry as exc:
-            self._corrupt(found[0], exc)
+            self._corrupt(self._path(key, kind), exc)
             return None
 
     def load(self, key: str) -> CachedShard | None:
@@ -283,26 +388,22 @@ class ShardStore:
         """A shard entry's meta without reading (or checking) its files: what planning needs
         to know that a PodCliqueSet is cached (its key, pods, warnings, counts)."""
         path = self._path(key, "shard")
-        try:
-            with open(path, "rb") as handle:
+        with self._opened(key, "shard") as handle:
+            if handle is None:
+                return None
+            try:
                 first = handle.readline(_MAX_HEADER)
                 if not first.endswith(b"\n"):
                     raise CorruptEntry("not a render cache entry")
                 header = _header("shard", key, first[:-1])
                 size = header.get("meta_size")
                 rest = handle.read(size if isinstance(size, int) and 0 <= size <= self.max_bytes else 0)
-                mtime = os.fstat(handle.fileno()).st_mtime
-            meta = _checked_meta(header, rest)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            log.warning("render cache: %s: cannot read (%s); rendering it again", path, exc)
-            return None
-        except CorruptEntry as exc:
-            self._corrupt(path, exc)
-            return None
-        self._touch(path, mtime)
-        return meta
+                return _checked_meta(header, rest)
+            except OSError as exc:
+                log.warning("render cache: %s: cannot read (%s); rendering it again", path, exc)
+            except CorruptEntry as exc:
+                self._corrupt(path, exc)
+        return None
 
     def load_parsed(self, key: str) -> Parsed | None:
         return self._load(key, "parsed", decode_parsed)
@@ -321,77 +422,139 @@ class ShardStore:
         return self._load(key, kind, decoder)
 
     def save_json(self, key: str, value: Any, kind: str = "objects") -> None:
-        self._write(self._path(key, kind), _frame(kind, key, json.dumps(value, separators=(",", ":")).encode()))
+        self._write(key, kind, _frame(kind, key, json.dumps(value, separators=(",", ":")).encode()))
 
     def save(self, key: str, shard: CachedShard) -> None:
-        self._write(self._path(key, "shard"), encode(key, shard))
+        self._write(key, "shard", encode(key, shard))
 
     def save_parsed(self, key: str, value: Parsed) -> None:
-        self._write(self._path(key, "parsed"), encode_parsed(key, value))
+        self._write(key, "parsed", encode_parsed(key, value))
 
-    def _write(self, path: str, data: bytes) -> None:
-        tmp: str | None = None
+    def _write(self, key: str, kind: str, data: bytes) -> None:
+        """Write a temporary file in the entry's directory and rename it over the entry: a
+        reader sees a whole entry or none. An entry name that is a symbolic link is replaced
+        (the link, not its target); a foreign directory on the way is warned about once."""
         try:
-            parent = os.path.dirname(path)
-            os.makedirs(parent, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=parent)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-            tmp = None
+            with self._entry_dir(kind, key, create=True) as parent:
+                tmp, fd = _create_tmp(parent)
+                try:
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                    finally:
+                        os.close(fd)
+                    os.replace(tmp, key, src_dir_fd=parent, dst_dir_fd=parent)
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp, dir_fd=parent)
+                    raise
             self.written += 1
         except OSError as exc:
-            if not self._broken:
+            if isinstance(exc, ForeignEntry):
+                self._warn_foreign(exc.filename)
+            elif not self._broken:
                 log.warning("render cache: %s: cannot write (%s); going on without storing", self.root, exc)
                 self._broken = True
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
 
     def evict(self) -> int:
         """Delete least recently used entries (and stale temporary files) until the
-        directory holds at most ``max_bytes``; returns how many entries were deleted."""
+        directory holds at most ``max_bytes``; returns how many entries were deleted.
+
+        Only regular files in real directories count and go: a symbolic link (or anything
+        else) anywhere below the root is left alone, and so is whatever it points to."""
         self.written = 0
-        entries: list[tuple[float, int, str]] = []
+        entries: list[tuple[float, int, str, str, str]] = []
         total = 0
         now = time.time()
-        subdirs: list[os.DirEntry[str]] = []
-        for name in _KINDS.values():
-            with contextlib.suppress(OSError):
-                subdirs += list(os.scandir(self.root / name))
-        for sub in subdirs:
-            if not sub.is_dir(follow_symlinks=False):
-                continue
-            try:
-                listing = list(os.scandir(sub.path))
-            except OSError:
-                continue
-            for entry in listing:
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if entry.name.startswith(_TMP_PREFIX):
-                    if now - st.st_mtime > _STALE_TMP_S:
-                        with contextlib.suppress(OSError):
-                            os.unlink(entry.path)
-                    continue
-                entries.append((st.st_mtime, st.st_size, entry.path))
-                total += st.st_size
-        if total <= self.max_bytes:
+        try:
+            root = os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
             return 0
-        deleted = 0
-        for _mtime, size, path in sorted(entries):
-            if total <= self.max_bytes:
-                break
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-                deleted += 1
-            total -= size
+        try:
+            kinds = self._open_kinds(root)
+            try:
+                for kind_dir, kind_fd in kinds.items():
+                    total += self._scan_kind(kind_dir, kind_fd, now, entries)
+                if total <= self.max_bytes:
+                    return 0
+                deleted = 0
+                for _mtime, size, kind_dir, sub, name in sorted(entries):
+                    if total <= self.max_bytes:
+                        break
+                    with contextlib.suppress(OSError):
+                        sub_fd = os.open(sub, _DIR_FLAGS, dir_fd=kinds[kind_dir])
+                        try:
+                            os.unlink(name, dir_fd=sub_fd)  # unlinkat: never follows ``name``
+                        finally:
+                            os.close(sub_fd)
+                        deleted += 1
+                    total -= size
+            finally:
+                for fd in kinds.values():
+                    os.close(fd)
+        finally:
+            os.close(root)
         log.info("render cache: evicted %d entries to stay under %d MiB", deleted, self.max_bytes // (1024 * 1024))
         return deleted
+
+    def _open_kinds(self, root: int) -> dict[str, int]:
+        """The kind folders that are real directories (a link is warned about and skipped)."""
+        kinds: dict[str, int] = {}
+        for kind_dir in _KINDS.values():
+            try:
+                kinds[kind_dir] = os.open(kind_dir, _DIR_FLAGS, dir_fd=root)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if exc.errno in _FOREIGN_ERRNOS:
+                    self._warn_foreign(f"{self._root}/{kind_dir}")
+        return kinds
+
+    def _scan_kind(self, kind_dir: str, kind_fd: int, now: float, entries: list[tuple[float, int, str, str, str]]) -> int:
+        """Collect the entries of one kind folder (deleting stale temporary files); their size."""
+        total = 0
+        try:
+            with os.scandir(kind_fd) as listing:
+                subs = [sub.name for sub in listing if sub.is_dir(follow_symlinks=False)]
+        except OSError:
+            return 0
+        for sub in subs:
+            try:
+                sub_fd = os.open(sub, _DIR_FLAGS, dir_fd=kind_fd)
+            except OSError:
+                continue  # replaced by a link since the listing: foreign, left alone
+            try:
+                with os.scandir(sub_fd) as listing:
+                    found = list(listing)
+                for entry in found:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if not stat.S_ISREG(st.st_mode):
+                        continue
+                    if entry.name.startswith(_TMP_PREFIX):
+                        if now - st.st_mtime > _STALE_TMP_S:
+                            with contextlib.suppress(OSError):
+                                os.unlink(entry.name, dir_fd=sub_fd)
+                        continue
+                    entries.append((st.st_mtime, st.st_size, kind_dir, sub, entry.name))
+                    total += st.st_size
+            except OSError:
+                continue
+            finally:
+                os.close(sub_fd)
+        return total
+
+
+def _create_tmp(parent: int) -> tuple[str, int]:
+    """A new temporary file in the directory ``parent``: its name and a descriptor open for
+    writing. ``O_EXCL``: an existing name (a link planted there included) is never opened."""
+    for _ in range(_TMP_ATTEMPTS):
+        name = f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+        try:
+            return name, os.open(name, _CREATE_FLAGS, 0o600, dir_fd=parent)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name")
