@@ -21,11 +21,23 @@ from pydantic import Field, ValidationError, model_validator
 
 from grove_gitops.api.base import ObjectMeta, StrictModel
 from grove_gitops.errors import InputProblem
+from grove_gitops.fleet.refs import (
+    git_ref_problems,
+    git_url_problems,
+    image_registry_problems,
+    repo_path_problems,
+    shown,
+    shown_url,
+)
 from grove_gitops.validation.fielderrors import from_pydantic
 from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 
+#: ``spec.workloads.paths``: more patterns than any cluster needs would only cost time.
+MAX_PATTERNS = 256
+#: The longest path or pattern inside the source tree.
+MAX_PATH = 1024
 #: The Flux CRD's pattern for ``spec.interval`` (a Go duration).
-_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
+_DURATION_RE = re.compile(r"([0-9]+(\.[0-9]+)?(ms|s|m|h))+")
 
 
 class ConfigRef(StrictModel):
@@ -164,6 +176,8 @@ def path_problems(value: str) -> list[str]:
     """A path (or pattern) inside the source tree: relative, ``/``-separated, no ``..``."""
     if not value:
         return ["must not be empty"]
+    if len(value) > MAX_PATH:
+        return [f"must be no more than {MAX_PATH} characters"]
     if value.startswith("/") or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
         return ["must be a relative path inside the source tree ('/'-separated, no control characters)"]
     if ".." in PurePosixPath(value).parts:
@@ -183,7 +197,7 @@ def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, l
         problems.append(InputProblem(file, "metadata.name", "Required value"))
     else:
         problems += [
-            InputProblem(file, "metadata.name", f"Invalid value: {name!r}: {p} (it names the output directory)")
+            InputProblem(file, "metadata.name", f"Invalid value: {shown(name)}: {p} (it names the output directory)")
             for p in dns1123_label_problems(name)
         ]
     spec = cluster.spec
@@ -195,10 +209,18 @@ def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, l
     refs += [(f"spec.clusterTopologyBindings[{i}]", r) for i, r in enumerate(spec.clusterTopologyBindings)]
     for where, ref in refs:
         if ref.path is not None:
-            problems += [InputProblem(file, f"{where}.path", f"Invalid value: {ref.path!r}: {p}") for p in path_problems(ref.path)]
-    for i, pattern in enumerate(spec.workloads.paths or []):
+            problems += [InputProblem(file, f"{where}.path", f"Invalid value: {shown(ref.path)}: {p}") for p in path_problems(ref.path)]
+        if ref.name is not None and (not ref.name or len(ref.name) > 253):
+            problems.append(InputProblem(file, f"{where}.name", "Invalid value: 1 to 253 characters"))
+    patterns = spec.workloads.paths or []
+    if len(patterns) > MAX_PATTERNS:
+        problems.append(
+            InputProblem(file, "spec.workloads.paths", f"Too many: {len(patterns)}: must have at most {MAX_PATTERNS} items")
+        )
+        patterns = []
+    for i, pattern in enumerate(patterns):
         problems += [
-            InputProblem(file, f"spec.workloads.paths[{i}]", f"Invalid value: {pattern!r}: {p}")
+            InputProblem(file, f"spec.workloads.paths[{i}]", f"Invalid value: {shown(pattern)}: {p}")
             for p in path_problems(pattern.lstrip("!"))
         ]
     overrides = spec.overrides
@@ -208,43 +230,58 @@ def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, l
     if overrides.queue is not None and not overrides.queue.strip():
         problems.append(InputProblem(file, "spec.overrides.queue", "Invalid value: must not be empty"))
     if overrides.imageRegistry is not None:
-        reg = overrides.imageRegistry
-        if not reg or reg != reg.strip() or reg.endswith("/") or "@" in reg or any(c.isspace() for c in reg):
-            problems.append(
-                InputProblem(
-                    file,
-                    "spec.overrides.imageRegistry",
-                    f"Invalid value: {reg!r}: a registry host with an optional path, e.g. mirror.example.com/ai",
-                )
-            )
-    wiring = spec.gitops
+        problems += [
+            InputProblem(file, "spec.overrides.imageRegistry", f"Invalid value: {shown(overrides.imageRegistry)}: {p}")
+            for p in image_registry_problems(overrides.imageRegistry)
+        ]
+    problems += _wiring_problems(file, spec.gitops)
+    return (None, problems) if problems else (cluster, [])
+
+
+def _wiring_problems(file: str, wiring: GitOpsWiring) -> list[InputProblem]:
+    """The fields copied into the generated Argo CD / Flux objects: each one checked against
+    what reads it (:mod:`grove_gitops.fleet.refs`); a URL is never shown with its userinfo."""
+    problems: list[InputProblem] = []
     for where, value in (
         ("spec.gitops.flux.namespace", wiring.flux.namespace),
         ("spec.gitops.argocd.namespace", wiring.argocd.namespace),
     ):
-        problems += [InputProblem(file, where, f"Invalid value: {value!r}: {p}") for p in dns1123_label_problems(value)]
+        problems += [InputProblem(file, where, f"Invalid value: {shown(value)}: {p}") for p in dns1123_label_problems(value)]
+    source_ref = wiring.flux.sourceRef
     problems += [
-        InputProblem(file, "spec.gitops.flux.sourceRef.name", f"Invalid value: {wiring.flux.sourceRef.name!r}: {p}")
-        for p in dns1123_subdomain_problems(wiring.flux.sourceRef.name)
+        InputProblem(file, "spec.gitops.flux.sourceRef.name", f"Invalid value: {shown(source_ref.name)}: {p}")
+        for p in dns1123_subdomain_problems(source_ref.name)
     ]
+    if source_ref.namespace is not None:
+        problems += [
+            InputProblem(file, "spec.gitops.flux.sourceRef.namespace", f"Invalid value: {shown(source_ref.namespace)}: {p}")
+            for p in dns1123_label_problems(source_ref.namespace)
+        ]
     problems += [
-        InputProblem(file, "spec.gitops.argocd.project", f"Invalid value: {wiring.argocd.project!r}: {p}")
+        InputProblem(file, "spec.gitops.argocd.project", f"Invalid value: {shown(wiring.argocd.project)}: {p}")
         for p in dns1123_subdomain_problems(wiring.argocd.project)
     ]
-    if not _DURATION_RE.match(wiring.flux.interval):
+    interval = wiring.flux.interval
+    if len(interval) > 64 or not _DURATION_RE.fullmatch(interval):
         problems.append(
-            InputProblem(file, "spec.gitops.flux.interval", f"Invalid value: {wiring.flux.interval!r}: a duration such as 10m or 1h30m")
+            InputProblem(file, "spec.gitops.flux.interval", f"Invalid value: {shown(interval)}: a duration such as 10m or 1h30m")
         )
-    for where, value in (
-        ("spec.gitops.targetRevision", wiring.targetRevision),
-        ("spec.gitops.argocd.destinationName", wiring.argocd.destinationName or "x"),
+    problems += [
+        InputProblem(file, "spec.gitops.targetRevision", f"Invalid value: {shown(wiring.targetRevision)}: {p}")
+        for p in git_ref_problems(wiring.targetRevision)
+    ]
+    destination = wiring.argocd.destinationName
+    if destination is not None and (
+        not destination or len(destination) > 253 or any(not c.isprintable() for c in destination)
     ):
-        if not value or len(value) > 253 or any(ord(c) < 32 or ord(c) == 127 for c in value):
-            problems.append(InputProblem(file, where, "Invalid value: 1 to 253 characters on one line"))
+        problems.append(InputProblem(file, "spec.gitops.argocd.destinationName", "Invalid value: 1 to 253 printable characters"))
     if wiring.path:
         problems += [
-            InputProblem(file, "spec.gitops.path", f"Invalid value: {wiring.path!r}: {p}") for p in path_problems(wiring.path)
+            InputProblem(file, "spec.gitops.path", f"Invalid value: {shown(wiring.path)}: {p}")
+            for p in path_problems(wiring.path) or repo_path_problems(wiring.path)
         ]
-    if any(c in wiring.repoURL for c in "\n\r") or not wiring.repoURL:
-        problems.append(InputProblem(file, "spec.gitops.repoURL", "Invalid value: a repository URL on one line"))
-    return (None, problems) if problems else (cluster, [])
+    problems += [
+        InputProblem(file, "spec.gitops.repoURL", f"Invalid value: {shown_url(wiring.repoURL)}: {p}")
+        for p in git_url_problems(wiring.repoURL)
+    ]
+    return problems

@@ -28,6 +28,7 @@ from grove_gitops.backendapi import available_backends
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.fleet.model import Cluster, ConfigRef, parse_cluster
+from grove_gitops.fleet.refs import image_reference_problems, is_registry_host, shown
 from grove_gitops.load.source import Sourced, SourceSet
 from grove_gitops.render import RenderPlan, plan_loaded
 
@@ -119,11 +120,12 @@ def _cliques(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def rewrite_image(image: str, registry: str) -> str:
     """Replace the registry of ``image`` with ``registry``; the path, tag and digest stay.
 
-    The first path component is a registry when it holds ``.`` or ``:`` or is ``localhost``
-    (Docker's rule); ``vllm/vllm:1`` and ``nginx`` have none (Docker Hub).
+    The first path component is a registry when it holds ``.``, ``:`` or an upper-case letter
+    or is ``localhost`` (Docker's rule, ``splitDockerDomain`` of distribution/reference);
+    ``vllm/vllm:1`` and ``nginx`` have none (Docker Hub).
     """
     first, slash, rest = image.partition("/")
-    if slash and ("." in first or ":" in first or first == "localhost"):
+    if slash and is_registry_host(first):
         return f"{registry}/{rest}"
     return f"{registry}/{image}"
 
@@ -145,21 +147,47 @@ def _set_queue(doc: dict[str, Any], where: str, key: str, queue: str) -> None:
     target[key] = queue
 
 
+def _rewrite_images(doc: dict[str, Any], registry: str, file: str, cluster_file: str) -> list[InputProblem]:
+    """Point every container image of ``doc`` at ``registry``; an image that is a valid
+    reference before and not after (its name grew beyond 255 characters) is a problem of the
+    Cluster's ``imageRegistry``. An image invalid already is left to whoever pulls it, as
+    without a fleet."""
+    problems: list[InputProblem] = []
+    for clique in _cliques(doc):
+        spec = clique.get("spec")
+        pod_spec = spec.get("podSpec") if isinstance(spec, dict) else None
+        if not isinstance(pod_spec, dict):
+            continue
+        for part in ("initContainers", "containers"):
+            for container in pod_spec.get(part) or []:
+                if isinstance(container, dict) and isinstance(container.get("image"), str):
+                    image = container["image"]
+                    container["image"] = rewrite_image(image, registry)
+                    wrong = image_reference_problems(container["image"])
+                    if wrong and not image_reference_problems(image):
+                        problems.append(
+                            InputProblem(
+                                cluster_file,
+                                "spec.overrides.imageRegistry",
+                                f"Invalid value: {shown(registry)}: turns image {shown(image)} of {file} into "
+                                f"{shown(container['image'])}: {wrong[0]}",
+                            )
+                        )
+    return problems
+
+
 def _apply_overrides(
-    item: Sourced[dict[str, Any]], cluster: Cluster, default_profile: str, warnings: list[str]
+    item: Sourced[dict[str, Any]],
+    cluster: Cluster,
+    cluster_file: str,
+    default_profile: str,
+    warnings: list[str],
+    problems: list[InputProblem],
 ) -> Sourced[dict[str, Any]]:
     overrides = cluster.spec.overrides
     doc = copy.deepcopy(item.obj)
     if overrides.imageRegistry is not None:
-        for clique in _cliques(doc):
-            spec = clique.get("spec")
-            pod_spec = spec.get("podSpec") if isinstance(spec, dict) else None
-            if not isinstance(pod_spec, dict):
-                continue
-            for part in ("initContainers", "containers"):
-                for container in pod_spec.get(part) or []:
-                    if isinstance(container, dict) and isinstance(container.get("image"), str):
-                        container["image"] = rewrite_image(container["image"], overrides.imageRegistry)
+        problems += _rewrite_images(doc, overrides.imageRegistry, item.file, cluster_file)
     if overrides.queue is not None:
         scheduler = _scheduler_of(doc, default_profile)
         backend = available_backends().get(scheduler)
@@ -263,7 +291,7 @@ def _cluster_source(
             continue
         selected.add(id(item))
         keys.add(_pcs_key(item.obj, default_ns))
-        changed = _apply_overrides(item, cluster, default_profile, warnings)
+        changed = _apply_overrides(item, cluster, file, default_profile, warnings, problems)
         replicas = spec.overrides.replicas
         ns, name = _pcs_key(changed.obj, default_ns)
         for key in (f"{ns}/{name}", name if ns == default_ns else None):
