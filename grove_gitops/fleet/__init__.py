@@ -2,6 +2,7 @@
 
 A layer above the single-cluster pipeline: :mod:`.plan` builds one virtual source per Cluster
 and plans it with :func:`grove_gitops.render.plan_loaded`; :mod:`.output` builds each cluster's
-tree into ``OUT/<cluster>/`` with its generated wiring (:mod:`.wiring`); :mod:`.hydrator` writes
-Argo CD Source Hydrator files. A source without Cluster objects takes today's path unchanged.
+tree into ``OUT/<cluster>/`` with its generated wiring (:mod:`.wiring`), whose repository URL,
+revision and paths :mod:`.refs` checks first. A source without Cluster objects takes today's
+path unchanged.
 """

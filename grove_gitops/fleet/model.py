@@ -185,6 +185,23 @@ def path_problems(value: str) -> list[str]:
     return []
 
 
+def pattern_problems(value: str) -> list[str]:
+    """A ``spec.workloads.paths`` pattern: a path (:func:`path_problems`) whose wildcards stay
+    cheap. pathspec matches with Python regular expressions, which backtrack: each ``*``
+    of a segment and each ``**`` multiplies the cost of a match by up to the length of the
+    file's path, so ``*a*a*a*a*b`` took minutes on one long file name. At most two ``*`` per
+    segment and one ``**`` keep a match of any path in milliseconds."""
+    problems = path_problems(value)
+    if problems:
+        return problems
+    segments = value.rstrip("/").split("/")
+    if sum(seg == "**" for seg in segments) > 1:
+        return ["at most one '**' per pattern"]
+    if any(seg != "**" and len(re.findall(r"\*+", seg)) > 2 for seg in segments):
+        return ["at most two '*' wildcards per path segment"]
+    return []
+
+
 def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, list[InputProblem]]:
     """Validate one Cluster document; every problem is ``file: field: message``."""
     try:
@@ -221,7 +238,7 @@ def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, l
     for i, pattern in enumerate(patterns):
         problems += [
             InputProblem(file, f"spec.workloads.paths[{i}]", f"Invalid value: {shown(pattern)}: {p}")
-            for p in path_problems(pattern.lstrip("!"))
+            for p in pattern_problems(pattern.lstrip("!"))
         ]
     overrides = spec.overrides
     for key, n in overrides.replicas.items():

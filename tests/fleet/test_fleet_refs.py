@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ HOSTILE: list[tuple[dict[str, Any], str, str]] = [
     ({"overrides": {"imageRegistry": "mirror.example.com:5000@sha256"}}, "spec.overrides.imageRegistry", "Docker"),
     ({"workloads": {"paths": [f"w{i}/" for i in range(300)]}}, "spec.workloads.paths", "at most 256"),
     ({"workloads": {"paths": ["w/" * 600]}}, "spec.workloads.paths[0]", "no more than 1024"),
+    ({"workloads": {"paths": ["**/a/**/b"]}}, "spec.workloads.paths[0]", "at most one '**'"),
+    ({"workloads": {"paths": ["workloads/*a*a*b"]}}, "spec.workloads.paths[0]", "at most two '*'"),
 ]
 
 
@@ -270,3 +273,17 @@ def test_an_accepted_repository_path_stays_inside_and_is_never_an_option(value: 
     parts = [p for p in value.split("/") if p]
     assert not value.startswith("/") and all(p not in (".", "..") and not p.startswith("-") for p in parts)
     assert value.isprintable() and "\\" not in value
+
+
+@pytest.mark.timeout(120)
+def test_a_backtracking_path_pattern_is_refused_not_run(tmp_path: Path) -> None:
+    """``*a*a*a*a*a*b`` against a long file name backtracked for minutes (pathspec uses
+    Python regular expressions); it is refused before any file is matched."""
+    src = _source(tmp_path, workloads={"paths": ["workloads/", "*a*a*a*a*a*ab"]})
+    (src / "workloads" / ("a" * 200 + ".yaml")).write_text((src / "workloads" / "embedder.yaml").read_text())
+    done = subprocess.run(
+        [sys.executable, "-m", "grove_gitops", "validate", str(src)], capture_output=True, text=True, timeout=100, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert "clusters/prod-kai.yaml: spec.workloads.paths[1]: Invalid value: '*a*a*a*a*a*ab': at most two '*'" in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
