@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-import pathspec
-
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
@@ -29,6 +27,7 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.fleet.model import Cluster, ConfigRef, parse_cluster
 from grove_gitops.fleet.refs import image_reference_problems, is_registry_host, shown
+from grove_gitops.load.patterns import gitignore_spec
 from grove_gitops.load.source import Sourced, SourceSet
 from grove_gitops.render import RenderPlan, plan_loaded
 
@@ -278,7 +277,7 @@ def _cluster_source(
         default_profile = probe.scheduler.defaultProfileName
 
     patterns = spec.workloads.paths
-    match = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns is not None else None
+    match = gitignore_spec(patterns) if patterns is not None else None
     selector = spec.workloads.selector
 
     def in_paths(item: Sourced[Any]) -> bool:
