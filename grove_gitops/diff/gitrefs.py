@@ -109,8 +109,7 @@ def _refusal(ref: str, sha: str, sub: str, exc: InvalidInputError) -> str:
     where = f"{shown(ref)} ({sha[:7]})"
     lines = []
     for problem in exc.problems:
-        name = problem.file if problem.file != "." else ""
-        path = "/".join(p for p in (shown(sub), name) if p) or "."
+        path = "/".join(p for p in (shown(sub), problem.file) if p) or "."
         lines.append(f"{where}: {path}: {problem.message}")
     return "\n".join(lines)
 

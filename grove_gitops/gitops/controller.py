@@ -223,8 +223,8 @@ class Controller:
         except InvalidInputError as exc:
             source = cfg.source_path.strip("/")
             prefix = f"{source}/" if source else ""
-            # "." is the whole source tree (its path missing, too many files, ...).
-            self._fail(commit, result, [f"{prefix}{p}" if p.file != "." else f"{source or '.'}: {p.message}" for p in exc.problems])
+            # No file: the whole source tree (its path missing, too many files, ...).
+            self._fail(commit, result, [f"{prefix}{p}" if p.file else f"{source or '.'}: {p.message}" for p in exc.problems])
             return
         except GitError:
             raise  # the repository, not the commit: the iteration fails and is retried

@@ -449,7 +449,7 @@ class Workspace:
             found = kind = ""
         if kind != "tree":
             raise InvalidInputError(
-                [InputProblem(".", "", f"the source path is not a folder in commit {sha[:12]} (missing, a file or a link)")]
+                [InputProblem("", "", f"the source path is not a folder in commit {sha[:12]} (missing, a file or a link)")]
             )
         return found
 

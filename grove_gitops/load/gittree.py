@@ -127,7 +127,7 @@ def _entries(proc: subprocess.Popen[bytes]) -> Iterator[TreeEntry]:
             count += 1
             if count > MAX_TREE_ENTRIES:
                 raise InvalidInputError(
-                    [InputProblem(".", "", f"the tree holds more than {MAX_TREE_ENTRIES} entries; refusing the tree")]
+                    [InputProblem("", "", f"the tree holds more than {MAX_TREE_ENTRIES} entries; refusing the tree")]
                 )
             entry = _parse(record)
             _check(entry, stack)
@@ -194,13 +194,13 @@ def list_source(git_dir: Path, tree: str) -> dict[str, TreeEntry]:
                 raise refused(entry.path, f"is larger than the {MAX_FILE_BYTES} byte limit of a source file")
             files[entry.path] = entry
             if len(files) > MAX_TREE_FILES:
-                raise InvalidInputError([InputProblem(".", "", f"more than {MAX_TREE_FILES} YAML files")])
+                raise InvalidInputError([InputProblem("", "", f"more than {MAX_TREE_FILES} YAML files; refusing the tree")])
             total += entry.size if 0 <= entry.size <= MAX_FILE_BYTES else 0
         else:
             continue
         if total > MAX_TREE_BYTES:
             raise InvalidInputError(
-                [InputProblem(".", "", f"the YAML files hold more than {MAX_TREE_BYTES} bytes in all; refusing the tree")]
+                [InputProblem("", "", f"the YAML files hold more than {MAX_TREE_BYTES} bytes in all; refusing the tree")]
             )
     if links:
         targets = read_blobs(git_dir, links)
