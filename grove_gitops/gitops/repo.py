@@ -43,7 +43,7 @@ import git
 from grove_gitops.errors import GitError, GitPushRejectedError, InputProblem, InvalidInputError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.redact import redact, register_secret
-from grove_gitops.load.gittree import list_source, read_blobs, walk_tree
+from grove_gitops.load.gittree import UnreadableTreeError, list_source, read_blobs, walk_tree
 from grove_gitops.load.memory import oversize
 from grove_gitops.load.treepaths import shown
 
@@ -150,6 +150,7 @@ class Workspace:
         self._clean_head: str | None = None  # remote commit the work tree is known to equal
         self._pending_head: str | None = None
         self._written: dict[str, str] | None = None  # blob ids of what the output path holds, if known
+        self._checked: set[tuple[str, str]] = set()  # (commit, output path) trees found safe to check out
         self._env: dict[str, str] = {"GIT_TERMINAL_PROMPT": "0"}
         token = password or os.environ.get(TOKEN_ENV)
         if token:
@@ -411,6 +412,8 @@ class Workspace:
             raise InvalidInputError(
                 [InputProblem(p.file, p.field, f"{p.message} (commit {sha[:12]})") for p in exc.problems]
             ) from exc
+        except UnreadableTreeError as exc:
+            raise InvalidInputError([InputProblem("", "", f"git cannot read the tree of commit {sha[:12]}: {exc}")]) from exc
         except OSError as exc:
             raise GitError(redact(f"cannot read commit {sha[:12]}: {exc}")) from exc
         current = {rel: entry.oid for rel, entry in listed.items()}
@@ -425,6 +428,8 @@ class Workspace:
         changed = [(rel, entry) for rel, entry in listed.items() if previous.get(rel) != entry.oid]
         try:
             data = read_blobs(Path(self.repo.git_dir), [entry for _, entry in changed])
+        except UnreadableTreeError as exc:
+            raise InvalidInputError([InputProblem("", "", f"git cannot read the tree of commit {sha[:12]}: {exc}")]) from exc
         except OSError as exc:
             raise GitError(redact(f"cannot read commit {sha[:12]}: {exc}")) from exc
         for rel, entry in changed:
@@ -443,7 +448,7 @@ class Workspace:
         refused like invalid input (skipped and recorded), so it cannot stop the controller."""
         spec = f"{sha}:{prefix}" if prefix else f"{sha}^{{tree}}"
         try:
-            found = str(self.repo.git.rev_parse("--verify", "--quiet", "--end-of-options", spec)).strip()
+            found = str(self.repo.git.rev_parse("--verify", "--quiet", spec)).strip()
             kind = str(self.repo.git.cat_file("-t", found)).strip()
         except git.GitCommandError:
             found = kind = ""
@@ -501,6 +506,8 @@ class Workspace:
         mode that tree is the source branch's head: once a fixed commit is pushed, the next
         run checks it out; the refused commit itself is skipped when it is exported."""
         prefix = path.strip("/")
+        if (sha, prefix) in self._checked:
+            return
         try:
             for entry in walk_tree(Path(self.repo.git_dir), f"{sha}^{{tree}}"):
                 writes_here = not prefix or entry.path == prefix or entry.path.startswith(prefix + "/")
@@ -517,6 +524,9 @@ class Workspace:
             ) from exc
         except OSError as exc:
             raise GitError(redact(f"cannot read output branch {branch!r}: {exc}")) from exc
+        if len(self._checked) > 1000:  # a bound: the set only saves repeated walks
+            self._checked.clear()
+        self._checked.add((sha, prefix))
 
     def replace_path(self, path: str, files: dict[str, bytes]) -> bool:
         """Make everything below ``path`` equal ``files``; True if the index changed.

@@ -76,6 +76,13 @@ class TreeEntry:
         return self.kind == "blob" and self.mode != SYMLINK_MODE
 
 
+class UnreadableTreeError(OSError):
+    """Git read the objects but refused the tree: an entry names an object of another type
+    (a blob recorded as a folder). The commit's fault, not the clone's: git's fetch brought
+    every object, so it is refused like invalid input (a missing object, or git failing to
+    start, stays a plain :class:`OSError`: the repository's fault, retried)."""
+
+
 def refused(path: str, reason: str) -> InvalidInputError:
     """The error refusing a tree because of the entry ``path``."""
     return InvalidInputError([InputProblem(shown(path), "", f"tree entry {reason}; refusing the tree")])
@@ -97,7 +104,7 @@ def walk_tree(git_dir: Path, tree: str, *, sizes: bool = False) -> Iterator[Tree
             if code != 0:
                 errors.seek(0)
                 message = errors.read(4096).decode(errors="replace").strip()
-                raise OSError(f"git ls-tree {tree}: {message or f'exit {code}'}")
+                raise UnreadableTreeError(f"git ls-tree {tree}: {message or f'exit {code}'}")
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -242,7 +249,8 @@ def read_blobs(git_dir: Path, entries: list[TreeEntry], known: dict[str, bytes] 
         header = raw[pos:end].split(b" ") if end >= 0 else []
         if len(header) != 3 or header[1] != b"blob" or int(header[2]) != size:
             shown_header = b" ".join(header[1:]).decode(errors="replace") or "unreadable"
-            raise OSError(f"object {oid}: {shown_header}")
+            kind = UnreadableTreeError if len(header) == 3 else OSError  # "<oid> missing": the clone's
+            raise kind(f"object {oid}: {shown_header}")
         length = int(header[2])
         out[oid] = raw[end + 1 : end + 1 + length]
         pos = end + 2 + length

@@ -164,6 +164,22 @@ def test_a_missing_source_path_is_refused_not_retried_for_ever(bare: Bare) -> No
     assert _once(cfg).rendered == [fixed]
 
 
+def test_a_tree_git_cannot_read_is_a_refused_commit_not_a_wedge(bare: Bare) -> None:
+    """A folder entry naming a blob. Served over the protocol, ``pack-objects`` refuses it
+    (the fetch fails: git's own refusal); a clone of a local path copies it as it is, and
+    ``ls-tree`` then fails on it. Before, the controller took that for a repository error
+    and retried the commit at every run."""
+    cfg = _config(bare)
+    not_a_tree = Blob(blob(bare.dir, b"hello\n"), b"40000")
+    bad = bare.source({"a.yaml": configmap("a"), "d": not_a_tree})
+    result = _once(cfg)
+    assert "src: git cannot read the tree of commit" in _failed(result, bad), result
+    fixed = bare.source({"a.yaml": configmap("a"), "b.yaml": configmap("b")}, parent=bad)
+    diff = _run(diff_command, ["--repo", str(bare.dir), fixed, bad, "--source-path", "src"])
+    assert diff.exit_code == 1 and "cannot read the tree" in diff.output, diff.output
+    assert _once(cfg).rendered == [fixed]
+
+
 # -- item 3: diff --repo and plan --repo refuse the same trees ------------------------------
 
 
