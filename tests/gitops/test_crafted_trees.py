@@ -204,6 +204,18 @@ def test_diff_and_plan_refuse_what_the_controller_refuses(bare: Bare, evil: str)
         assert REFUSED in result.output
 
 
+def test_pr_check_run_fails_on_a_refused_head(bare: Bare, tmp_path: Path) -> None:
+    """Before: the PR check's diff showed ``a\\..\\x.yaml`` as an added ConfigMap."""
+    base = bare.source({"a.yaml": configmap("a")})
+    head = bare.source({"a.yaml": configmap("a"), "a\\..\\x.yaml": configmap("x")}, parent=base)
+    out = tmp_path / "pr"
+    args = ["run", "--repo", str(bare.dir), "--base", base, "--head", head, "--source-path", "src", "--out-dir", str(out)]
+    result = _run(pr_check, args)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert f"{head[:7]}): src/a\\\\..\\\\x.yaml: tree entry has a backslash" in result.output, result.output
+    assert json.loads((out / "status.json").read_text())["diff"] == "failed"
+
+
 def test_refusals_in_json_name_the_ref_and_path(bare: Bare) -> None:
     base = bare.source({"a.yaml": configmap("a")})
     head = bare.source({"a.yaml": configmap("a"), "a\\..\\x.yaml": configmap("x")}, parent=base)
