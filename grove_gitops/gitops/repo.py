@@ -15,10 +15,13 @@ Ownership: the controller only ever deletes a work directory it created itself. 
 it creates (or finds empty) gets a marker inside ``.git``; any other non-empty directory, or
 a clone of a different remote, is refused with :class:`WorkdirError` and left untouched.
 
-Exports: a source commit is untrusted input. Its tree entry names are checked before any of
-them becomes a path (no ``.``, ``..``, ``.git`` in any case, ``/``, ``\\`` or NUL in a
-component), and every written path must resolve inside the export directory; a commit that
-breaks this is refused with :class:`InvalidInputError` before anything is written.
+Exports: a source commit is untrusted input. Its tree is listed and checked by
+:mod:`grove_gitops.load.gittree` (the rule of :mod:`grove_gitops.load.treepaths`, the same
+``diff --repo`` applies) before any entry becomes a path or any content is read, and every
+written path must resolve inside the export directory; a commit that breaks this is refused
+with :class:`InvalidInputError` before anything is written. The output branch's tree is
+checked the same way before it is checked out, and HEAD is never reset to a tree nobody
+checked (a fresh clone's HEAD is the remote's default branch).
 """
 
 from __future__ import annotations
