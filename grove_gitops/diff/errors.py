@@ -20,6 +20,13 @@ class GitRefError(DiffError):
     """A repository or ref given to ``diff --repo`` cannot be read."""
 
 
+class RefusedTreeError(GitRefError):
+    """A ref's tree holds an entry no reader of git accepts (``..``, ``.git``, a backslash,
+    a symbolic link leaving the tree, a file count or size beyond the bounds): the message
+    names the ref and the entry, escaped. The controller refuses the same trees
+    (``grove_gitops.load.gittree``)."""
+
+
 class SideInvalidError(DiffError):
     """One side's source tree failed validation; wraps the render error with the side's label.
 

@@ -8,27 +8,29 @@ ls-tree`` and one ``git cat-file --batch`` per ref) into a
 on disk. Nothing is written: writing 2 x 1,000 files to a temporary directory and reading
 them back cost more than the rest of a one-PodCliqueSet diff of a large repository (issue 14).
 
-Only what the renderer reads is kept: ``*.yaml`` / ``*.yml`` files, plus ``render.meta``
-markers (the loader skips directories holding an earlier rendered output, and must see the
-marker to do so) and the ignore file. Symlinks and submodules are skipped: a symlink's target
-may lie outside the tree, and a submodule's content is not in this repository.
+The tree is listed, checked and bounded by :mod:`grove_gitops.load.gittree` before any
+content is read -- the same code the controller exports a source commit with, so a tree the
+controller refuses (a ``..``, ``.git`` or backslash name, a symbolic link leaving the tree)
+is refused here too, as an error naming the ref and the entry (issue 21). Only what the
+loader reads is kept: ``*.yaml`` / ``*.yml`` files, ``render.meta`` markers (the loader skips
+directories holding an earlier rendered output) and the ignore file. A file above the 2 MiB
+limit is never read; the loader reports it as too large. Symbolic links inside the tree and
+submodules are left out: git trees are read without following links, and a submodule's
+content is not in this repository.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import git
 
-from grove_gitops.diff.errors import GitRefError
-from grove_gitops.load.memory import MemorySource, bad_path
-from grove_gitops.load.source import IGNORE_FILE, OUTPUT_MARKER_FILE
-
-_SYMLINK_MODE = 0o120000
-_WANTED_SUFFIXES = (".yaml", ".yml")
+from grove_gitops.diff.errors import GitRefError, RefusedTreeError
+from grove_gitops.errors import InvalidInputError
+from grove_gitops.load.gittree import list_source, read_blobs
+from grove_gitops.load.memory import MemorySource, bad_path, oversize
+from grove_gitops.load.treepaths import shown
 
 
 @dataclass(frozen=True)
@@ -90,69 +92,26 @@ def extract(repo: git.Repo, ref: str, source_path: str, known: dict[str, bytes] 
         return Extracted(ref, commit.hexsha, MemorySource(label, {}), False, 0)
     if not isinstance(tree, git.Tree):
         raise GitRefError(f"{ref}: --source-path {sub!r} is not a directory")
+    git_dir = Path(repo.git_dir)
     try:
-        wanted = [(rel, blob) for rel, blob in _blobs(repo, tree.hexsha) if _wanted(rel)]
-        data = known if known is not None else {}
-        data.update(_read_blobs(repo, [blob for _, blob in wanted if blob not in data]))
-    except (OSError, ValueError, GitRefError) as exc:
+        listed = list_source(git_dir, tree.hexsha)
+        data = read_blobs(git_dir, list(listed.values()), known)
+    except InvalidInputError as exc:
+        raise RefusedTreeError(_refusal(ref, commit.hexsha, sub, exc)) from exc
+    except (OSError, ValueError) as exc:
         raise GitRefError(f"{ref}: cannot read the tree: {exc}") from exc
-    files = {rel: data[blob] for rel, blob in wanted}
+    files = {rel: data[entry.oid] for rel, entry in listed.items()}
     return Extracted(ref, commit.hexsha, MemorySource(label, files), True, len(files))
 
 
-def _wanted(rel: str) -> bool:
-    """A file the loader can read; never a path that could leave the tree (``..``, which git
-    itself refuses to write, is checked all the same)."""
-    name = rel.rpartition("/")[2]
-    return (name.endswith(_WANTED_SUFFIXES) or name in (OUTPUT_MARKER_FILE, IGNORE_FILE)) and not bad_path(rel)
-
-
-def _git(repo: git.Repo, args: list[str], stdin: bytes | None = None) -> bytes:
-    """Run git on the repository's object database; its output, or :class:`GitRefError`."""
-    exe = str(git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git")
-    proc = subprocess.run(
-        [exe, "--git-dir", str(repo.git_dir), *args], input=stdin, capture_output=True, check=False
-    )
-    if proc.returncode != 0:
-        raise GitRefError(f"git {args[0]}: {proc.stderr.decode(errors='replace').strip() or proc.returncode}")
-    return proc.stdout
-
-
-def _blobs(repo: git.Repo, tree: str) -> list[tuple[str, str]]:
-    """(path relative to ``tree``, blob id) of every regular file below ``tree``: symlinks
-    (mode 120000) and submodules (``commit`` entries) are left out. Names are decoded as the
-    file system would (undecodable bytes kept as surrogates), as a file written to disk and
-    listed again would be named."""
-    out: list[tuple[str, str]] = []
-    for record in _git(repo, ["ls-tree", "-r", "-z", "--full-tree", tree]).split(b"\0"):
-        if not record:
-            continue
-        meta, _, name = record.partition(b"\t")
-        mode, kind, blob = meta.split(b" ")
-        if kind != b"blob" or int(mode, 8) == _SYMLINK_MODE:
-            continue
-        out.append((os.fsdecode(name), blob.decode("ascii")))
-    return out
-
-
-def _read_blobs(repo: git.Repo, blobs: list[str]) -> dict[str, bytes]:
-    """Blob id -> contents, all read through one ``git cat-file --batch`` (one process and
-    no round trip per blob)."""
-    unique = list(dict.fromkeys(blobs))
-    if not unique:
-        return {}
-    raw = _git(repo, ["cat-file", "--batch"], "".join(f"{b}\n" for b in unique).encode())
-    out: dict[str, bytes] = {}
-    pos = 0
-    for blob in unique:
-        end = raw.index(b"\n", pos)
-        header = raw[pos:end].split(b" ")
-        if len(header) != 3 or header[1] != b"blob":
-            raise GitRefError(f"object {blob}: {b' '.join(header[1:]).decode(errors='replace') or 'unreadable'}")
-        size = int(header[2])
-        out[blob] = raw[end + 1 : end + 1 + size]
-        pos = end + 2 + size
-    return out
+def _refusal(ref: str, sha: str, sub: str, exc: InvalidInputError) -> str:
+    """``REF (sha): path/in/repo: tree entry ...; refusing the tree``, the path escaped."""
+    where = f"{shown(ref)} ({sha[:7]})"
+    lines = []
+    for problem in exc.problems:
+        path = "/".join(p for p in (shown(sub), problem.file) if p) or "."
+        lines.append(f"{where}: {path}: {problem.message}")
+    return "\n".join(lines)
 
 
 def write_source(source: MemorySource, dest: Path) -> None:
@@ -165,4 +124,8 @@ def write_source(source: MemorySource, dest: Path) -> None:
         if bad_path(rel) or not target.resolve().is_relative_to(root):
             raise GitRefError(f"{rel!r}: not a path inside the source tree")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        if data is oversize():  # never read: a sparse file of the same (refused) size
+            with open(target, "wb") as handle:
+                handle.truncate(len(data))
+        else:
+            target.write_bytes(data)

@@ -138,7 +138,7 @@ class Controller:
             ws = self.workspace
             ws.fetch()
             pending = self._pending()
-            ws.checkout_output(cfg.output_branch)
+            ws.checkout_output(cfg.output_branch, cfg.output_path)
             for commit in pending:
                 self._render_commit(commit, result)
             if not pending:
@@ -221,8 +221,10 @@ class Controller:
             # One commit for every cluster of a fleet; a plain source renders as before.
             tree = render_source_tree(self._source_dir, None, cfg.jobs, self.cache).tree
         except InvalidInputError as exc:
-            prefix = f"{cfg.source_path.strip('/')}/" if cfg.source_path.strip("/") else ""
-            self._fail(commit, result, [f"{prefix}{p}" for p in exc.problems])
+            source = cfg.source_path.strip("/")
+            prefix = f"{source}/" if source else ""
+            # No file: the whole source tree (its path missing, too many files, ...).
+            self._fail(commit, result, [f"{prefix}{p}" if p.file else f"{source or '.'}: {p.message}" for p in exc.problems])
             return
         except GitError:
             raise  # the repository, not the commit: the iteration fails and is retried

@@ -15,10 +15,13 @@ Ownership: the controller only ever deletes a work directory it created itself. 
 it creates (or finds empty) gets a marker inside ``.git``; any other non-empty directory, or
 a clone of a different remote, is refused with :class:`WorkdirError` and left untouched.
 
-Exports: a source commit is untrusted input. Its tree entry names are checked before any of
-them becomes a path (no ``.``, ``..``, ``.git`` in any case, ``/``, ``\\`` or NUL in a
-component), and every written path must resolve inside the export directory; a commit that
-breaks this is refused with :class:`InvalidInputError` before anything is written.
+Exports: a source commit is untrusted input. Its tree is listed and checked by
+:mod:`grove_gitops.load.gittree` (the rule of :mod:`grove_gitops.load.treepaths`, the same
+``diff --repo`` applies) before any entry becomes a path or any content is read, and every
+written path must resolve inside the export directory; a commit that breaks this is refused
+with :class:`InvalidInputError` before anything is written. The output branch's tree is
+checked the same way before it is checked out, and HEAD is never reset to a tree nobody
+checked (a fresh clone's HEAD is the remote's default branch).
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ import git
 from grove_gitops.errors import GitError, GitPushRejectedError, InputProblem, InvalidInputError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.redact import redact, register_secret
+from grove_gitops.load.gittree import UnreadableTreeError, list_source, read_blobs, walk_tree
+from grove_gitops.load.memory import oversize
+from grove_gitops.load.treepaths import shown
 
 TOKEN_ENV = "GROVE_GITOPS_GIT_TOKEN"
 _REJECTED = ("rejected", "non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref", "stale info")
@@ -50,8 +56,6 @@ _REJECTED = ("rejected", "non-fast-forward", "fetch first", "failed to update re
 
 #: Written inside ``.git`` of a work directory the controller created (``git clean`` keeps it).
 MARKER = "grove-gitops-workdir"
-#: Names git itself treats as special in any letter case (``.git`` on case-insensitive disks).
-_FORBIDDEN_COMPONENTS = {"", ".", "..", ".git"}
 #: Remote refs recording, per output branch, the last source commit examined (see controller).
 EXAMINED_REFS = "refs/grove-gitops/examined/"
 
@@ -74,18 +78,6 @@ def split_credentials(url: str) -> tuple[str, str | None, str | None]:
     if not sep:
         return url, None, None
     return urlunsplit(parts._replace(netloc=hostport)), unquote(user) or None, unquote(password)
-
-
-def unsafe_tree_path(name: str) -> str | None:
-    """Why the tree path ``name`` (as ``ls-tree -z`` prints it) must not become a file, or None."""
-    if "\0" in name:
-        return "holds a NUL byte"
-    for component in name.split("/"):
-        if component.lower() in _FORBIDDEN_COMPONENTS:
-            return f"has a path component {component!r}"
-        if "\\" in component:
-            return f"has a path component {component!r} with a backslash"
-    return None
 
 
 #: Directories of ``.git`` that hold many files and no lock a killed run could strand: the
@@ -161,6 +153,7 @@ class Workspace:
         self._clean_head: str | None = None  # remote commit the work tree is known to equal
         self._pending_head: str | None = None
         self._written: dict[str, str] | None = None  # blob ids of what the output path holds, if known
+        self._checked: set[tuple[str, str]] = set()  # (commit, output path) trees found safe to check out
         self._env: dict[str, str] = {"GIT_TERMINAL_PROMPT": "0"}
         token = password or os.environ.get(TOKEN_ENV)
         if token:
@@ -401,31 +394,32 @@ class Workspace:
             return False
 
     def export(self, sha: str, path: str, dest: Path, known: dict[str, str] | None = None) -> dict[str, str]:
-        """Make ``dest`` hold exactly the files under ``path`` at commit ``sha`` (no checkout).
+        """Make ``dest`` hold exactly the files the source walk reads below ``path`` at commit
+        ``sha`` (no checkout).
 
+        The tree is listed and checked by :func:`grove_gitops.load.gittree.list_source`, the
+        code ``diff --repo`` reads a ref with, so both refuse the same trees (an
+        :class:`InvalidInputError`: the commit is skipped like any invalid one) before
+        anything is read or written. A file above the 2 MiB limit of a source file is never
+        read: a sparse file of that size stands for it and the loader refuses it as too large.
         ``known`` maps the files ``dest`` already holds to their blob ids (from the previous
         export into the same directory): only files whose blob changed are written, so a
         large repository with one changed file costs one ``ls-tree`` and one blob read.
         Returns the new map.
         """
         prefix = path.strip("/")
-        current: dict[str, str] = {}
-        for mode, kind, blob, name in self._ls_tree(sha, prefix):
-            reason = unsafe_tree_path(name)
-            if reason is not None:
-                shown = repr(name[len(prefix) + 1 :] if prefix and name.startswith(prefix + "/") else name)[1:-1]
-                raise InvalidInputError(
-                    [InputProblem(shown, "", f"tree entry {reason}; refusing to export commit {sha[:12]}")]
-                )
-            if kind != "blob" or mode == "120000":
-                continue
-            rel = name[len(prefix) + 1 :] if prefix else name
-            current[rel] = blob
-        if prefix and not current and known is None:
-            try:
-                self.repo.commit(sha).tree / prefix
-            except KeyError as exc:
-                raise GitError(f"source path {path!r} does not exist in commit {sha[:12]}") from exc
+        tree = self._subtree(sha, prefix)
+        try:
+            listed = list_source(Path(self.repo.git_dir), tree)
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                [InputProblem(p.file, p.field, f"{p.message} (commit {sha[:12]})") for p in exc.problems]
+            ) from exc
+        except UnreadableTreeError as exc:
+            raise InvalidInputError([InputProblem("", "", f"git cannot read the tree of commit {sha[:12]}: {exc}")]) from exc
+        except OSError as exc:
+            raise GitError(redact(f"cannot read commit {sha[:12]}: {exc}")) from exc
+        current = {rel: entry.oid for rel, entry in listed.items()}
         previous = known if known is not None else {}
         if known is None and dest.exists():
             shutil.rmtree(dest)
@@ -434,13 +428,38 @@ class Workspace:
         for rel in previous.keys() - current.keys():
             with contextlib.suppress(FileNotFoundError):
                 self._inside(root, rel).unlink()
-        for rel, blob in current.items():
-            if previous.get(rel) == blob:
-                continue
+        changed = [(rel, entry) for rel, entry in listed.items() if previous.get(rel) != entry.oid]
+        try:
+            data = read_blobs(Path(self.repo.git_dir), [entry for _, entry in changed])
+        except UnreadableTreeError as exc:
+            raise InvalidInputError([InputProblem("", "", f"git cannot read the tree of commit {sha[:12]}: {exc}")]) from exc
+        except OSError as exc:
+            raise GitError(redact(f"cannot read commit {sha[:12]}: {exc}")) from exc
+        for rel, entry in changed:
             target = self._inside(root, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(self.repo.odb.stream(bytes.fromhex(blob)).read())
+            content = data[entry.oid]
+            if content is oversize():
+                with open(target, "wb") as handle:
+                    handle.truncate(len(content))  # sparse: the loader refuses it by its size
+            else:
+                target.write_bytes(content)
         return current
+
+    def _subtree(self, sha: str, prefix: str) -> str:
+        """The tree object of ``prefix`` at commit ``sha``; a commit without that folder is
+        refused like invalid input (skipped and recorded), so it cannot stop the controller."""
+        spec = f"{sha}:{prefix}" if prefix else f"{sha}^{{tree}}"
+        try:
+            found = str(self.repo.git.rev_parse("--verify", "--quiet", spec)).strip()
+            kind = str(self.repo.git.cat_file("-t", found)).strip()
+        except git.GitCommandError:
+            found = kind = ""
+        if kind != "tree":
+            raise InvalidInputError(
+                [InputProblem("", "", f"the source path is not a folder in commit {sha[:12]} (missing, a file or a link)")]
+            )
+        return found
 
     @staticmethod
     def _inside(root: Path, rel: str) -> Path:
@@ -453,28 +472,64 @@ class Workspace:
         return target
 
     # -- writing ---------------------------------------------------------------------------
-    def checkout_output(self, branch: str) -> None:
+    def checkout_output(self, branch: str, path: str = "") -> None:
         """Reset the work tree to the remote output branch, or an empty orphan branch.
 
         Skipped when the work tree is known to hold exactly that commit already (our own
         last push): on a large output a reset and clean cost more than the change itself.
+
+        Never ``git reset --hard`` to whatever HEAD is: a fresh clone's HEAD is the remote's
+        default branch, which may hold a tree git refuses to check out (``..``), and a reset
+        to it failed at every run, even after a fix was pushed (issue 21). ``checkout
+        --force`` discards local changes, staged files and local commits just as well, and
+        only reads the target. The target is checked first (:meth:`_check_output_tree`).
         """
         remote = self.remote_head(branch)
         if remote is not None and remote == self._clean_head and self._branch == branch:
             return
-        if self.repo.head.is_valid():
-            self._git("reset", "--hard", "--quiet")
         if remote is not None:
+            self._check_output_tree(branch, remote, path)
             self._git("checkout", "--quiet", "--force", "-B", branch, f"refs/remotes/origin/{branch}")
         else:
-            # The branch may still exist locally (deleted on the remote): start it afresh.
+            # The branch may still exist locally (deleted on the remote): start it afresh,
+            # without reading the tree HEAD has now (``checkout --orphan`` would).
             self._git("update-ref", "-d", f"refs/heads/{branch}")
-            self._git("checkout", "--quiet", "--force", "--orphan", branch)
-            self._git("rm", "-r", "-q", "--cached", "--ignore-unmatch", ".")
+            self._git("symbolic-ref", "HEAD", f"refs/heads/{branch}")
+            self._git("read-tree", "--empty")
         self._git("clean", "-fdxq")
         self._branch = branch
         self._clean_head = remote
         self._written = None
+
+    def _check_output_tree(self, branch: str, sha: str, path: str) -> None:
+        """Refuse to check out a tree any entry of which the shared rule refuses (``..``,
+        ``.git`` in any guise, a backslash: :mod:`grove_gitops.load.treepaths`), or with a
+        symbolic link or submodule at, above or below the output path, where the controller
+        writes files (a link there would lead the writes out of the work tree). In folder
+        mode that tree is the source branch's head: once a fixed commit is pushed, the next
+        run checks it out; the refused commit itself is skipped when it is exported."""
+        prefix = path.strip("/")
+        if (sha, prefix) in self._checked:
+            return
+        try:
+            for entry in walk_tree(Path(self.repo.git_dir), f"{sha}^{{tree}}"):
+                writes_here = not prefix or entry.path == prefix or entry.path.startswith(prefix + "/")
+                above = prefix.startswith(entry.path + "/")
+                if (writes_here or above) and (entry.is_link or entry.kind == "commit"):
+                    what = "a symbolic link" if entry.is_link else "a submodule"
+                    raise GitError(
+                        f"output branch {branch!r} at {sha[:12]}: {shown(entry.path)}: {what} where the output"
+                        " is written; refusing to check it out"
+                    )
+        except InvalidInputError as exc:
+            raise GitError(
+                f"output branch {branch!r} at {sha[:12]}: {exc}; not checked out (push a commit that fixes it)"
+            ) from exc
+        except OSError as exc:
+            raise GitError(redact(f"cannot read output branch {branch!r}: {exc}")) from exc
+        if len(self._checked) > 1000:  # a bound: the set only saves repeated walks
+            self._checked.clear()
+        self._checked.add((sha, prefix))
 
     def replace_path(self, path: str, files: dict[str, bytes]) -> bool:
         """Make everything below ``path`` equal ``files``; True if the index changed.

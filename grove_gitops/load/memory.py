@@ -10,14 +10,29 @@ parses them with the checks and cache keys of files on disk, so both give the sa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from grove_gitops.load.treepaths import path_problem
+from grove_gitops.load.yamlio import MAX_FILE_BYTES
+
 
 def bad_path(path: str) -> bool:
-    """True for a path that is not a clean relative posix path (``..``, ``.``, empty parts,
-    absolute, a NUL byte): such a path never becomes a file name or a name in a message."""
-    return not path or "\0" in path or any(part in ("", ".", "..") for part in path.split("/"))
+    """True for a path the shared rule of every git tree reader refuses
+    (:func:`grove_gitops.load.treepaths.path_problem`: ``..``, ``.``, empty parts, absolute,
+    a NUL byte, a backslash, ``.git`` in any guise): such a path never becomes a file name
+    or a name in a message."""
+    return path_problem(path) is not None
+
+
+@functools.cache
+def oversize() -> bytes:
+    """The contents that stand for a file above the loader's size limit whose bytes were
+    never read (a git blob of 200 MB): one shared object of ``MAX_FILE_BYTES + 1`` zero bytes,
+    which the loader refuses as too large without looking at it, exactly as it refuses the
+    real file on disk. Compare with ``is``: it is never a real file's contents."""
+    return bytes(MAX_FILE_BYTES + 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,7 +41,8 @@ class MemorySource:
 
     ``label`` names the tree where a message has no file (the limit on the number of files).
     Only what a source walk can read need be held (``*.yaml``, ``*.yml``, ``render.meta`` and
-    ``.grove-gitops-ignore``); other files are ignored like on disk.
+    ``.grove-gitops-ignore``); other files are ignored like on disk. A file too large to
+    read is held as :func:`oversize`.
     """
 
     label: str

@@ -113,7 +113,7 @@ def test_bad_ref_and_bad_repo(repo: git.Repo, tmp_path: Path) -> None:
 def test_extract_skips_symlinks_and_non_yaml(repo: git.Repo, tmp_path: Path) -> None:
     root = Path(repo.working_dir)
     write_source(root, {"src/app.yaml": _v(1), "src/notes.txt": "x", "src/out/render.meta": "{}"})
-    os.symlink("/etc/passwd", root / "src" / "link.yaml")
+    os.symlink("app.yaml", root / "src" / "link.yaml")
     repo.index.add(["src/app.yaml", "src/notes.txt", "src/out/render.meta", "src/link.yaml"])
     sha = repo.index.commit("v1", author=BOT, committer=BOT).hexsha
     got = extract(repo, sha, "./src/")
@@ -170,11 +170,13 @@ def test_diff_repo_writes_nothing_and_matches_the_two_folder_diff(
 
 
 def test_symlinks_and_submodules_of_a_ref_are_skipped(repo: git.Repo, tmp_path: Path) -> None:
-    """A symlink (its target may lie outside the tree) and a submodule (its content is not in
-    this repository) are never read, even when named like YAML."""
+    """A symlink inside the tree (git trees are read without following links) and a
+    submodule (its content is not in this repository) are never read, even when named like
+    YAML; a symlink leading outside the tree is refused, as the walk of a checkout refuses it
+    (tests/gitops/test_crafted_trees.py)."""
     root = Path(repo.working_dir)
     write_source(root, {"src/app.yaml": _v(1)})
-    os.symlink("/etc/passwd", root / "src" / "passwd.yaml")
+    os.symlink("app.yaml", root / "src" / "passwd.yaml")
     repo.index.add(["src/app.yaml", "src/passwd.yaml"])
     other = _commit(repo, {"elsewhere.yaml": "a: 1\n"}, "other")
     repo.git.update_index("--add", "--cacheinfo", f"160000,{other},src/sub.yaml")
@@ -189,16 +191,18 @@ def test_symlinks_and_submodules_of_a_ref_are_skipped(repo: git.Repo, tmp_path: 
 
 
 def test_a_path_leaving_the_tree_is_never_kept() -> None:
-    """Git refuses ``..`` in a tree, but a crafted object could hold one: it is dropped when the
-    tree is read, and a tree held in memory refuses it outright."""
-    from grove_gitops.diff.gitrefs import _wanted
+    """Only what the loader reads is kept from a listing; a path the shared rule refuses
+    (``..``, ``.git``, a backslash) is refused by a tree held in memory outright (a crafted
+    git tree holding one is refused when listed: tests/gitops/test_crafted_trees.py)."""
+    from grove_gitops.load.gittree import wanted
     from grove_gitops.load.memory import MemorySource
 
-    assert _wanted("a/b.yaml") and _wanted(".grove-gitops-ignore") and _wanted("out/render.meta")
-    for bad in ("../x.yaml", "a/../../x.yaml", "/x.yaml", "a//x.yaml", "a/notes.txt", "a\0.yaml"):
-        assert not _wanted(bad)
-    with pytest.raises(ValueError):
-        MemorySource("src", {"../x.yaml": b""})
+    assert wanted("a/b.yaml") and wanted(".grove-gitops-ignore") and wanted("out/render.meta")
+    for skipped in ("a/notes.txt", ".hidden/x.yaml", "a/.grove-gitops-ignore", "a/.x.yaml"):
+        assert not wanted(skipped)
+    for bad in ("../x.yaml", "a/../../x.yaml", "/x.yaml", "a//x.yaml", "a\\..\\x.yaml", ".git/x.yaml", ".GIT /x.yaml"):
+        with pytest.raises(ValueError):
+            MemorySource("src", {bad: b""})
 
 
 def test_a_blob_both_refs_hold_is_read_once(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,8 +211,13 @@ def test_a_blob_both_refs_hold_is_read_once(repo: git.Repo, monkeypatch: pytest.
     v1 = _commit(repo, {"a.yaml": _v(1), "b.yaml": _v(1).replace("name: app", "name: other")}, "v1")
     v2 = _commit(repo, {"a.yaml": _v(2)}, "v2")
     asked: list[list[str]] = []
-    real = gitrefs._read_blobs
-    monkeypatch.setattr(gitrefs, "_read_blobs", lambda r, blobs: (asked.append(blobs), real(r, blobs))[1])
+    real = gitrefs.read_blobs
+
+    def counting(git_dir: Path, entries: list[Any], known: dict[str, bytes] | None = None) -> dict[str, bytes]:
+        asked.append([e.oid for e in entries if known is None or e.oid not in known])
+        return real(git_dir, entries, known)
+
+    monkeypatch.setattr(gitrefs, "read_blobs", counting)
     known: dict[str, bytes] = {}
     base, head = extract(repo, v1, ".", known), extract(repo, v2, ".", known)
     assert [len(a) for a in asked] == [2, 1]

@@ -386,7 +386,7 @@ def test_crafted_tree_entry_never_escapes_the_export(remote: Remote, evil_name: 
     crafted = _push_crafted_tree(remote, evil_name)
     with Controller(cfg) as ctl:
         result = ctl.run_once()
-        assert crafted in result.failed and "refusing to export" in "\n".join(result.failed[crafted])
+        assert crafted in result.failed and "refusing the tree" in "\n".join(result.failed[crafted])
         assert result.rendered == []
         after_fix = _push_on_top(remote, crafted, {"b.yaml": pcs_yaml("beta")}, "v3")
         # The next good commit still renders: the crafted one was skipped like an invalid one.
