@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
 
 from grove_gitops.api.inventory import HOSTNAME, Node, NodeInventory, NodePool, quantity_value
 from grove_gitops.errors import InputProblem
@@ -60,6 +62,11 @@ class Entry:
     allocatable: Mapping[str, str | int | float]
 
 
+#: Pools repeat their label keys, values and resource names: each is checked once.
+_name_problems = lru_cache(maxsize=4096)(qualified_name_problems)
+_value_problems = lru_cache(maxsize=4096)(label_value_problems)
+
+
 def _count_problem(entry: Entry, field: str, have: int, limit: int, what: str) -> InputProblem | None:
     if have <= limit:
         return None
@@ -78,25 +85,30 @@ def _entry_problems(entry: Entry, labels_field: str, taints_field: str, alloc_fi
     if too_many[0] is None:
         path = f"{entry.prefix}{labels_field}"
         for key, value in entry.labels.items():
-            key_problems = qualified_name_problems(key)
+            key_problems = _name_problems(key)
             for p in key_problems:
                 yield InputProblem(where, path, f"Invalid value: {shown(key)}: {p}")
-            for p in [] if key_problems else label_value_problems(value):
+            for p in [] if key_problems else _value_problems(value):
                 yield InputProblem(where, f"{path}.{key}", f"Invalid value: {shown(value)}: {p}")
     if too_many[1] is None:
         for i, (taint_key, taint_value) in enumerate(entry.taints):
             path = f"{entry.prefix}{taints_field}[{i}]"
-            for p in qualified_name_problems(taint_key):
+            for p in _name_problems(taint_key):
                 yield InputProblem(where, f"{path}.key", f"Invalid value: {shown(taint_key)}: {p}")
-            for p in label_value_problems(taint_value or ""):
+            for p in _value_problems(taint_value or ""):
                 yield InputProblem(where, f"{path}.value", f"Invalid value: {shown(taint_value or '')}: {p}")
     if too_many[2] is None:
         for name, amount in entry.allocatable.items():
             path = f"{entry.prefix}{alloc_field}"
-            for p in qualified_name_problems(name):
+            for p in _name_problems(name):
                 yield InputProblem(where, path, f"Invalid value: {shown(name)}: {p}")
-            if quantity_value(amount) > MAX_AMOUNT:
+            if _amount(amount) > MAX_AMOUNT:
                 yield InputProblem(where, f"{path}.{name}", f"Invalid value: must be no more than {MAX_AMOUNT}")
+
+
+@lru_cache(maxsize=4096)
+def _amount(value: str | int | float) -> Decimal:
+    return quantity_value(value)
 
 
 def _pool_name_problems(file: str, i: int, pool: NodePool) -> Iterator[InputProblem]:
