@@ -127,12 +127,15 @@ class Capacity:
         self.dom_alloc: dict[str, dict[Path, list[int]]] = {}
         self.dom_free: dict[str, dict[Path, list[int]]] = {}
         self.per_node: dict[str, list[int]] = {}
+        #: By level, the domain of each group whose nodes share theirs (None: none, or per node).
+        self.group_dom: dict[str, list[Path | None]] = {}
         for key in self.keys:
             self._add_level(key)
         for g, pinned in enumerate(self.pins):
             for j in sorted(pinned):
                 self._materialize(g, j)
         self._masks: dict[NodeFilter, Mask] = {}
+        self._paths: dict[tuple[str, int, int], Path | None] = {}
 
     # -- construction -----------------------------------------------------------------
 
@@ -163,6 +166,8 @@ class Capacity:
     def _add_level(self, key: str) -> None:
         members: dict[Path, list[Span]] = {}
         per_node: list[int] = []
+        group_dom: list[Path | None] = [None] * len(self.inv.groups)
+        self.group_dom[key] = group_dom
         for g, group in enumerate(self.inv.groups):
             if self.inv.per_node(group, key):
                 per_node.append(g)
@@ -171,7 +176,7 @@ class Capacity:
                     if dom is not None:
                         members.setdefault(dom, []).append((g, j, j + 1))
                 continue
-            dom = self.inv.domain_of(group, key)
+            dom = group_dom[g] = self.inv.domain_of(group, key)
             if dom is not None:
                 members.setdefault(dom, []).append((g, 0, group.count))
         self.dom_members[key] = dict(sorted(members.items()))
@@ -313,12 +318,16 @@ class Capacity:
     def fit(self, nodes: Nodes, mask: Mask, vec: Vector, left: int) -> int:
         """First fit of ``left`` pods of ``vec`` over ``nodes`` in order; returns how many
         found no room (those placed stay placed: the caller undoes a failed attempt)."""
+        group_free = self.group_free
         for g, lo, hi in nodes:
-            if any(self.group_free[g][r] < need for r, need in vec):
-                continue  # not one node of the group has room for a pod
-            left = self._fit_group(g, lo, hi, mask, vec, left)
-            if left == 0:
-                return 0
+            free = group_free[g]
+            for r, need in vec:
+                if free[r] < need:
+                    break  # not one node of the group has room for a pod
+            else:
+                left = self._fit_group(g, lo, hi, mask, vec, left)
+                if left == 0:
+                    return 0
         return left
 
     def _fit_group(self, g: int, lo: int, hi: int, mask: Mask, vec: Vector, left: int) -> int:
@@ -391,6 +400,7 @@ class Capacity:
             spans_of = [(g, 0, self.inv.groups[g].count) for g in self.per_node[key]]
         else:
             per_node = set(self.per_node[key])
+            group_doms = self.group_dom[key]
             found: dict[Path, list[Span]] = {}
             spans_of = []
             for g, lo, hi in nodes:
@@ -402,23 +412,28 @@ class Capacity:
                             if dom is not None:
                                 found.setdefault(dom, []).append((g, j, j + 1))
                     continue
-                dom = self.inv.domain_of(self.inv.groups[g], key)
+                dom = group_doms[g]
                 if dom is not None:
                     found.setdefault(dom, []).append((g, lo, hi))
             out += [Domain(dom, tuple(sorted(spans)), frees[dom]) for dom, spans in found.items()]
         for g, lo, hi in spans_of:
-            group = self.inv.groups[g]
             pins = self.pins[g]
             for j in self.explicit(g, lo, hi):
-                dom = self.inv.domain_of(group, key, j)
+                dom = self.node_path(key, g, j)
                 if j not in pins and dom is not None:
                     out.append(Domain(dom, ((g, j, j + 1),), self.rows[g][j]))
             first = self.first_fresh(g, lo, hi)
             if first is not None:
-                dom = self.inv.domain_of(group, key, first)
+                dom = self.node_path(key, g, first)
                 if dom is not None:
                     out.append(Domain(dom, ((g, first, first + 1),), self.alloc[g], (g, lo, hi)))
         return out
+
+    def node_path(self, key: str, g: int, j: int) -> Path | None:
+        """The domain of node ``j`` of group ``g`` at ``key`` (remembered: searches ask often)."""
+        if (key, g, j) not in self._paths:
+            self._paths[(key, g, j)] = self.inv.domain_of(self.inv.groups[g], key, j)
+        return self._paths[(key, g, j)]
 
     def fresh_in_lex_order(self, span: Span) -> Iterator[int]:
         """The fresh nodes of a class in the order their host paths sort."""

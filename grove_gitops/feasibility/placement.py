@@ -66,6 +66,8 @@ class Placer:
         self.cap = Capacity(inventory, self.resources, filters)
         self.keys = self.cap.keys
         self._demands: dict[int, Vector] = {}
+        self._vectors: dict[tuple[tuple[str, int], ...], Vector] = {}
+        self._pod_keys: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}
         self._any_cache: dict[tuple[str, ...], Mask] = {}
         #: Per leaf scope (by id), the nodes its required constraints confined it to (None: any).
         self._bounds: dict[int, Nodes | None] = {}
@@ -82,6 +84,12 @@ class Placer:
     def vector(self, requests: Iterable[tuple[str, int]]) -> Vector:
         return tuple((self.index[name], amount) for name, amount in requests if name in self.index)
 
+    def _run_vector(self, run: Run) -> Vector:
+        found = self._vectors.get(run.requests)
+        if found is None:
+            found = self._vectors[run.requests] = self.vector(run.requests)
+        return found
+
     def allows_all(self, scope: Scope) -> bool:
         """Whether every pod of ``scope`` may use every node (running totals then apply as they are)."""
         return all(self.cap.mask(run.node_filter).every for leaf in scope.leaves() for run in leaf.runs)
@@ -89,7 +97,7 @@ class Placer:
     def place_runs(self, runs: Sequence[Run], nodes: Nodes) -> int:
         """First fit of each run's pods over ``nodes``; returns how many pods found no room
         (those placed stay placed: the caller undoes a failed attempt)."""
-        return sum(self.cap.fit(nodes, self.cap.mask(run.node_filter), self.vector(run.requests), run.count) for run in runs)
+        return sum(self.cap.fit(nodes, self.cap.mask(run.node_filter), self._run_vector(run), run.count) for run in runs)
 
     # -- the search ------------------------------------------------------------------
 
@@ -99,18 +107,23 @@ class Placer:
         first = demand[0][0] if demand else 0
         fitting: list[tuple[int, _Candidate]] = []
         for dom in self.cap.domains(key, nodes):
-            if not all(dom.free[r] >= need for r, need in demand):
-                continue
-            if dom.fresh is None:
-                fitting.append((dom.free[first], _Candidate(dom.path, dom, None)))
-                continue
-            group = self.inv.groups[dom.fresh[0]]
-            for j in islice(self.cap.fresh_in_lex_order(dom.fresh), per_class):
-                path = self.inv.domain_of(group, key, j)
-                if path is not None:
-                    fitting.append((dom.free[first], _Candidate(path, dom, j)))
+            free = dom.free
+            for r, need in demand:
+                if free[r] < need:
+                    break
+            else:
+                self._add_candidate(fitting, key, dom, free[first], per_class)
         fitting.sort(key=lambda c: (c[0], c[1].path))
         return [c for _, c in fitting]
+
+    def _add_candidate(self, fitting: list[tuple[int, _Candidate]], key: str, dom: Domain, tight: int, per_class: int) -> None:
+        if dom.fresh is None:
+            fitting.append((tight, _Candidate(dom.path, dom, None)))
+            return
+        for j in islice(self.cap.fresh_in_lex_order(dom.fresh), per_class):
+            path = self.cap.node_path(key, dom.fresh[0], j)
+            if path is not None:
+                fitting.append((tight, _Candidate(path, dom, j)))
 
     def _enter(self, candidate: _Candidate) -> tuple[Nodes, list[int]]:
         """The nodes and running free total of a candidate; a class member becomes explicit
@@ -132,7 +145,7 @@ class Placer:
     def _runs_demand(self, runs: Sequence[Run]) -> dict[int, int]:
         out: dict[int, int] = {}
         for run in runs:
-            for r, need in self.vector(run.requests):
+            for r, need in self._run_vector(run):
                 out[r] = out.get(r, 0) + need * run.count
         return out
 
@@ -217,8 +230,11 @@ class Placer:
         return (*peak, *(-totals.get(r, 0) for r in range(len(self.resources))))
 
     def _pod_key(self, run: Run) -> tuple[int, ...]:
-        amounts = dict(self.vector(run.requests))
-        return tuple(-amounts.get(r, 0) for r in range(len(self.resources)))
+        found = self._pod_keys.get(run.requests)
+        if found is None:
+            amounts = dict(self._run_vector(run))
+            found = self._pod_keys[run.requests] = tuple(-amounts.get(r, 0) for r in range(len(self.resources)))
+        return found
 
     def gang_size(self, gang: Gang) -> tuple[int, ...]:
         return self._size(gang.scope)
