@@ -69,7 +69,7 @@ def measure(size: int, nodes: int, tmp: Path, gpus: int = 8) -> dict[str, Any]:
     pods = sum(g.scope.pods() + g.scope.extra_pods() for g in gangs)
     return {
         "podcliquesets": len(plan.items),
-        "nodes": len(result.inventory.nodes),
+        "nodes": result.inventory.node_count,
         "gangs": len(result.results),
         "fitting_gangs": sum(r.fits for r in result.results),
         "pods": pods,

@@ -18,6 +18,11 @@ from grove_gitops.api.base import ObjectMeta, StrictModel
 from grove_gitops.validation.podspec import parse_quantity
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+#: The label every node of a pool gets (its node name) unless the pool's labels set it.
+HOSTNAME = "kubernetes.io/hostname"
+#: Nodes of one pool. A pool is one entry however many nodes it holds; the total of a source
+#: is bounded apart (``grove_gitops.api.inventorycheck``).
+MAX_POOL_NODES = 100_000
 
 
 def _check_quantity(value: str | int | float) -> str | int | float:
@@ -52,7 +57,7 @@ class NodePool(StrictModel):
     """
 
     name: str = Field(min_length=1)
-    count: int = Field(ge=1, le=100_000)
+    count: int = Field(ge=1, le=MAX_POOL_NODES)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     allocatable: dict[str, Quantity]

@@ -13,8 +13,9 @@ against NoSchedule/NoExecute taints. Preferred affinity and pod (anti-)affinity 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from grove_gitops.feasibility.inventory import ClusterNode
@@ -76,8 +77,28 @@ class NodeFilter:
         data = [spec.get("nodeSelector") or {}, affinity or {}, spec.get("tolerations") or []]
         return NodeFilter(json.dumps(data, sort_keys=True, separators=(",", ":")))
 
-    def allows(self, node: ClusterNode) -> bool:
+    @cached_property
+    def parsed(self) -> tuple[Any, Any, Any]:
+        """(nodeSelector, required node affinity, tolerations), parsed once per filter."""
         selector, affinity, tolerations = json.loads(self.text)
+        return selector, affinity, tolerations
+
+    def strings(self) -> Iterator[str]:
+        """Every string of the filter (keys and values): the only node names and hostnames it
+        can single out (``placement`` tracks those nodes of a pool one by one)."""
+        stack: list[Any] = list(self.parsed)
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                yield item
+            elif isinstance(item, dict):
+                yield from (k for k in item if isinstance(k, str))
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+
+    def allows(self, node: ClusterNode) -> bool:
+        selector, affinity, tolerations = self.parsed
         if any(node.labels.get(k) != v for k, v in selector.items()):
             return False
         terms = affinity.get("nodeSelectorTerms") if isinstance(affinity, dict) else None
@@ -87,7 +108,7 @@ class NodeFilter:
 
     def reasons(self) -> str:
         """What this filter consists of, for a message (``nodeSelector, tolerations``)."""
-        selector, affinity, tolerations = json.loads(self.text)
+        selector, affinity, tolerations = self.parsed
         parts = [
             name
             for name, value in (("nodeSelector", selector), ("required node affinity", affinity))

@@ -9,24 +9,28 @@ After every gang's ``minReplicas`` pods, the extra pods are placed where room is
 
 It can answer "does not fit" for a gang that a cleverer packing would fit (it never
 backtracks into a gang placed earlier); it never answers "fits" for a gang that does not.
+
+The nodes are groups of identical nodes (``capacity``), never listed one by one, and the
+answer is exactly the one of the same search over the nodes listed one by one: at a level
+where each node of a pool is a domain of its own, the pool's fresh nodes are one class, and
+as they are alike, the first of them that fails answers for all (it is tried once, and
+counted for each of its members that a preferred search would have tried).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
+from grove_gitops.feasibility.capacity import Capacity, Domain, Mask, Nodes, Vector
 from grove_gitops.feasibility.demand import NodeFilter
 from grove_gitops.feasibility.inventory import Inventory
 from grove_gitops.feasibility.model import Gang, Run, Scope
-from grove_gitops.feasibility.units import UNLIMITED, UNTRACKED_WHEN_ABSENT, fmt, order_key
+from grove_gitops.feasibility.units import REPORTED, fmt, order_key
 
 #: How many domains of a preferred level are tried before the preference is given up.
 MAX_PREFERRED_TRIES = 16
-#: Nodes per chunk of a long node list (see ``Placer._chunks``).
-CHUNK = 32
-
-Nodes = Sequence[int]
 
 
 @dataclass
@@ -43,198 +47,94 @@ class _Failure(Exception):
     """A scope did not fit; the message says why, in the user's terms."""
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """A domain to try: a static or explicit one, or member ``index`` of a class."""
+
+    path: tuple[str, ...]
+    domain: Domain
+    index: int | None
+
+
 class Placer:
-    def __init__(self, inventory: Inventory, resources: Iterable[str]) -> None:
+    def __init__(self, inventory: Inventory, resources: Iterable[str], filters: Iterable[NodeFilter] = ()) -> None:
         self.inv = inventory
-        names = {"pods", *resources}
-        for node in inventory.nodes:
-            names.update(node.allocatable)
-        self.resources = sorted(names, key=order_key)
+        # Only what some pod requests (and the table's columns) is tracked: a resource no pod
+        # asks for changes no answer, and the inventory cannot widen every node's row.
+        self.resources = sorted({"pods", *REPORTED, *resources}, key=order_key)
         self.index = {r: i for i, r in enumerate(self.resources)}
-        self.alloc: list[list[int]] = []
-        for node in inventory.nodes:
-            row = []
-            for r in self.resources:
-                if r in node.allocatable:
-                    row.append(node.allocatable[r])
-                else:
-                    row.append(UNLIMITED if r in UNTRACKED_WHEN_ABSENT else 0)
-            self.alloc.append(row)
-        self.free = [list(row) for row in self.alloc]
-        self.log: list[tuple[int, tuple[tuple[int, int], ...], int]] = []
-        self._allowed: dict[NodeFilter, list[bool]] = {}
-        # Domains per level key: node → domain, domain → nodes, and running totals.
-        self.keys = list(inventory.levels)
-        self.node_domain: dict[str, list[tuple[str, ...] | None]] = {}
-        self.domain_nodes: dict[str, dict[tuple[str, ...], list[int]]] = {}
-        self.domain_free: dict[str, dict[tuple[str, ...], list[int]]] = {}
-        self.domain_alloc: dict[str, dict[tuple[str, ...], list[int]]] = {}
-        width = len(self.resources)
-        self.cluster_alloc = [sum(row[r] for row in self.alloc) for r in range(width)]
-        self.cluster_free = list(self.cluster_alloc)
-        #: The running free totals each node counts in: the cluster's and its domains'.
-        self._memberships: list[list[list[int]]] = [[self.cluster_free] for _ in inventory.nodes]
-        self.all_nodes = list(range(len(inventory.nodes)))
-        self._demands: dict[int, tuple[tuple[int, int], ...]] = {}
-        self._all_allowed: dict[NodeFilter, bool] = {}
-        self._largest_cache: dict[NodeFilter, list[int] | None] = {}
-        self._any_cache: dict[tuple[str, ...], list[bool]] = {}
+        self.cap = Capacity(inventory, self.resources, filters)
+        self.keys = self.cap.keys
+        self._demands: dict[int, Vector] = {}
+        self._vectors: dict[tuple[tuple[str, int], ...], Vector] = {}
+        self._pod_keys: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}
+        self._any_cache: dict[tuple[str, ...], Mask] = {}
         #: Per leaf scope (by id), the nodes its required constraints confined it to (None: any).
         self._bounds: dict[int, Nodes | None] = {}
-        for key in self.keys:
-            self._add_level(key)
-        #: Running free totals of runs of CHUNK consecutive nodes of the long node lists (the
-        #: cluster, large domains), by the list's id: a full chunk is skipped in one test.
-        self._chunks: dict[int, list[tuple[int, int, list[int]]]] = {}
-        for members in [self.all_nodes, *(m for doms in self.domain_nodes.values() for m in doms.values())]:
-            if len(members) > 2 * CHUNK:
-                self._add_chunks(members)
 
-    def _add_chunks(self, members: list[int]) -> None:
-        chunks = []
-        for start in range(0, len(members), CHUNK):
-            end = min(start + CHUNK, len(members))
-            totals = [sum(self.alloc[i][r] for i in members[start:end]) for r in range(len(self.resources))]
-            for i in members[start:end]:
-                self._memberships[i].append(totals)
-            chunks.append((start, end, totals))
-        self._chunks[id(members)] = chunks
+    @property
+    def log(self) -> list[tuple[int, int, Vector, int, bool]]:
+        return self.cap.log
 
-    def _add_level(self, key: str) -> None:
-        per_node = [self.inv.domain_of(n, key) for n in self.inv.nodes]
-        nodes: dict[tuple[str, ...], list[int]] = {}
-        for i, dom in enumerate(per_node):
-            if dom is not None:
-                nodes.setdefault(dom, []).append(i)
-        self.node_domain[key] = per_node
-        self.domain_nodes[key] = dict(sorted(nodes.items()))
-        free: dict[tuple[str, ...], list[int]] = {}
-        alloc: dict[tuple[str, ...], list[int]] = {}
-        for dom, members in self.domain_nodes[key].items():
-            total = [sum(self.alloc[i][r] for i in members) for r in range(len(self.resources))]
-            free[dom], alloc[dom] = list(total), total
-            for i in members:
-                self._memberships[i].append(free[dom])
-        self.domain_free[key], self.domain_alloc[key] = free, alloc
+    def undo(self, checkpoint: int) -> None:
+        self.cap.undo(checkpoint)
 
     # -- capacity bookkeeping ---------------------------------------------------------
 
-    def vector(self, requests: Iterable[tuple[str, int]]) -> tuple[tuple[int, int], ...]:
+    def vector(self, requests: Iterable[tuple[str, int]]) -> Vector:
         return tuple((self.index[name], amount) for name, amount in requests if name in self.index)
 
-    def allowed(self, node_filter: NodeFilter) -> list[bool]:
-        found = self._allowed.get(node_filter)
+    def _run_vector(self, run: Run) -> Vector:
+        found = self._vectors.get(run.requests)
         if found is None:
-            found = [node_filter.allows(n) for n in self.inv.nodes]
-            self._allowed[node_filter] = found
-            self._all_allowed[node_filter] = all(found)
+            found = self._vectors[run.requests] = self.vector(run.requests)
         return found
-
-    def _largest(self, node_filter: NodeFilter) -> list[int] | None:
-        """Per resource, the most any node the filter allows has (None: it allows none)."""
-        if node_filter not in self._largest_cache:
-            ok = self.allowed(node_filter)
-            rows = [self.alloc[i] for i in self.all_nodes if ok[i]]
-            self._largest_cache[node_filter] = [max(col) for col in zip(*rows, strict=True)] if rows else None
-        return self._largest_cache[node_filter]
 
     def allows_all(self, scope: Scope) -> bool:
         """Whether every pod of ``scope`` may use every node (running totals then apply as they are)."""
-        for leaf in scope.leaves():
-            for run in leaf.runs:
-                self.allowed(run.node_filter)
-                if not self._all_allowed[run.node_filter]:
-                    return False
-        return True
-
-    def _take(self, i: int, vec: tuple[tuple[int, int], ...], k: int) -> None:
-        row = self.free[i]
-        for r, need in vec:
-            row[r] -= need * k
-            for totals in self._memberships[i]:
-                totals[r] -= need * k
-        self.log.append((i, vec, k))
-
-    def undo(self, checkpoint: int) -> None:
-        while len(self.log) > checkpoint:
-            i, vec, k = self.log.pop()
-            row = self.free[i]
-            for r, need in vec:
-                row[r] += need * k
-                for totals in self._memberships[i]:
-                    totals[r] += need * k
+        return all(self.cap.mask(run.node_filter).every for leaf in scope.leaves() for run in leaf.runs)
 
     def place_runs(self, runs: Sequence[Run], nodes: Nodes) -> int:
         """First fit of each run's pods over ``nodes``; returns how many pods found no room
         (those placed stay placed: the caller undoes a failed attempt)."""
-        left_total = 0
-        whole: list[tuple[int, int, list[int] | None]] = [(0, len(nodes), None)]
-        chunks: Sequence[tuple[int, int, list[int] | None]] = self._chunks.get(id(nodes)) or whole
-        for run in runs:
-            ok = self.allowed(run.node_filter)
-            vec = self.vector(run.requests)
-            left = run.count
-            for start, end, totals in chunks:
-                if totals is not None and any(totals[r] < need for r, need in vec):
-                    continue  # not one node of this chunk has room for a pod
-                left = self._first_fit(nodes, start, end, ok, vec, left)
-                if left == 0:
-                    break
-            left_total += left
-        return left_total
-
-    def _first_fit(
-        self, nodes: Nodes, start: int, end: int, ok: list[bool], vec: tuple[tuple[int, int], ...], left: int
-    ) -> int:
-        for j in range(start, end):
-            i = nodes[j]
-            if not ok[i]:
-                continue
-            row = self.free[i]
-            k = left
-            for r, need in vec:
-                can = row[r] // need
-                if can < k:
-                    k = can
-                    if k == 0:
-                        break
-            if k:
-                self._take(i, vec, k)
-                left -= k
-                if left == 0:
-                    return 0
-        return left
+        return sum(self.cap.fit(nodes, self.cap.mask(run.node_filter), self._run_vector(run), run.count) for run in runs)
 
     # -- the search ------------------------------------------------------------------
 
-    def _domains(self, key: str, nodes: Nodes | None) -> list[tuple[tuple[str, ...], list[int]]]:
-        if nodes is None:
-            return list(self.domain_nodes.get(key, {}).items())
-        doms = self.node_domain.get(key)
-        if doms is None:
-            return []
-        out: dict[tuple[str, ...], list[int]] = {}
-        for i in nodes:
-            dom = doms[i]
-            if dom is not None:
-                out.setdefault(dom, []).append(i)
-        return list(out.items())
-
-    def _candidates(
-        self, key: str, nodes: Nodes | None, demand: tuple[tuple[int, int], ...]
-    ) -> list[tuple[tuple[str, ...], list[int]]]:
-        """Domains of ``key`` whose free total covers ``demand``, tightest first."""
-        free = self.domain_free.get(key, {})
+    def _candidates(self, key: str, nodes: Nodes | None, demand: Vector, per_class: int) -> list[_Candidate]:
+        """Domains of ``key`` whose free total covers ``demand``, tightest first, then by path;
+        the first ``per_class`` members (in path order) of each class of alike nodes."""
         first = demand[0][0] if demand else 0
-        fitting = [
-            (dom, members)
-            for dom, members in self._domains(key, nodes)
-            if all(free[dom][r] >= need for r, need in demand)
-        ]
-        fitting.sort(key=lambda d: (free[d[0]][first], d[0]))
-        return fitting
+        fitting: list[tuple[int, _Candidate]] = []
+        for dom in self.cap.domains(key, nodes):
+            free = dom.free
+            for r, need in demand:
+                if free[r] < need:
+                    break
+            else:
+                self._add_candidate(fitting, key, dom, free[first], per_class)
+        fitting.sort(key=lambda c: (c[0], c[1].path))
+        return [c for _, c in fitting]
 
-    def _demand(self, scope: Scope) -> tuple[tuple[int, int], ...]:
+    def _add_candidate(self, fitting: list[tuple[int, _Candidate]], key: str, dom: Domain, tight: int, per_class: int) -> None:
+        if dom.fresh is None:
+            fitting.append((tight, _Candidate(dom.path, dom, None)))
+            return
+        for j in islice(self.cap.fresh_in_lex_order(dom.fresh), per_class):
+            path = self.cap.node_path(key, dom.fresh[0], j)
+            if path is not None:
+                fitting.append((tight, _Candidate(path, dom, j)))
+
+    def _enter(self, candidate: _Candidate) -> tuple[Nodes, list[int]]:
+        """The nodes and running free total of a candidate; a class member becomes explicit
+        (logged, so the caller's undo forgets it)."""
+        dom = candidate.domain
+        if dom.fresh is None or candidate.index is None:
+            return dom.members, dom.free
+        g, j = dom.fresh[0], candidate.index
+        return ((g, j, j + 1),), self.cap.take(g, j, (), 0)
+
+    def _demand(self, scope: Scope) -> Vector:
         found = self._demands.get(id(scope))
         if found is None:
             vec = self.vector(scope.demand().items())
@@ -245,7 +145,7 @@ class Placer:
     def _runs_demand(self, runs: Sequence[Run]) -> dict[int, int]:
         out: dict[int, int] = {}
         for run in runs:
-            for r, need in self.vector(run.requests):
+            for r, need in self._run_vector(run):
                 out[r] = out.get(r, 0) + need * run.count
         return out
 
@@ -257,18 +157,18 @@ class Placer:
         ``agg`` is the running free total of a superset of ``nodes`` (the cluster's when None):
         a demand above it cannot fit, which spares the node-by-node search.
         """
-        agg = self.cluster_free if agg is None else agg
+        agg = self.cap.cluster_free if agg is None else agg
         if scope.required is None:
             self._inner(scope, nodes, where, placed, agg)
             return
         demand = self._demand(scope)
         first_failure: _Failure | None = None
-        free = self.domain_free.get(scope.required, {})
-        candidates = self._candidates(scope.required, nodes, demand) if self._covers(agg, demand) else []
-        for dom, members in candidates:
+        candidates = self._candidates(scope.required, nodes, demand, 1) if self._covers(agg, demand) else []
+        for candidate in candidates:
             checkpoint = len(self.log)
+            members, free = self._enter(candidate)
             try:
-                self._inner(scope, members, self._name(scope.required, dom), placed, free[dom])
+                self._inner(scope, members, self._name(scope.required, candidate.path), placed, free)
                 return
             except _Failure as exc:
                 self.undo(checkpoint)
@@ -282,15 +182,20 @@ class Placer:
     def _inner(self, scope: Scope, nodes: Nodes | None, where: str, placed: dict[str, str], agg: list[int]) -> None:
         if scope.preferred is not None and scope.preferred != scope.required:
             demand = self._demand(scope)
-            free = self.domain_free.get(scope.preferred, {})
-            candidates = self._candidates(scope.preferred, nodes, demand) if self._covers(agg, demand) else []
-            for dom, members in candidates[:MAX_PREFERRED_TRIES]:
+            tries = MAX_PREFERRED_TRIES
+            candidates = self._candidates(scope.preferred, nodes, demand, tries) if self._covers(agg, demand) else []
+            failed: set[int] = set()
+            for candidate in candidates[:tries]:
+                if id(candidate.domain) in failed:
+                    continue  # a member of a class whose first member failed: it fails too
                 checkpoint = len(self.log)
+                members, free = self._enter(candidate)
                 try:
-                    self._content(scope, members, self._name(scope.preferred, dom), placed, free[dom], nodes)
+                    self._content(scope, members, self._name(scope.preferred, candidate.path), placed, free, nodes)
                     return
                 except _Failure:
                     self.undo(checkpoint)
+                    failed.add(id(candidate.domain))
         self._content(scope, nodes, where, placed, agg, nodes)
 
     def _content(
@@ -308,7 +213,7 @@ class Placer:
             self._bounds[id(scope)] = bound
             checkpoint = len(self.log)
             fits_total = self._covers(agg, self._runs_demand(scope.runs).items())
-            if not fits_total or self.place_runs(scope.runs, self.all_nodes if nodes is None else nodes):
+            if not fits_total or self.place_runs(scope.runs, self.cap.all_nodes if nodes is None else nodes):
                 self.undo(checkpoint)  # the reason speaks of the room before this attempt
                 raise _Failure(self._leaf_reason(scope, nodes, where))
             placed[scope.label] = where
@@ -325,8 +230,11 @@ class Placer:
         return (*peak, *(-totals.get(r, 0) for r in range(len(self.resources))))
 
     def _pod_key(self, run: Run) -> tuple[int, ...]:
-        amounts = dict(self.vector(run.requests))
-        return tuple(-amounts.get(r, 0) for r in range(len(self.resources)))
+        found = self._pod_keys.get(run.requests)
+        if found is None:
+            amounts = dict(self._run_vector(run))
+            found = self._pod_keys[run.requests] = tuple(-amounts.get(r, 0) for r in range(len(self.resources)))
+        return found
 
     def gang_size(self, gang: Gang) -> tuple[int, ...]:
         return self._size(gang.scope)
@@ -338,7 +246,7 @@ class Placer:
         for leaf in scope.leaves():
             if leaf.extra:
                 bound = self._bounds.get(id(leaf))
-                unplaced += self.place_runs(leaf.extra, self.all_nodes if bound is None else bound)
+                unplaced += self.place_runs(leaf.extra, self.cap.all_nodes if bound is None else bound)
         return unplaced
 
     # -- names and reasons ------------------------------------------------------------
@@ -346,29 +254,37 @@ class Placer:
     def _name(self, key: str, dom: tuple[str, ...]) -> str:
         return f"{self.inv.level_name(key)} {'/'.join(dom)}"
 
-    def _allowed_any(self, scope: Scope) -> list[bool]:
+    def _allowed_any(self, scope: Scope) -> Mask:
         filters = {run.node_filter for leaf in scope.leaves() for run in leaf.runs} or {NodeFilter.of({})}
         key = tuple(sorted(f.text for f in filters))
         found = self._any_cache.get(key)
         if found is None:
-            masks = [self.allowed(f) for f in filters]
-            found = masks[0] if len(masks) == 1 else [any(m[i] for m in masks) for i in self.all_nodes]
+            found = self.cap.union([self.cap.mask(f) for f in sorted(filters, key=lambda f: f.text)])
             self._any_cache[key] = found
         return found
 
-    def _short(self, demand: tuple[tuple[int, int], ...], have: list[int]) -> int | None:
+    def _short(self, demand: Vector, have: list[int]) -> int | None:
         """The first resource (GPUs first) of ``demand`` above ``have``, by index."""
         for r, need in demand:
             if need > have[r]:
                 return r
         return None
 
-    def _sum(self, rows: list[list[int]], nodes: Iterable[int], ok: list[bool]) -> list[int]:
-        out = [0] * len(self.resources)
-        for i in nodes:
-            if ok[i]:
-                for r, v in enumerate(rows[i]):
-                    out[r] += v
+    def _level_room(self, key: str, nodes: Nodes | None, mask: Mask | None) -> list[tuple[list[int], list[int]]]:
+        """(allocatable, free) of each domain of ``key`` in ``nodes``, counting the nodes
+        ``mask`` allows (None: every node, as the running totals say); one entry stands for
+        a class of alike nodes (the reasons want the largest and the most free)."""
+        out: list[tuple[list[int], list[int]]] = []
+        for dom in self.cap.domains(key, nodes):
+            if dom.fresh is not None:
+                g = dom.fresh[0]
+                if mask is None or mask.generic[g]:
+                    out.append((self.cap.alloc[g], self.cap.alloc[g]))
+            elif mask is None:
+                static = self.cap.dom_alloc[key].get(dom.path)
+                out.append((static if static is not None else self.cap.alloc[dom.members[0][0]], dom.free))
+            elif self.cap.any_allowed(mask, dom.members):
+                out.append(self.cap.sums(dom.members, mask))
         return out
 
     def _required_reason(self, scope: Scope, nodes: Nodes | None, where: str, inner: _Failure | None) -> str:
@@ -376,24 +292,19 @@ class Placer:
         level = self.inv.level_name(scope.required)
         demand = self._demand(scope)
         inside = "" if nodes is None else f" of {where}"
-        if not self.allows_all(scope):
+        every = self.allows_all(scope)
+        if not every:
             inside += " on the nodes its pods may use (taints, nodeSelector or affinity rule out others)"
-        if nodes is None and self.allows_all(scope):  # the running totals say it all
-            allocs = list(self.domain_alloc.get(scope.required, {}).values())
-            frees = list(self.domain_free.get(scope.required, {}).values())
-        else:
-            ok = self._allowed_any(scope)
-            doms = [(d, m) for d, m in self._domains(scope.required, nodes) if any(ok[i] for i in m)]
-            allocs = [self._sum(self.alloc, m, ok) for _, m in doms]
-            frees = [self._sum(self.free, m, ok) for _, m in doms]
-        if not allocs:
+        exact = nodes is None and every  # the running totals say it all
+        room = self._level_room(scope.required, nodes, None if exact else self._allowed_any(scope))
+        if not room:
             return (
                 f"{scope.label} must pack inside one {level}, but no node{inside} it may use has the label "
                 f"{scope.required}"
             )
         for r, need in demand:
             name = self.resources[r]
-            largest = max(a[r] for a in allocs)
+            largest = max(a[r] for a, _ in room)
             if need > largest:
                 return (
                     f"{scope.label} needs {fmt(name, need)} {name} inside one {level}; the largest {level}{inside} "
@@ -401,7 +312,7 @@ class Placer:
                 )
         for r, need in demand:
             name = self.resources[r]
-            most = max(f[r] for f in frees)
+            most = max(f[r] for _, f in room)
             if need > most:
                 return (
                     f"{scope.label} needs {fmt(name, need)} {name} inside one {level}; the most free in any {level}"
@@ -411,16 +322,15 @@ class Placer:
         return f"{scope.label} fits in no single {level}{inside}{detail}"
 
     def _leaf_reason(self, scope: Scope, nodes: Nodes | None, where: str) -> str:
-        members = self.all_nodes if nodes is None else nodes
+        members = self.cap.all_nodes if nodes is None else nodes
         for run in scope.runs:
-            largest_of = self._largest(run.node_filter)
+            mask = self.cap.mask(run.node_filter)
+            largest_of = self.cap.largest(mask)
             if largest_of is None:
                 return f"{scope.label}: no node matches its pods' {run.node_filter.reasons()}"
-            ok = self.allowed(run.node_filter)
-            if nodes is not None and not any(ok[i] for i in members):
+            if nodes is not None and not self.cap.any_allowed(mask, members):
                 return f"{scope.label}: no node in {where} matches its pods' {run.node_filter.reasons()}"
-            vec = self.vector(run.requests)
-            for r, need in vec:
+            for r, need in self.vector(run.requests):
                 largest = largest_of[r]
                 if need > largest:
                     name = self.resources[r]
@@ -430,10 +340,9 @@ class Placer:
                     )
         demand = self._demand(scope)
         if nodes is None and self.allows_all(scope):
-            have, allocs = self.cluster_free, self.cluster_alloc
+            have, allocs = self.cap.cluster_free, self.cap.cluster_alloc
         else:
-            ok_any = self._allowed_any(scope)
-            have, allocs = self._sum(self.free, members, ok_any), self._sum(self.alloc, members, ok_any)
+            allocs, have = self.cap.sums(members, self._allowed_any(scope))
         short = self._short(demand, have)
         if short is not None:
             name, need = self.resources[short], dict(demand)[short]
@@ -448,11 +357,13 @@ class Placer:
         )
 
 
+
 def place_all(inventory: Inventory, gangs: list[Gang]) -> tuple[Placer, list[GangResult]]:
     """Base gangs, then scaled gangs (Grove releases a scaled gang only after its base gang),
     largest first within each phase; then every fitting gang's extra pods."""
-    resources = {name for g in gangs for leaf in g.scope.leaves() for run in leaf.runs + leaf.extra for name, _ in run.requests}
-    placer = Placer(inventory, resources)
+    runs = [run for g in gangs for leaf in g.scope.leaves() for run in leaf.runs + leaf.extra]
+    resources = {name for run in runs for name, _ in run.requests}
+    placer = Placer(inventory, resources, {run.node_filter for run in runs})
     results: dict[tuple[str, str], GangResult] = {}
     placements: dict[tuple[str, str], dict[str, str]] = {}
     for phase in ("base", "scaled"):

@@ -9,15 +9,16 @@ JSON, a contract other tools rely on: ``{"heuristic": str, "inventory": bool, "f
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from grove_gitops.feasibility import HEURISTIC
 from grove_gitops.feasibility.check import Feasibility
 from grove_gitops.feasibility.placement import GangResult
-from grove_gitops.feasibility.units import GPU, fmt
+from grove_gitops.feasibility.units import REPORTED, fmt
 
 #: The resources of the capacity table.
-TABLE_RESOURCES = (GPU, "cpu", "memory")
+TABLE_RESOURCES = REPORTED
 #: A level with more domains than this is summarised in the text table (hosts, mostly).
 MAX_TEXT_DOMAINS = 40
 
@@ -38,44 +39,71 @@ def _gang_dict(r: GangResult) -> dict[str, Any]:
     }
 
 
+def _amounts(result: Feasibility, alloc: list[int], free: list[int]) -> tuple[dict[str, str], dict[str, str]]:
+    requested, allocatable = {}, {}
+    for name in TABLE_RESOURCES:
+        r = result.placer.index.get(name)
+        requested[name] = fmt(name, alloc[r] - free[r]) if r is not None else "0"
+        allocatable[name] = fmt(name, alloc[r]) if r is not None else "0"
+    return requested, allocatable
+
+
+def _level_rows(result: Feasibility, key: str) -> Iterator[dict[str, Any]]:
+    """The rows of one level, by domain path."""
+    level = result.inventory.level_name(key)
+    for dom, nodes, alloc, free in result.placer.cap.domain_rows(key):
+        requested, allocatable = _amounts(result, alloc, free)
+        yield {
+            "level": level,
+            "key": key,
+            "domain": "/".join(dom),
+            "nodes": nodes,
+            "requested": requested,
+            "allocatable": allocatable,
+        }
+
+
 def domain_rows(result: Feasibility) -> list[dict[str, Any]]:
-    placer = result.placer
-    rows = []
-    for key in placer.keys:
+    return [row for key in result.placer.keys for row in _level_rows(result, key)]
+
+
+def _domain_texts(result: Feasibility) -> Iterator[str]:
+    """Each row of ``domains`` as ``json.dumps(..., indent=2)`` writes it inside the document.
+    A level of hosts may list 100,000 rows, most alike but for the path: a row is formatted
+    once per amounts (hosts of a pool share theirs) and only its ``domain`` line per row."""
+    cache: dict[tuple[Any, ...], list[str]] = {}
+    for key in result.placer.keys:
         level = result.inventory.level_name(key)
-        for dom, members in placer.domain_nodes[key].items():
-            alloc, free = placer.domain_alloc[key][dom], placer.domain_free[key][dom]
-            requested, allocatable = {}, {}
-            for name in TABLE_RESOURCES:
-                r = placer.index.get(name)
-                requested[name] = fmt(name, alloc[r] - free[r]) if r is not None else "0"
-                allocatable[name] = fmt(name, alloc[r]) if r is not None else "0"
-            rows.append(
-                {
-                    "level": level,
-                    "key": key,
-                    "domain": "/".join(dom),
-                    "nodes": len(members),
-                    "requested": requested,
-                    "allocatable": allocatable,
-                }
-            )
-    return rows
+        for dom, nodes, alloc, free in result.placer.cap.domain_rows(key):
+            signature = (key, nodes, id(alloc), id(free))  # the rows of alike hosts are one list
+            lines = cache.get(signature)
+            if lines is None:
+                requested, allocatable = _amounts(result, alloc, free)
+                row = {"level": level, "key": key, "domain": "", "nodes": nodes}
+                row |= {"requested": requested, "allocatable": allocatable}
+                lines = cache[signature] = ["    " + line for line in json.dumps(row, indent=2).split("\n")]
+            lines[3] = f'      "domain": {json.dumps("/".join(dom))},'  # the third key, one line
+            yield "\n".join(lines)
 
 
 def to_json(result: Feasibility | None) -> str:
     if result is None:
         data: dict[str, Any] = {"heuristic": HEURISTIC, "inventory": False, "fits": True, "gangs": [], "domains": []}
-    else:
-        data = {
-            "heuristic": HEURISTIC,
-            "inventory": True,
-            "fits": result.fits,
-            "nodes": len(result.inventory.nodes),
-            "gangs": [_gang_dict(r) for r in result.results],
-            "domains": domain_rows(result),
-        }
-    return json.dumps(data, indent=2)
+        return json.dumps(data, indent=2)
+    data = {
+        "heuristic": HEURISTIC,
+        "inventory": True,
+        "fits": result.fits,
+        "nodes": result.inventory.node_count,
+        "gangs": [_gang_dict(r) for r in result.results],
+        "domains": [],
+    }
+    text = json.dumps(data, indent=2)
+    rows = ",\n".join(_domain_texts(result))
+    if not rows:
+        return text
+    assert text.endswith("[]\n}")
+    return text[: -len("[]\n}")] + "[\n" + rows + "\n  ]\n}"
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -98,24 +126,21 @@ def to_text(result: Feasibility) -> str:
             lines.append(f"DOES NOT FIT  {label}: {g.name}: {r.reason}")
     lines.append("")
     lines.append(
-        f"{fitting} of {len(result.results)} gang(s) fit on {len(result.inventory.nodes)} node(s)."
+        f"{fitting} of {len(result.results)} gang(s) fit on {result.inventory.node_count} node(s)."
     )
     lines.append(f"Note: {HEURISTIC}.")
-    rows = domain_rows(result)
-    if rows:
+    table = [["level", "domain", "nodes", "nvidia.com/gpu", "cpu", "memory"]]
+    for key in result.placer.keys:
+        count = result.placer.cap.domain_count(key)
+        if count > MAX_TEXT_DOMAINS:  # counted, not listed: a level of hosts may hold 100,000
+            table.append([result.inventory.level_name(key), f"({count} domains: see --output json)", "", "", "", ""])
+            continue
+        for row in _level_rows(result, key):
+            table.append(
+                [row["level"], row["domain"], str(row["nodes"])]
+                + [f"{row['requested'][n]} / {row['allocatable'][n]}" for n in TABLE_RESOURCES]
+            )
+    if len(table) > 1:
         lines += ["", "Capacity per topology domain (requested / allocatable):", ""]
-        table = [["level", "domain", "nodes", "nvidia.com/gpu", "cpu", "memory"]]
-        by_level: dict[str, list[dict[str, Any]]] = {}
-        for row in rows:
-            by_level.setdefault(row["key"], []).append(row)
-        for level_rows in by_level.values():
-            if len(level_rows) > MAX_TEXT_DOMAINS:
-                table.append([level_rows[0]["level"], f"({len(level_rows)} domains: see --output json)", "", "", "", ""])
-                continue
-            for row in level_rows:
-                table.append(
-                    [row["level"], row["domain"], str(row["nodes"])]
-                    + [f"{row['requested'][n]} / {row['allocatable'][n]}" for n in TABLE_RESOURCES]
-                )
         lines += _table(table)
     return "\n".join(lines) + "\n"

@@ -7,6 +7,8 @@ from decimal import ROUND_CEILING, Decimal
 from grove_gitops.validation.podspec import parse_quantity
 
 GPU = "nvidia.com/gpu"
+#: The resources of the capacity table (always tracked, so the table shows the nodes' amounts).
+REPORTED = (GPU, "cpu", "memory")
 #: Resources whose absence from a node's allocatable means "not tracked", not zero.
 UNTRACKED_WHEN_ABSENT = frozenset({"pods", "ephemeral-storage"})
 #: Effectively unlimited (a resource the node does not track).

@@ -26,6 +26,7 @@ import pathspec
 from pydantic import BaseModel, ValidationError
 
 from grove_gitops.api.inventory import Node, NodeInventory
+from grove_gitops.api.inventorycheck import inventory_problems
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
@@ -390,36 +391,10 @@ def load_source(root: Path | MemorySource, cache: RenderCache | None = None, job
 
 
 def _inventory_problems(source: SourceSet) -> list[InputProblem]:
-    """Two nodes of one name, and a pool giving one hostname to many nodes, are errors: the
-    cluster has one node per name, so the inventory would claim capacity that does not exist."""
-    problems: list[InputProblem] = []
-    seen: dict[str, str] = {}
-    for item in source.inventories:
-        for i, pool in enumerate(item.obj.pools):
-            if pool.count > 1 and HOSTNAME in pool.labels:
-                problems.append(
-                    InputProblem(
-                        item.file,
-                        f"pools[{i}].labels.{HOSTNAME}",
-                        f"{pool.count} nodes cannot share one hostname; leave it out (each node gets its own)",
-                    )
-                )
-            for j in range(pool.count):
-                name = f"{pool.name}-{j}"
-                if name in seen:
-                    problems.append(
-                        InputProblem(item.file, f"pools[{i}].name", f"node {name} is also defined in {seen[name]}")
-                    )
-                    break
-                seen[name] = item.file
-    for sourced in source.nodes:
-        prefix, node = sourced.obj
-        name = node.metadata.name
-        if name in seen:
-            where = f"{prefix}.metadata.name" if prefix else "metadata.name"
-            problems.append(InputProblem(sourced.file, where, f"node {name} is also defined in {seen[name]}"))
-        seen.setdefault(name, sourced.file)
-    return problems
+    """Limits, names and duplicate nodes of the inventory (``api.inventorycheck``), without
+    ever listing a pool's nodes one by one."""
+    inventories = [(item.file, item.obj) for item in source.inventories]
+    return inventory_problems(inventories, [(s.file, s.obj[0], s.obj[1]) for s in source.nodes])
 
 
 def parse_pcs(item: Sourced[dict[str, Any]]) -> tuple[PodCliqueSet | None, list[InputProblem]]:
