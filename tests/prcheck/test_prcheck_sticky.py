@@ -97,7 +97,9 @@ def test_api_errors_name_the_call_and_githubs_message(fake_github: FakeGitHub) -
 
 
 def test_unreachable_api_is_an_error_not_a_traceback() -> None:
-    with pytest.raises(GitHubError, match=re.escape("GET http://127.0.0.1:9/")):
+    with pytest.raises(
+        GitHubError, match=re.escape("GET /repos/a/b/issues/1/comments?per_page=100: http://127.0.0.1:9: ")
+    ):
         GitHub("a/b", "t", "http://127.0.0.1:9", timeout=2).list_comments(1)
 
 
