@@ -132,8 +132,10 @@ def object_summary(d: ObjectDiff) -> str:
     return " · ".join(change_words(d.change, d.added, d.removed, d.paths, _html_code, _esc))
 
 
-def _details(d: ObjectDiff, lines: tuple[str, ...], note: str = "") -> str:
-    fence = _fence(d.lines)
+def _details(d: ObjectDiff, lines: tuple[str, ...], note: str = "", fence: str = "") -> str:
+    """One object's collapsed diff; ``fence`` is :func:`_fence` of all of ``d``'s lines (a
+    caller showing several cuts of the same diff computes it once)."""
+    fence = fence or _fence(d.lines)
     body = "\n".join(lines)
     return f"<details><summary>{object_summary(d)}</summary>\n\n{fence}diff\n{body}\n{fence}\n{note}\n</details>\n\n"
 
@@ -144,20 +146,22 @@ def _truncation_note(shown: int, total: int, rerun_hint: str) -> str:
 
 
 def _object_block(d: ObjectDiff, shard: str, rerun_hint: str) -> Block:
+    fence = _fence(d.lines)
+
     def shrink(budget: int) -> str:
         """Keep the first diff lines that fit, close the fence, say what was dropped."""
         total = len(d.lines)
         lo, hi = 0, total
         while lo < hi:  # binary search: the most lines whose block still fits
             mid = (lo + hi + 1) // 2
-            if len(_details(d, d.lines[:mid], _truncation_note(mid, total, rerun_hint))) <= budget:
+            if len(_details(d, d.lines[:mid], _truncation_note(mid, total, rerun_hint), fence)) <= budget:
                 lo = mid
             else:
                 hi = mid - 1
-        text = _details(d, d.lines[:lo], _truncation_note(lo, total, rerun_hint))
+        text = _details(d, d.lines[:lo], _truncation_note(lo, total, rerun_hint), fence)
         return text if len(text) <= budget else shrink_lines(text, budget)
 
-    return Block(_details(d, d.lines), shard, _continuation(shard), shrink)
+    return Block(_details(d, d.lines, fence=fence), shard, _continuation(shard), shrink)
 
 
 def _continuation(shard: str) -> str:

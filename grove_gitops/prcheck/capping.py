@@ -12,7 +12,9 @@ is left open.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from grove_gitops.diff.split import Block, pack
 
@@ -36,6 +38,9 @@ def pack_capped(
     """
     if not 1 <= max_parts <= MAX_PARTS_CEILING:
         raise ValueError(f"max_parts={max_parts}: expected 1 to {MAX_PARTS_CEILING}")
+    # The search below packs the same blocks again and again: each oversized block is shrunk
+    # to a given budget once (an object diff's shrink is itself a search).
+    blocks = [replace(b, shrink=functools.cache(b.shrink)) if b.shrink else b for b in blocks]
     full = pack(blocks, max_chars, header)
     if len(full) <= max_parts:
         return full, full
