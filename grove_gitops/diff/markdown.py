@@ -18,11 +18,11 @@ them than without, each is replaced by a one-line note saying so.
 
 from __future__ import annotations
 
-import html
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from grove_gitops.diff.mdescape import html_code_text, md_text
 from grove_gitops.diff.report import Report
 from grove_gitops.diff.semantic import ShardSummary
 from grove_gitops.diff.split import Block, pack, shrink_lines
@@ -53,9 +53,14 @@ def part_marker(key: str, i: int, n: int) -> str:
     return f"<!-- grove-gitops-diff key={key} part={i}/{n} -->"
 
 
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
 def code(text: str) -> str:
-    """An inline code span that survives backticks and table pipes inside ``text``."""
-    text = text.replace("|", "\\|").replace("\n", " ")
+    """An inline code span that survives backticks, line breaks and table pipes inside
+    ``text``. Nothing inside a code span is Markdown, a mention or a link, so untrusted text
+    is safe there as long as it cannot end the span or the line."""
+    text = _LINE_BREAK.sub(" ", text.replace("|", "\\|"))
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -63,11 +68,14 @@ def code(text: str) -> str:
 
 
 def _esc(text: str) -> str:
-    return html.escape(text, quote=False)
+    """Text from the source tree outside code (see :mod:`.mdescape`)."""
+    return md_text(text)
 
 
 def _html_code(text: str) -> str:
-    return f"<code>{_esc(text)}</code>"
+    """Code inside raw HTML (a ``<summary>``): HTML-escaped, not a code span (no Markdown
+    applies there); one line, so the HTML block cannot end early."""
+    return f"<code>{html_code_text(text)}</code>"
 
 
 def _strong(text: str) -> str:
@@ -124,8 +132,10 @@ def object_summary(d: ObjectDiff) -> str:
     return " · ".join(change_words(d.change, d.added, d.removed, d.paths, _html_code, _esc))
 
 
-def _details(d: ObjectDiff, lines: tuple[str, ...], note: str = "") -> str:
-    fence = _fence(d.lines)
+def _details(d: ObjectDiff, lines: tuple[str, ...], note: str = "", fence: str = "") -> str:
+    """One object's collapsed diff; ``fence`` is :func:`_fence` of all of ``d``'s lines (a
+    caller showing several cuts of the same diff computes it once)."""
+    fence = fence or _fence(d.lines)
     body = "\n".join(lines)
     return f"<details><summary>{object_summary(d)}</summary>\n\n{fence}diff\n{body}\n{fence}\n{note}\n</details>\n\n"
 
@@ -136,20 +146,22 @@ def _truncation_note(shown: int, total: int, rerun_hint: str) -> str:
 
 
 def _object_block(d: ObjectDiff, shard: str, rerun_hint: str) -> Block:
+    fence = _fence(d.lines)
+
     def shrink(budget: int) -> str:
         """Keep the first diff lines that fit, close the fence, say what was dropped."""
         total = len(d.lines)
         lo, hi = 0, total
         while lo < hi:  # binary search: the most lines whose block still fits
             mid = (lo + hi + 1) // 2
-            if len(_details(d, d.lines[:mid], _truncation_note(mid, total, rerun_hint))) <= budget:
+            if len(_details(d, d.lines[:mid], _truncation_note(mid, total, rerun_hint), fence)) <= budget:
                 lo = mid
             else:
                 hi = mid - 1
-        text = _details(d, d.lines[:lo], _truncation_note(lo, total, rerun_hint))
+        text = _details(d, d.lines[:lo], _truncation_note(lo, total, rerun_hint), fence)
         return text if len(text) <= budget else shrink_lines(text, budget)
 
-    return Block(_details(d, d.lines), shard, _continuation(shard), shrink)
+    return Block(_details(d, d.lines, fence=fence), shard, _continuation(shard), shrink)
 
 
 def _continuation(shard: str) -> str:
@@ -236,7 +248,7 @@ def report_blocks(
 
 
 def _header(report: Report, title: str, key: str, i: int, n: int) -> str:
-    label = f"{title} (base {code(report.base.label)} → head {code(report.head.label)})"
+    label = f"{md_text(title)} (base {code(report.base.label)} → head {code(report.head.label)})"
     if n > 1:
         label += f" · part {i}/{n}"
     return f"{MARKER}\n{part_marker(key, i, n)}\n## {label}\n\n"
@@ -261,20 +273,50 @@ def render_markdown(
     diagrams stay only when they cost no extra part.
     """
 
-    def header(i: int, n: int) -> str:
-        return _header(report, title, key, i, n)
+    blocks = markdown_blocks(
+        report,
+        title=title,
+        key=key,
+        max_chars=max_chars,
+        rerun_hint=rerun_hint,
+        plan_blocks=plan_blocks,
+        lead_blocks=lead_blocks,
+    )
+    return pack(blocks, max_chars, header_for(report, title, key))
+
+
+def markdown_blocks(
+    report: Report,
+    *,
+    title: str = DEFAULT_TITLE,
+    key: str = DEFAULT_KEY,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    rerun_hint: str = "",
+    plan_blocks: Sequence[Block] = (),
+    lead_blocks: Sequence[Block] = (),
+) -> list[Block]:
+    """The blocks :func:`render_markdown` packs (with or without the diagrams, whichever
+    needs fewer parts), for a caller that packs them its own way (the PR check caps the
+    number of comments)."""
+    header = header_for(report, title, key)
 
     def blocks(diagrams: bool) -> list[Block]:
         out = report_blocks(report, rerun_hint, plan_blocks, diagrams=diagrams)
         out[1:1] = lead_blocks
         return out
 
-    parts = pack(blocks(True), max_chars, header)
+    full = blocks(True)
+    parts = pack(full, max_chars, header)
     if len(parts) > 1:  # diagrams go first: drop them all if that saves a part
-        lean = pack(blocks(False), max_chars, header)
-        if len(lean) < len(parts):
+        lean = blocks(False)
+        if len(pack(lean, max_chars, header)) < len(parts):
             return lean
-    return parts
+    return full
+
+
+def header_for(report: Report, title: str, key: str) -> Callable[[int, int], str]:
+    """``header(i, n)``: the opening of part ``i`` of ``n``, for :func:`~.split.pack`."""
+    return lambda i, n: _header(report, title, key, i, n)
 
 
 def part_header(report: Report, title: str, key: str, i: int, n: int) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grove_gitops.diff.markdown import code
+from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.split import Block, shrink_lines
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 
@@ -146,7 +147,7 @@ def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
     if p.removed:
         lines.append(f"- **Removed** ({REMOVED_NOTE}): {_list(p.removed, code)}")
     if p.message:
-        lines.append(f"- {p.message}")
+        lines.append(f"- {p.message}")  # our own words and counts
     if lines[-1]:
         lines.append("")
     if p.steps:
@@ -182,4 +183,5 @@ def markdown_blocks(plan: Plan) -> list[Block]:
 
 def unavailable_block(reason: str) -> Block:
     """What the section says when a side cannot be planned (the diff itself still runs)."""
-    return Block(f"{PLAN_HEADING}\n\n⚠️ No rollout plan: {reason}\n\n", PLAN_SECTION, PLAN_CONTINUATION)
+    # the reason can quote the PR's hostnames and annotations: inert text (diff.mdescape)
+    return Block(f"{PLAN_HEADING}\n\n⚠️ No rollout plan: {md_text(reason)}\n\n", PLAN_SECTION, PLAN_CONTINUATION)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,12 @@ import click
 
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.prcheck.annotations import to_annotations
+from grove_gitops.prcheck.capping import DEFAULT_MAX_PARTS, MAX_PARTS_CEILING
 from grove_gitops.prcheck.compose import (
     DEFAULT_CLI,
     KEY_RE,
     Options,
+    PrCheckError,
     Status,
     compose,
     failure_parts,
@@ -76,6 +80,40 @@ def pr_check() -> None:
     """The pull-request check of action.yml: diff, plan, feasibility, annotations, sticky comment."""
 
 
+#: GitHub's limit for one step's job summary is 1 MiB.
+SUMMARY_BYTES = 1_000_000
+_SERVER_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def run_url() -> str:
+    """The workflow run's page (where the summary and the artifacts are), from the runner's
+    variables; "" when they are missing or not plainly a URL, a repository and a number."""
+    server = os.environ.get("GITHUB_SERVER_URL", "")
+    repo = os.environ.get("GITHUB_REPOSITORY", "")
+    run_id = os.environ.get("GITHUB_RUN_ID", "")
+    if _SERVER_URL.match(server) and _REPOSITORY.match(repo) and run_id.isascii() and run_id.isdigit():
+        return f"{server}/{repo}/actions/runs/{int(run_id)}"
+    return ""
+
+
+def _summary(parts: list[str], full: list[str]) -> str:
+    """The job summary: the whole report when it fits GitHub's limit, else the posted parts,
+    else a pointer to the report file."""
+    for candidate in ("\n\n".join(full), "\n\n".join(parts)):
+        if len(candidate.encode("utf-8")) <= SUMMARY_BYTES:
+            return candidate
+    return "The grove-gitops PR check's report is larger than a job summary: see `report.md` in its report directory.\n"
+
+
+def _crashed(out_dir: Path, title: str, key: str, public: str, detail: str) -> None:
+    """The check could not run: the details to the job log, a generic line to the comment."""
+    click.echo(f"error: {detail}", err=True)
+    write_results(out_dir, failure_parts(title, key, public), Status(diff="failed", notes=[public]))
+    set_outputs({"parts": "1", "errors": "0", "infeasible": "false", "feasibility": "failed"})
+    sys.exit(1)
+
+
 @pr_check.command("run")
 @click.option("--repo", type=click.Path(path_type=Path, file_okay=False), default=Path("."), show_default=True)
 @click.option("--base", required=True, help="The PR's base commit (the merge base with HEAD is compared).")
@@ -85,7 +123,19 @@ def pr_check() -> None:
 @click.option("--title", default="grove-gitops PR check", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "text"]), default="markdown", show_default=True)
 @click.option("--max-chars", type=click.IntRange(2000, 65_536), default=60_000, show_default=True)
-@click.option("--cli", "cli", default=None, help="The grove-gitops command to run (default: this installation).")
+@click.option(
+    "--max-parts",
+    type=click.IntRange(1, MAX_PARTS_CEILING),
+    default=DEFAULT_MAX_PARTS,
+    show_default=True,
+    help="At most this many comment parts; a longer report is cut and points to the full one.",
+)
+@click.option(
+    "--cli",
+    "cli",
+    default=None,
+    help="The grove-gitops command to run (default: this installation, isolated from the working directory).",
+)
 @OUT_DIR
 def run_command(
     repo: Path,
@@ -96,26 +146,34 @@ def run_command(
     title: str,
     fmt: str,
     max_chars: int,
+    max_parts: int,
     cli: str | None,
     out_dir: Path,
 ) -> None:
     """Compose the report into OUT_DIR and print annotations for head's validation problems."""
     argv = tuple(cli.split()) if cli else DEFAULT_CLI
-    opts = Options(repo, base, head, source_path, key, title, fmt, max_chars, argv)
+    opts = Options(repo, base, head, source_path, key, title, fmt, max_chars, argv, max_parts, run_url())
     try:
         result = compose(opts)
-    except GroveGitopsError as exc:
+    except PrCheckError as exc:
         # Say so in the comment too, instead of leaving an earlier push's report standing.
-        write_results(out_dir, failure_parts(title, key, str(exc)), Status(diff="failed", notes=[str(exc)]))
-        set_outputs({"parts": "1", "errors": "0", "infeasible": "false", "feasibility": "failed"})
-        _fail(str(exc))
+        _crashed(out_dir, title, key, exc.public or "the check could not run; see the job log.", str(exc))
+        return
+    except GroveGitopsError as exc:
+        _crashed(out_dir, title, key, "the check could not run (exit 1); see the job log.", str(exc))
+        return
+    except Exception as exc:  # a bug: the traceback is for the job log, never the comment
+        traceback.print_exc()
+        _crashed(out_dir, title, key, "internal error; see the job log.", f"{type(exc).__name__}: {exc}")
         return
     for line in result.annotations:
         click.echo(line)
+    for line in result.log:
+        click.echo(line, err=True)
     status = result.status
     for note in status.notes:
         click.echo(command("notice", note))
-    write_results(out_dir, result.parts, status)
+    write_results(out_dir, result.parts, status, result.full)
     set_outputs(
         {
             "parts": str(status.parts),
@@ -124,9 +182,10 @@ def run_command(
             "feasibility": status.feasibility,
         }
     )
-    add_summary("\n\n".join(result.parts))
+    add_summary(_summary(result.parts, result.full))
+    cut = f" (cut from {status.full_parts}: see report.md)" if status.full_parts > status.parts else ""
     click.echo(
-        f"pr-check: {status.parts} comment part(s), {status.errors} error(s), {status.warnings} warning(s), "
+        f"pr-check: {status.parts} comment part(s){cut}, {status.errors} error(s), {status.warnings} warning(s), "
         f"feasibility {status.feasibility}{' (a gang does not fit)' if status.infeasible else ''}",
         err=True,
     )
@@ -146,6 +205,8 @@ def post_command(key: str, pr: int | None, repository: str | None, author: str, 
     parts = read_parts(out_dir)
     if not parts:
         _fail(f"{out_dir}: no comment.<i>.md parts to post (did the run step fail before writing them?)")
+    if len(parts) > MAX_PARTS_CEILING:
+        _fail(f"{out_dir}: {len(parts)} comment parts: more than {MAX_PARTS_CEILING} are never posted")
     try:
         event = _event()
         number = pr if pr is not None else (event.get("pull_request") or {}).get("number")

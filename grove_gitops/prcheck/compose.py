@@ -8,10 +8,21 @@ landed on the base branch since are not this PR's doing) and HEAD:
 * ``feasibility --output json`` on head's source tree, when this grove-gitops has the command
   (an older pinned version does not: the section then says so) — ``fail-on: infeasible``;
 * ``diff`` with its rollout plan, in process, so the feasibility section packs together with
-  the diff's blocks into parts below GitHub's comment limit on whole-object boundaries.
+  the diff's blocks into parts below GitHub's comment limit on whole-object boundaries, at
+  most ``max_parts`` of them (:mod:`.capping`; the full report is kept for the job summary
+  and the report directory).
 
-``validate`` and ``feasibility`` run as the command line (``python -m grove_gitops``) and are
-read through their JSON contract, the same way a user's script would read them.
+``validate`` and ``feasibility`` run as the command line and are read through their JSON
+contract, the same way a user's script would read them. The command is *this* installation,
+never anything the pull request holds: the Action runs in the PR's checkout, so ``python -m
+grove_gitops`` would import a ``grove_gitops/`` package the PR adds (its code running with
+the job's token in reach, its ``validate`` saying "valid"). :data:`DEFAULT_CLI` is isolated
+mode (``-I``: neither the working directory nor the script's directory on ``sys.path``,
+``PYTHON*`` variables and the user site ignored), and the commands run in a directory of our
+own.
+
+Nothing a sub-command prints unexpectedly reaches the comment: a crash is "failed on head
+(exit N); see the job log", with the details in the job log only.
 """
 
 from __future__ import annotations
@@ -22,21 +33,22 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import git
 
-from grove_gitops.diff.errors import GitRefError
 from grove_gitops.diff.gitrefs import extract, open_repo, resolve, write_source
-from grove_gitops.diff.markdown import MARKER, part_header, part_marker, render_markdown
+from grove_gitops.diff.markdown import MARKER, markdown_blocks, part_header, part_marker
+from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.report import build_report
-from grove_gitops.diff.split import Block, pack
+from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.diffcli import InvalidSidesError, load_sides, plan_blocks
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.prcheck.annotations import to_annotations
+from grove_gitops.prcheck.capping import DEFAULT_MAX_PARTS, pack_capped
 from grove_gitops.prcheck.sections import (
     feasibility_blocks,
     feasibility_note,
@@ -45,14 +57,27 @@ from grove_gitops.prcheck.sections import (
     text_blocks,
 )
 
-DEFAULT_CLI: tuple[str, ...] = (sys.executable, "-m", "grove_gitops")
+#: This installation's grove-gitops, isolated from the working directory (the PR's checkout).
+DEFAULT_CLI: tuple[str, ...] = (sys.executable, "-I", "-m", "grove_gitops")
 KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 PART_FILE = re.compile(r"^comment\.(\d+)\.md$")
 STATUS_FILE = "status.json"
+#: The whole report, however many parts it has (the comments hold at most ``max_parts``).
+REPORT_FILE = "report.md"
+#: A problem's message in the comment is cut to this many characters.
+MESSAGE_CHARS = 2000
 
 
 class PrCheckError(GroveGitopsError):
-    """The check itself could not run (no merge base, a broken CLI answer)."""
+    """The check itself could not run (no merge base, a sub-command that crashed).
+
+    The message is for the job log; ``public`` is what the PR comment may say instead (a
+    generic line when empty): a message can hold runner paths or a crash's output.
+    """
+
+    def __init__(self, message: str, public: str = "") -> None:
+        super().__init__(message)
+        self.public = public
 
 
 @dataclass
@@ -66,6 +91,9 @@ class Options:
     fmt: str = "markdown"
     max_chars: int = 60_000
     cli: Sequence[str] = DEFAULT_CLI
+    max_parts: int = DEFAULT_MAX_PARTS
+    #: Where the full report is (the workflow run's page), linked from a cut report; "" for none.
+    report_url: str = ""
 
 
 @dataclass
@@ -78,9 +106,12 @@ class Status:
     #: ``skipped`` (head does not render) or ``failed``.
     feasibility: str = "absent"
     infeasible: bool = False
-    #: ``ok``, ``head-invalid``, ``base-invalid`` or ``failed``.
-    diff: str = "ok"
+    #: ``ok``, ``head-invalid``, ``base-invalid`` or ``failed``; ``unknown`` until the check
+    #: established it (a status nobody filled in never passes).
+    diff: str = "unknown"
+    #: Comment parts posted, and the parts of the full report (more when the cap cut it).
     parts: int = 0
+    full_parts: int = 0
     merge_base: str = ""
     head: str = ""
     notes: list[str] = field(default_factory=list)
@@ -91,11 +122,16 @@ class Result:
     parts: list[str]
     status: Status
     annotations: list[str]
+    #: The report uncut (``parts`` when it fits the cap).
+    full: list[str] = field(default_factory=list)
+    #: Details for the job log only (a sub-command's stderr), never for the comment.
+    log: list[str] = field(default_factory=list)
 
 
-def _run_cli(cli: Sequence[str], args: list[str]) -> tuple[int, Any, str]:
-    """(exit code, parsed JSON stdout or None, stderr) of one CLI call."""
-    proc = subprocess.run([*cli, *args], capture_output=True, text=True, check=False)
+def _run_cli(cli: Sequence[str], args: list[str], cwd: Path) -> tuple[int, Any, str]:
+    """(exit code, parsed JSON stdout or None, stderr) of one CLI call, run in ``cwd`` (ours,
+    not the checkout)."""
+    proc = subprocess.run([*cli, *args], capture_output=True, text=True, check=False, cwd=cwd)
     try:
         doc = json.loads(proc.stdout) if proc.stdout.strip() else None
     except ValueError:
@@ -103,18 +139,22 @@ def _run_cli(cli: Sequence[str], args: list[str]) -> tuple[int, Any, str]:
     return proc.returncode, doc, proc.stderr
 
 
+def _scrub(text: str, root: Path) -> str:
+    """``text`` with the temporary tree's path made relative (no runner path in a comment)."""
+    return text.replace(f"{root}/", "").replace(str(root), ".")
+
+
 def merge_base(repo: git.Repo, base: str, head: str) -> str:
     bases = repo.merge_base(resolve(repo, base), resolve(repo, head))
     if not bases:
-        raise GitRefError(
-            f"{base} and {head} have no merge base here: check out the full history (actions/checkout with fetch-depth: 0)"
-        )
+        message = f"{base} and {head} have no merge base here: check out the full history (actions/checkout with fetch-depth: 0)"
+        raise PrCheckError(message, public=message)
     return str(bases[0].hexsha)
 
 
-def check_feasibility(cli: Sequence[str], head_root: Path, status: Status) -> list[Block]:
-    """The feasibility section, recording the outcome in ``status``."""
-    code, doc, stderr = _run_cli(cli, ["feasibility", str(head_root), "--output", "json"])
+def check_feasibility(cli: Sequence[str], head_root: Path, status: Status, log: list[str]) -> list[Block]:
+    """The feasibility section, recording the outcome in ``status`` (details in ``log``)."""
+    code, doc, stderr = _run_cli(cli, ["feasibility", str(head_root), "--output", "json"], head_root.parent)
     if code == 2 and "No such command" in stderr:
         status.feasibility = "absent"
         note = "this grove-gitops has no `feasibility` command (pin a newer `version`)"
@@ -128,21 +168,41 @@ def check_feasibility(cli: Sequence[str], head_root: Path, status: Status) -> li
         return blocks
     status.feasibility = "failed"
     problems = doc.get("problems") if isinstance(doc, dict) else None
-    reason = (
-        "; ".join(str(p.get("message", p)) for p in problems)
-        if isinstance(problems, list) and problems
-        else stderr.strip()
-    )
-    status.notes.append(f"gang feasibility failed (exit {code}): {reason}")
-    return feasibility_note(f"⚠️ Not checked: `grove-gitops feasibility` failed (exit {code}): {reason[:2000]}")
+    log.append(f"grove-gitops feasibility failed on head (exit {code}): {stderr.strip() or 'no JSON answer'}")
+    if code == 1 and isinstance(problems, list) and problems:
+        # Invalid input, reported through the JSON contract: the PR's own problems, escaped.
+        reason = "; ".join(
+            _scrub(str(p.get("message") if isinstance(p, dict) else p), head_root) for p in problems[:20]
+        )
+        status.notes.append(f"gang feasibility not checked: {reason[:MESSAGE_CHARS]}")
+        return feasibility_note(
+            f"⚠️ Not checked: `grove-gitops feasibility` failed (exit 1): {md_text(reason, MESSAGE_CHARS)}"
+        )
+    status.notes.append(f"gang feasibility failed on head (exit {code}); see the job log")
+    return feasibility_note(f"⚠️ Not checked: grove-gitops feasibility failed on head (exit {code}); see the job log.")
 
 
 def _header_for(title: str, key: str, base: str, head: str) -> Callable[[int, int], str]:
     def header(i: int, n: int) -> str:
-        label = f"{title} (base `{base}` → head `{head}`)" + (f" · part {i}/{n}" if n > 1 else "")
+        label = f"{md_text(title)} (base `{base}` → head `{head}`)" + (f" · part {i}/{n}" if n > 1 else "")
         return f"{MARKER}\n{part_marker(key, i, n)}\n## {label}\n\n"
 
     return header
+
+
+def _cut_note(max_parts: int, report_url: str) -> Callable[[int, int], str]:
+    """The end of the last posted part when the report needs more than ``max_parts``."""
+    where = f"[this workflow run]({report_url})" if report_url else "this workflow run"
+
+    def note(shown: int, total: int) -> str:
+        return (
+            f"\n---\n⚠️ **Report cut:** these {max_parts} comment(s) show the first {shown} of the report's "
+            f"{total} blocks (summaries and object diffs; the Action's `max-parts` input). The full report is "
+            f"in the job summary of {where} and in `{REPORT_FILE}` of its report directory (the Action's "
+            "`report-dir` output, e.g. uploaded with actions/upload-artifact).\n"
+        )
+
+    return note
 
 
 def compose(opts: Options) -> Result:
@@ -153,19 +213,39 @@ def compose(opts: Options) -> Result:
         raise PrCheckError(f"format: {opts.fmt!r}: expected markdown or text")
     repo = open_repo(opts.repo)
     status = Status()
+    log: list[str] = []
     base_sha = merge_base(repo, opts.base, opts.head)
     head_sha = str(resolve(repo, opts.head).hexsha)
     status.merge_base, status.head = base_sha, head_sha
     source_path = opts.source_path.strip() or "."
     sp = None if source_path in (".", "") else source_path
     header = _header_for(opts.title, opts.key, base_sha[:7], head_sha[:7])
+
+    def packed(blocks: Sequence[Block], head: Callable[[int, int], str]) -> Result:
+        parts, full = pack_capped(
+            blocks, opts.max_chars, head, opts.max_parts, _cut_note(opts.max_parts, opts.report_url)
+        )
+        status.parts, status.full_parts = len(parts), len(full)
+        return Result(parts, status, notes, full, log)
+
     with tempfile.TemporaryDirectory(prefix="grove-gitops-pr-") as tmp:
         head_root = Path(tmp) / "head"
         write_source(extract(repo, head_sha, source_path).source, head_root)
-        code, doc, stderr = _run_cli(opts.cli, ["validate", str(head_root), "--output", "json"])
-        if code not in (0, 1) or not isinstance(doc, dict):
-            raise PrCheckError(f"grove-gitops validate failed (exit {code}): {stderr.strip() or 'no JSON answer'}")
+        code, doc, stderr = _run_cli(opts.cli, ["validate", str(head_root), "--output", "json"], Path(tmp))
+        if code not in (0, 1) or not isinstance(doc, dict) or not isinstance(doc.get("problems", []), list):
+            raise PrCheckError(
+                f"grove-gitops validate failed on head (exit {code}): {stderr.strip() or 'no JSON answer'}",
+                public=f"grove-gitops failed on head (exit {code}); see the job log.",
+            )
         problems = [p for p in doc.get("problems") or [] if isinstance(p, dict)]
+        has_error = any(p.get("severity") != "warning" for p in problems)
+        if (code == 1) != has_error or (code == 0 and doc.get("ok") is False):
+            # the exit code and the document disagree: head's validity is not established
+            raise PrCheckError(
+                f"grove-gitops validate on head: exit {code} but {'an' if has_error else 'no'} error in its JSON: "
+                f"{stderr.strip()}",
+                public=f"grove-gitops failed on head (exit {code}); see the job log.",
+            )
         notes = to_annotations(problems, head_root, source_path)
         status.errors = sum(1 for p in problems if p.get("severity") != "warning")
         status.warnings = len(problems) - status.errors
@@ -173,7 +253,7 @@ def compose(opts: Options) -> Result:
             status.feasibility = "skipped"
             feas: list[Block] = []
         else:
-            feas = check_feasibility(opts.cli, head_root, status)
+            feas = check_feasibility(opts.cli, head_root, status, log)
     try:
         base_side, head_side, args = load_sides(
             base_sha, head_sha, False, opts.repo, sp, (f"merge base {base_sha[:7]}", None)
@@ -188,12 +268,12 @@ def compose(opts: Options) -> Result:
         ]
         which = " and ".join(sorted(sides, reverse=True))
         blocks = problem_blocks(listed, f"❌ The source tree does not render at {which}; nothing was compared.")
-        parts = pack([*blocks, *feas], opts.max_chars, header)
-        return Result(parts, _counted(status, parts), notes)
+        return packed([*blocks, *feas], header)
+    status.diff = "ok"
     report = build_report(base_side, head_side)
     hint = f"grove-gitops diff {args} --format text"
     if opts.fmt == "markdown":
-        parts = render_markdown(
+        blocks = markdown_blocks(
             report,
             title=opts.title,
             key=opts.key,
@@ -202,29 +282,26 @@ def compose(opts: Options) -> Result:
             plan_blocks=plan_blocks(report),
             lead_blocks=feas,
         )
-    else:
-        body = text_blocks(render_text(report, opts.title))
-        parts = pack(
-            [*body[:1], *feas, *plan_blocks(report), *body[1:]],
-            opts.max_chars,
-            lambda i, n: part_header(report, opts.title, opts.key, i, n),
-        )
-    return Result(parts, _counted(status, parts), notes)
-
-
-def _counted(status: Status, parts: list[str]) -> Status:
-    status.parts = len(parts)
-    return status
+        return packed(blocks, lambda i, n: part_header(report, opts.title, opts.key, i, n))
+    body = text_blocks(render_text(report, opts.title))
+    return packed(
+        [*body[:1], *feas, *plan_blocks(report), *body[1:]],
+        lambda i, n: part_header(report, opts.title, opts.key, i, n),
+    )
 
 
 def failure_parts(title: str, key: str, message: str, max_chars: int = 60_000) -> list[str]:
-    """The comment when the check itself could not run: say so instead of leaving a stale report."""
+    """The comment when the check itself could not run: say so instead of leaving a stale
+    report. ``message`` is shown as plain text (escaped): never pass an exception's text."""
     header = _header_for(title, key, "?", "?")
-    return pack([Block(f"❌ The grove-gitops PR check failed: {message}\n")], max_chars, header)
+    text = f"❌ The grove-gitops PR check failed: {md_text(message, MESSAGE_CHARS)}\n"
+    parts, _ = pack_capped([Block(text)], max_chars, header, 1, lambda shown, total: "")
+    return parts
 
 
-def write_results(out_dir: Path, parts: Sequence[str], status: Status) -> list[Path]:
-    """``comment.<i>.md`` per part (older, higher-numbered ones removed) and ``status.json``."""
+def write_results(out_dir: Path, parts: Sequence[str], status: Status, full: Sequence[str] | None = None) -> list[Path]:
+    """``comment.<i>.md`` per part (older, higher-numbered ones removed), ``status.json`` and
+    the whole report, ``full`` or the parts, in ``report.md``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.iterdir():
         if PART_FILE.match(old.name):
@@ -234,6 +311,7 @@ def write_results(out_dir: Path, parts: Sequence[str], status: Status) -> list[P
         path = out_dir / f"comment.{i}.md"
         path.write_text(text, encoding="utf-8")
         paths.append(path)
+    (out_dir / REPORT_FILE).write_text("\n\n".join(full if full is not None else parts), encoding="utf-8")
     (out_dir / STATUS_FILE).write_text(json.dumps(asdict(status), indent=2) + "\n", encoding="utf-8")
     return paths
 
@@ -249,9 +327,17 @@ def read_parts(out_dir: Path) -> list[str]:
 
 
 def read_status(out_dir: Path) -> Status:
+    """``status.json`` as :func:`write_results` wrote it; any other shape is an error (the
+    verdict fails rather than guess)."""
     path = out_dir / STATUS_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Status(**data)
+        status = Status(**data)
     except (OSError, ValueError, TypeError) as exc:
         raise PrCheckError(f"{path}: cannot read the check's status: {exc}") from exc
+    defaults = Status()
+    for f in fields(Status):
+        value, wanted = getattr(status, f.name), type(getattr(defaults, f.name))
+        if type(value) is not wanted:
+            raise PrCheckError(f"{path}: {f.name}: expected {wanted.__name__}, not {type(value).__name__}")
+    return status

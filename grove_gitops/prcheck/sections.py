@@ -9,11 +9,12 @@ they pack with the diff's blocks on whole-object boundaries.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from grove_gitops.diff.markdown import code
+from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.split import Block, shrink_lines
 
 FEASIBILITY_HEADING = "### Gang feasibility"
@@ -23,16 +24,16 @@ _FEAS_CONTINUATION = f"{FEASIBILITY_HEADING} (continued)\n\n"
 ROWS_PER_BLOCK = 40
 
 
+#: Columns of the capacity table (its keys are resource names from the node inventory).
+MAX_COLUMNS = 20
+#: A cell or a problem's message is cut to this many characters (a comment part is ~60,000).
+CELL_CHARS = 2000
+
+
 def cell(value: Any) -> str:
-    """Text for a Markdown table cell: HTML-escaped, pipes escaped, on one line."""
-    if value is None:
-        return "—"
-    if isinstance(value, Mapping):
-        value = ", ".join(f"{k}: {v}" for k, v in value.items())
-    elif isinstance(value, list | tuple):
-        value = ", ".join(str(v) for v in value)
-    text = html.escape(str(value), quote=False).replace("|", "\\|")
-    return " ".join(text.split())
+    """Text from the PR for a table cell, a list item or ``<sub>``: inert (no mention, link,
+    image, emphasis, HTML or pipe: :func:`~grove_gitops.diff.mdescape.md_text`), one line."""
+    return md_text(value, CELL_CHARS)
 
 
 def _table_blocks(
@@ -92,10 +93,13 @@ def feasibility_blocks(doc: Mapping[str, Any]) -> list[Block]:
     if domains:
         keys: list[str] = []
         for d in domains:
-            keys += [str(k) for k in d if str(k) not in keys]
+            for k in d:
+                if str(k) not in keys and len(keys) < MAX_COLUMNS:
+                    keys.append(str(k))
         rows = [[cell(d.get(k)) for k in keys] for d in domains]
         wrap = (f"<details><summary>Capacity per topology domain ({len(domains)})</summary>\n\n", "\n</details>\n")
-        blocks += _table_blocks(keys, rows, wrap)
+        # the columns are resource names from the PR's node inventory: escaped like cells
+        blocks += _table_blocks([cell(k) for k in keys], rows, wrap)
     return blocks
 
 
@@ -103,7 +107,7 @@ def problem_blocks(problems: Iterable[Mapping[str, Any]], heading: str) -> list[
     """A heading and the problems as a bullet list, a bounded number per block."""
     items = []
     for p in problems:
-        where = " ".join(f"`{cell(x).replace('`', '')}`" for x in (p.get("file"), p.get("field")) if x)
+        where = " ".join(code(str(x)[:CELL_CHARS]) for x in (p.get("file"), p.get("field")) if x)
         items.append(f"- {where + ': ' if where else ''}{cell(p.get('message'))}\n")
     blocks = [Block(f"{heading}\n\n", "problems", f"{heading} (continued)\n\n")]
     for start in range(0, len(items), ROWS_PER_BLOCK):

@@ -89,9 +89,11 @@ def run_action(
     workdir: Path,
     skip: tuple[str, ...] = ("install",),
     action: dict[str, Any] | None = None,
+    preset: dict[str, dict[str, str]] | None = None,
 ) -> ActionRun:
     """Run the action's steps: ``uses`` steps and the step ids in ``skip`` are skipped (the
-    test provides what they would: Python, and grove-gitops on PATH)."""
+    test provides what they would: Python, and grove-gitops installed); ``preset`` gives a
+    skipped step's outputs (the install step's interpreter)."""
     action = action or load_action()
     context: dict[str, Any] = {"github": github, "steps": {}, "inputs": {}}
     for name, spec in action["inputs"].items():
@@ -104,8 +106,9 @@ def run_action(
     for n, step in enumerate(action["runs"]["steps"]):
         sid = step.get("id", f"step{n}")
         if not condition(step.get("if"), context, failed) or "uses" in step or sid in skip:
-            runs.append(StepRun(sid, step.get("name", ""), "skipped"))
-            context["steps"][sid] = {"outcome": "skipped", "outputs": {}}
+            given = (preset or {}).get(sid, {})
+            runs.append(StepRun(sid, step.get("name", ""), "skipped", outputs=dict(given)))
+            context["steps"][sid] = {"outcome": "success" if given else "skipped", "outputs": dict(given)}
             continue
         assert step.get("shell") == "bash"
         out_file = runner_temp / f"output-{n}"

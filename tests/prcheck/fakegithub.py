@@ -5,6 +5,12 @@ order, pages of at most ``page_size`` (whatever ``per_page`` asks, so pagination
 exercised with a handful of comments) linked by an absolute ``Link: <...>; rel="next"``
 header, bearer-token auth (401 otherwise), 404 for an unknown comment, and ``deny_writes``
 to answer writes with 403 as GitHub does for a fork PR's read-only token.
+
+For the token's safety, every request is recorded with the ``Authorization`` it carried
+(``requests``), and a fake can misbehave: ``redirect_to`` answers everything with a 302 to
+another server, ``link_base`` makes next-page links point elsewhere, ``echo_auth`` makes a
+401 quote the request's ``Authorization`` header, and ``replies`` answers a method with a
+fixed status and raw body (a dict where a list belongs, a comment without an id, not JSON).
 """
 
 from __future__ import annotations
@@ -29,6 +35,12 @@ class FakeGitHub:
     deny_writes: bool = False
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     calls: list[tuple[str, str]] = field(default_factory=list)
+    #: (method, path with query, Authorization header or "") of every request received.
+    requests: list[tuple[str, str, str]] = field(default_factory=list)
+    redirect_to: str = ""
+    link_base: str = ""
+    echo_auth: bool = False
+    replies: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     next_id: int = 100
     url: str = ""
     _server: ThreadingHTTPServer | None = None
@@ -53,8 +65,11 @@ class FakeGitHub:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, data: Any = None, headers: dict[str, str] | None = None) -> None:
-                raw = b"" if data is None else json.dumps(data).encode()
+            def _send(
+                self, status: int, data: Any = None, headers: dict[str, str] | None = None, raw: bytes | None = None
+            ) -> None:
+                if raw is None:
+                    raw = b"" if data is None else json.dumps(data).encode()
                 self.send_response(status)
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -72,8 +87,18 @@ class FakeGitHub:
             def _handle(self, method: str) -> None:
                 parsed = urlparse(self.path)
                 fake.calls.append((method, parsed.path))
-                if self.headers.get("Authorization") != f"Bearer {fake.token}":
-                    self._send(401, {"message": "Bad credentials"})
+                auth = self.headers.get("Authorization") or ""
+                fake.requests.append((method, self.path, auth))
+                if fake.redirect_to:
+                    self._send(302, None, {"Location": f"{fake.redirect_to}{self.path}"})
+                    return
+                if auth != f"Bearer {fake.token}":
+                    echo = f" (you sent Authorization: {auth})" if fake.echo_auth else ""
+                    self._send(401, {"message": f"Bad credentials{echo}", "documentation_url": auth})
+                    return
+                if method in fake.replies:
+                    status, raw = fake.replies[method]
+                    self._send(status, raw=raw)
                     return
                 if method != "GET" and fake.deny_writes:
                     self._send(403, {"message": "Resource not accessible by integration"})
@@ -91,7 +116,8 @@ class FakeGitHub:
                         chunk = items[(page - 1) * per_page : page * per_page]
                         headers = {}
                         if page * per_page < len(items):
-                            nxt = f"{fake.url}{parsed.path}?per_page={per_page}&page={page + 1}"
+                            base = fake.link_base or fake.url
+                            nxt = f"{base}{parsed.path}?per_page={per_page}&page={page + 1}"
                             headers["Link"] = f'<{nxt}>; rel="next", <{fake.url}{parsed.path}?page=1>; rel="first"'
                         self._send(200, [_public(c) for c in chunk], headers)
                     elif listing and method == "POST":

@@ -51,9 +51,13 @@ def test_action_is_a_composite_with_the_documented_inputs() -> None:
         assert m and m.group(1) in ids, name
 
 
+#: How every step runs grove-gitops: the install step's interpreter, isolated.
+INVOCATION = '"$GROVE_GITOPS_PYTHON" -I -m grove_gitops '
+
+
 def _grove_commands(run: str) -> list[list[str]]:
     joined = run.replace("\\\n", " ")
-    return [shlex.split(line.strip())[1:] for line in joined.splitlines() if line.strip().startswith("grove-gitops ")]
+    return [shlex.split(line.strip())[4:] for line in joined.splitlines() if line.strip().startswith(INVOCATION)]
 
 
 def test_steps_call_only_commands_and_options_that_exist() -> None:
@@ -86,8 +90,8 @@ def _fake_python(tmp: Path) -> Path:
     bin_dir = tmp / "fakebin"
     bin_dir.mkdir()
     (bin_dir / "python").write_text(
-        '#!/bin/bash\nset -e\n[ "$1 $2" = "-m venv" ] || exit 9\nmkdir -p "$3/bin"\n'
-        'printf \'#!/bin/bash\\necho "$@" >> "%s"\\n\' "$3/pip.log" > "$3/bin/python"\nchmod +x "$3/bin/python"\n'
+        '#!/bin/bash\nset -e\n[ "$1 $2 $3" = "-I -m venv" ] || exit 9\nmkdir -p "$4/bin"\n'
+        'printf \'#!/bin/bash\\necho "$PWD $@" >> "%s"\\n\' "$4/pip.log" > "$4/bin/python"\nchmod +x "$4/bin/python"\n'
     )
     (bin_dir / "python").chmod(0o755)
     return bin_dir
@@ -102,24 +106,37 @@ def test_install_step_installs_the_checkout_or_the_pinned_version(tmp_path: Path
         "PATH": f"{_fake_python(tmp_path)}:/usr/bin:/bin",
         "RUNNER_TEMP": str(temp),
         "GITHUB_PATH": str(tmp_path / "github_path"),
+        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
         "ACTION_PATH": "/actions/acme/grove-gitops/v1",
         "GROVE_GITOPS_VERSION": version,
     }
     assert step["env"] == {"ACTION_PATH": "${{ github.action_path }}", "GROVE_GITOPS_VERSION": "${{ inputs.version }}"}
-    subprocess.run(["bash", "-c", step["run"]], env=env, check=True)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    subprocess.run(["bash", "-c", step["run"]], env=env, check=True, cwd=checkout)
     log = (temp / "grove-gitops-venv" / "pip.log").read_text()
     wanted = f"grove-gitops=={version}" if version else "/actions/acme/grove-gitops/v1"
-    assert log == f"-m pip install --quiet --disable-pip-version-check {wanted}\n"
+    # isolated, and run away from the checkout
+    assert log == f"{temp} -I -m pip install --quiet --disable-pip-version-check {wanted}\n"
     assert (tmp_path / "github_path").read_text() == f"{temp}/grove-gitops-venv/bin\n"
+    assert (tmp_path / "github_output").read_text() == f"python={temp}/grove-gitops-venv/bin/python\n"
 
 
-def _run(tmp: Path, fake: FakeGitHub, repo: Path, base: str, head: str, **inputs: str) -> ActionRun:
+def _run(
+    tmp: Path,
+    fake: FakeGitHub,
+    repo: Path,
+    base: str,
+    head: str,
+    extra_env: dict[str, str] | None = None,
+    **inputs: str,
+) -> ActionRun:
     runner = tmp / f"runner-{len(list(tmp.glob('runner-*')))}"
     runner.mkdir()
     event = {"pull_request": {"number": 7, "base": {"sha": base}, "head": {"sha": head}}}
     (runner / "event.json").write_text(json.dumps(event))
     env = {
-        "PATH": f"{VENV_BIN}:/usr/bin:/bin",
+        "PATH": "/usr/bin:/bin",  # grove-gitops is not on PATH: the steps take the install step's interpreter
         "HOME": str(tmp),
         "RUNNER_TEMP": str(runner),
         "GITHUB_EVENT_PATH": str(runner / "event.json"),
@@ -127,8 +144,11 @@ def _run(tmp: Path, fake: FakeGitHub, repo: Path, base: str, head: str, **inputs
         "GITHUB_API_URL": fake.url,
         "GITHUB_STEP_SUMMARY": str(runner / "summary.md"),
     }
+    extra_env = dict(extra_env or {})
+    env["PATH"] = extra_env.pop("PATH_PREFIX", "") + env["PATH"]
     github = {"action_path": str(ROOT), "token": fake.token, "event": event}
-    return run_action({"source-path": "deploy", **inputs}, github, env, repo)
+    installed = {"install": {"python": str(VENV_BIN / "python")}}
+    return run_action({"source-path": "deploy", **inputs}, github, {**env, **extra_env}, repo, preset=installed)
 
 
 @pytest.mark.skipif(not (VENV_BIN / "grove-gitops").exists(), reason="grove-gitops is not installed in the venv")
@@ -229,3 +249,62 @@ def test_the_action_with_a_gang_that_no_longer_fits(
     assert run.outputs["feasibility"] == "checked" and run.outputs["infeasible"] == "true"
     assert any("do not fit** the node inventory" in b for b in fake_github.bodies(7))
     assert run.succeeded is passes
+
+
+def _scripts() -> list[tuple[str, str]]:
+    return [(str(s.get("id") or s.get("name")), str(s["run"])) for s in _steps() if "run" in s]
+
+
+def test_no_step_runs_python_with_the_checkout_on_sys_path() -> None:
+    """The steps run in the PR's checkout: every python is isolated (-I), grove-gitops is the
+    install step's interpreter by absolute path, never a PATH lookup or `-m` without -I."""
+    calls = 0
+    for sid, run in _scripts():
+        joined = run.replace("\\\n", " ")
+        for line in joined.splitlines():
+            code = line.split("#", 1)[0].strip()
+            words = shlex.split(code) if code and not code.startswith(("case ", "echo ")) else []
+            for i, word in enumerate(words):
+                if re.search(r"(^|/)python[0-9.]*$", word) or word == "$GROVE_GITOPS_PYTHON":
+                    assert words[i + 1] == "-I", (sid, line)
+                    calls += 1
+                assert word != "grove-gitops", (sid, line)  # no PATH lookup of the console script
+            if "-m" in words:
+                assert "-I" in words[: words.index("-m")], (sid, line)
+        if sid != "install":
+            assert INVOCATION in run and 'case "$GROVE_GITOPS_PYTHON" in /*)' in run, sid
+    assert calls == 6  # venv, pip (twice), run, post, verdict
+    install = next(run for sid, run in _scripts() if sid == "install")
+    assert install.index('cd "$RUNNER_TEMP"') < install.index("python -I -m venv")
+    steps = {s.get("id") or s.get("name"): s for s in _steps()}
+    for step in steps.values():
+        if "run" in step and step.get("id") != "install":
+            assert step["env"]["GROVE_GITOPS_PYTHON"] == "${{ steps.install.outputs.python }}"
+
+
+@pytest.mark.skipif(not (VENV_BIN / "python").exists(), reason="no venv")
+def test_the_action_on_a_pr_that_replaces_the_tool(tmp_path: Path, fake_github: FakeGitHub) -> None:
+    """The issue's PR through the whole Action: head adds grove_gitops/__init__.py and
+    __main__.py that say "valid" (and a sitecustomize.py), next to an invalid manifest; a
+    PATH and a PYTHONPATH pointing into the checkout on top. Nothing of the PR runs, the
+    comment says head does not render, the verdict fails."""
+    from tests.prcheck.test_prcheck_hardening import evil_pr
+
+    repo, base, head, marker = evil_pr(tmp_path)
+    evil_bin = tmp_path / "evil-bin"
+    evil_bin.mkdir()
+    for name in ("grove-gitops", "python", "python3"):
+        (evil_bin / name).write_text(
+            f'#!/bin/bash\necho "$0 $*" >> {marker}\necho \'{{"ok": true, "problems": []}}\'\n'
+        )
+        (evil_bin / name).chmod(0o755)
+    run = _run(tmp_path, fake_github, repo, base, head, {"PATH_PREFIX": f"{evil_bin}:{repo}:", "PYTHONPATH": "."})
+    assert not marker.exists(), marker.read_text()
+    check = run.step("check")
+    assert check.outcome == "success", check.stderr[-2000:]
+    assert f"::error file={WORKLOAD}," in check.stdout
+    assert run.outputs["errors"] != "0"
+    (body,) = fake_github.bodies(7)
+    assert "does not render at head" in body
+    assert run.steps[-1].outcome == "failure"
+    assert "head's source tree" in run.steps[-1].stdout

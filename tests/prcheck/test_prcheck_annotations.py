@@ -168,3 +168,53 @@ def test_python_dash_m_entry_points() -> None:
         [sys.executable, "-m", "grove_gitops", "pr-check", "--help"], capture_output=True, text=True, check=True
     )
     assert "post" in out.stdout
+
+
+def test_many_problems_in_one_file_parse_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """400 problems in one file once took 388 s: the file was re-read and re-parsed per problem."""
+    import yaml
+
+    from grove_gitops.prcheck.annotations import to_annotations
+
+    items = "".join(
+        f"- name: item-{i}\n  spec:\n    replicas: {i}\n    data: {{k: '{'x' * 200}'}}\n" for i in range(400)
+    )
+    (tmp_path / "big.yaml").write_text("apiVersion: v1\nkind: List\nitems:\n" + items)
+    (tmp_path / "doc.yaml").write_text(DOC)
+    parsed: list[str] = []
+    real = yaml.compose_all
+
+    def counting(stream: object, Loader: object = None) -> object:
+        parsed.append(str(stream)[:20])
+        return real(stream, Loader=Loader)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(yaml, "compose_all", counting)
+    # interleaved files, as validate may order them
+    problems = []
+    for i in range(400):
+        problems.append({"file": "big.yaml", "field": f"items[{i}].spec.replicas", "message": "m", "severity": "error"})
+        if i % 100 == 0:
+            problems.append({"file": "doc.yaml", "field": "spec.replicas", "message": "m", "severity": "error"})
+    out = to_annotations(problems, tmp_path, "deploy")
+    assert len(parsed) == 2  # each file once, not once per problem
+    assert len(out) == 404
+    # still the right lines: item i's replicas is on line 3 + 4*i + 3
+    big = [line for line in out if "big.yaml" in line]
+    assert all(f",line={3 + 4 * i + 3}," in line for i, line in enumerate(big))
+    assert out[1].startswith("::error file=deploy/doc.yaml,line=11,")
+
+
+def test_a_file_outside_the_tree_or_over_the_size_limit_is_never_read(tmp_path: Path) -> None:
+    from grove_gitops.load.yamlio import MAX_FILE_BYTES
+    from grove_gitops.prcheck.annotations import to_annotations
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tmp_path / "secret.yaml").write_text("a: 1\nb: 2\nspec:\n  replicas: 1\n")
+    (tree / "huge.yaml").write_text("spec:\n  replicas: 1\n" + "#" * MAX_FILE_BYTES)
+    problems = [
+        {"file": "../secret.yaml", "field": "spec.replicas", "message": "m"},
+        {"file": str(tmp_path / "secret.yaml"), "field": "spec.replicas", "message": "m"},
+        {"file": "huge.yaml", "field": "spec.replicas", "message": "m"},
+    ]
+    assert all(",line=1," in line for line in to_annotations(problems, tree, "."))

@@ -37,11 +37,11 @@ def test_feasibility_section_from_the_json_contract() -> None:
     text = _text(FEASIBILITY_DOC)
     assert text.startswith("### Gang feasibility\n\n❌ **1 of 2 gang(s) do not fit** the node inventory.\n")
     assert "<sub>Placement: first-fit decreasing with per-domain search;" in text
-    # the reason in the user's terms, with the table and HTML kept intact
+    # the reason in the user's terms, inert: the table and HTML kept intact
     assert (
         "| `inference/llama-disagg` |" not in text
         and "| inference/llama-disagg | llama-disagg-0 | base | llm-0: podgroup llm-0-pworker needs 24 nvidia.com/gpu "
-        "inside one rack; the largest rack has 16 allocatable \\| &lt;b&gt; |"
+        "inside one rack; the largest rack has 16 allocatable &#124; &#60;b&#62; |"
         in text
     )
     assert "<details><summary>1 gang(s) that fit</summary>" in text
@@ -218,7 +218,7 @@ def test_run_command_writes_parts_status_outputs_and_summary(tmp_path: Path) -> 
     result = CliRunner().invoke(pr_check, args, env=env)
     assert result.exit_code == 0, result.output
     assert result.output.startswith("::error file=deploy/workloads/llm-inference/llama-disagg.yaml,line=")
-    assert sorted(p.name for p in out.iterdir()) == ["comment.1.md", "status.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["comment.1.md", "report.md", "status.json"]
     status = read_status(out)
     assert status.errors >= 1 and status.parts == 1
     assert "errors=" in gh_out.read_text() and "feasibility=skipped\n" in gh_out.read_text()
@@ -227,31 +227,49 @@ def test_run_command_writes_parts_status_outputs_and_summary(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
-    ("errors", "feasibility", "infeasible", "fail_on", "fails"),
+    ("errors", "feasibility", "infeasible", "diff", "fail_on", "fails"),
     [
-        (0, "checked", False, "error", False),
-        (0, "checked", True, "error", False),
-        (2, "skipped", False, "error", True),
-        (0, "checked", False, "infeasible", False),
-        (0, "checked", True, "infeasible", True),
-        (2, "skipped", False, "infeasible", True),
-        (0, "absent", False, "infeasible", False),  # no command: nothing to fail on
-        (0, "no-inventory", False, "infeasible", False),
-        (0, "failed", False, "infeasible", False),
-        (2, "skipped", False, "never", False),
-        (0, "checked", True, "never", False),
+        (0, "checked", False, "ok", "error", False),
+        (0, "checked", True, "ok", "error", False),
+        (2, "skipped", False, "head-invalid", "error", True),
+        (0, "checked", False, "ok", "infeasible", False),
+        (0, "checked", True, "ok", "infeasible", True),
+        (2, "skipped", False, "head-invalid", "infeasible", True),
+        (0, "absent", False, "ok", "infeasible", False),  # no command: nothing to fail on
+        (0, "no-inventory", False, "ok", "infeasible", False),
+        (0, "checked", False, "base-invalid", "error", False),  # the base is not the PR's doing
+        (2, "skipped", False, "head-invalid", "never", False),
+        (0, "checked", True, "ok", "never", False),
+        (0, "failed", False, "failed", "never", False),
+        # the check could not establish that head is valid: never a pass
+        (0, "checked", False, "head-invalid", "error", True),  # validate said nothing, head did not render
+        (0, "failed", False, "failed", "error", True),
+        (0, "absent", False, "unknown", "error", True),
+        (0, "absent", False, "what", "infeasible", True),
+        (0, "failed", False, "ok", "infeasible", True),  # the feasibility check itself failed
+        (0, "failed", False, "ok", "error", False),
     ],
 )
 def test_fail_on_matrix(
-    tmp_path: Path, errors: int, feasibility: str, infeasible: bool, fail_on: str, fails: bool
+    tmp_path: Path, errors: int, feasibility: str, infeasible: bool, diff: str, fail_on: str, fails: bool
 ) -> None:
-    status = Status(errors=errors, feasibility=feasibility, infeasible=infeasible)
+    status = Status(errors=errors, feasibility=feasibility, infeasible=infeasible, diff=diff)
     assert bool(failures(status, fail_on)) is fails
     write_results(tmp_path, ["x"], status)
     result = CliRunner().invoke(pr_check, ["verdict", "--fail-on", fail_on, "--out-dir", str(tmp_path)])
     assert result.exit_code == (1 if fails else 0), result.output
     if fails:
         assert result.output.startswith(f"::error::grove-gitops PR check (fail-on: {fail_on}): ")
+
+
+def test_a_status_nobody_filled_in_or_of_another_shape_fails(tmp_path: Path) -> None:
+    assert failures(Status(), "error")  # the defaults never pass
+    write_results(tmp_path, ["x"], Status(diff="ok"))
+    data = json.loads((tmp_path / "status.json").read_text())
+    for field, value in (("errors", "0"), ("errors", None), ("diff", ["ok"]), ("infeasible", 0)):
+        (tmp_path / "status.json").write_text(json.dumps({**data, field: value}))
+        result = CliRunner().invoke(pr_check, ["verdict", "--out-dir", str(tmp_path)])
+        assert result.exit_code == 1 and f"status.json: {field}: expected" in result.output, (field, result.output)
 
 
 def test_verdict_without_a_status_and_with_a_bad_fail_on(tmp_path: Path) -> None:

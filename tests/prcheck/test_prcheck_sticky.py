@@ -97,7 +97,9 @@ def test_api_errors_name_the_call_and_githubs_message(fake_github: FakeGitHub) -
 
 
 def test_unreachable_api_is_an_error_not_a_traceback() -> None:
-    with pytest.raises(GitHubError, match=re.escape("GET http://127.0.0.1:9/")):
+    with pytest.raises(
+        GitHubError, match=re.escape("GET /repos/a/b/issues/1/comments?per_page=100: http://127.0.0.1:9: ")
+    ):
         GitHub("a/b", "t", "http://127.0.0.1:9", timeout=2).list_comments(1)
 
 
@@ -121,14 +123,25 @@ def _post(tmp_path: Path, fake: FakeGitHub, parts: list[str], *extra: str, token
 
 
 def test_post_command_shrinks_the_set_when_the_diff_shrinks(tmp_path: Path, fake_github: FakeGitHub) -> None:
-    long = [part(i, 12, f"p{i}") for i in range(1, 13)]  # more than a page of comments
-    assert _post(tmp_path, fake_github, long)[0] == 0
+    # 12 parts an uncapped earlier version posted: the capped set replaces them in place
+    for i in range(1, 13):
+        fake_github.add(PR, part(i, 12, f"old p{i}"))
+    long = [part(i, 10, f"p{i}") for i in range(1, 11)]  # more than a page of comments
+    code, output = _post(tmp_path, fake_github, long)
+    assert code == 0, output
     assert fake_github.bodies(PR) == long
+    assert "deleted stale part 12" in output and "deleted stale part 11" in output
     short = [part(1, 2, "p1"), part(2, 2, "p2")]
     code, output = _post(tmp_path, fake_github, short)
     assert code == 0, output
     assert fake_github.bodies(PR) == short
-    assert "deleted stale part 12" in output
+    assert "deleted stale part 10" in output
+
+
+def test_post_never_posts_more_than_the_ceiling(tmp_path: Path, fake_github: FakeGitHub) -> None:
+    code, output = _post(tmp_path, fake_github, [part(i, 11, f"p{i}") for i in range(1, 12)])
+    assert code == 1 and "11 comment parts: more than 10 are never posted" in output
+    assert fake_github.calls == []
 
 
 def test_post_on_a_read_only_token_warns_and_passes(tmp_path: Path, fake_github: FakeGitHub) -> None:
