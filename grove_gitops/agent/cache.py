@@ -92,12 +92,14 @@ class WatchCache:
             return
         try:
             refs = [(ns, name) for _, ns, name in G.referenced_pods(obj)]
-        except G.MalformedPodGang:
+        except G.MalformedPodGang:  # refused by a bounded check (gangs.check_size): O(podgroups)
             refs = []
         self._refs[key] = refs
         for ref in refs:
             self.ref_count[ref] = self.ref_count.get(ref, 0) + 1
-            self.dirty.add(workload_of({"metadata": {"namespace": ref[0], "labels": (self.pods.get(ref, {}).get("metadata") or {}).get("labels") or {}}}))
+            pod = self.pods.get(ref)
+            if pod is not None:  # a pod that does not exist yet marks its workload when it comes
+                self.dirty.add(workload_of(pod))
 
     def _index(self, kind: str, key: Key, obj: Raw | None, old: Raw | None) -> None:
         slot = 0 if kind == "pods" else 1

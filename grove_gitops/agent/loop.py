@@ -81,7 +81,14 @@ class Agent:
         self.memory = Memory()
         self.views = Views()  # parsed objects per resourceVersion (only the loop thread uses it)
         self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="agent")
-        self._waiting: dict[Key, float] = {}  # gang -> since when it waits (re-checked every recheck)
+        self._waiting: dict[Key, float] = {}  # gang -> since when it waits
+        # Of those, the gangs asked again whatever the watches say, with when (monotonic): a
+        # backend object (not watched) or a failed release at the next pass, a malformed gang
+        # when its backoff ends. Every other waiting gang waits for a pod or PodGang of its own
+        # workload, whose watch event marks the workload dirty: re-deciding every waiting gang
+        # on every pass made each pass cost as much as all of them in the cluster (issue 21:
+        # a namespace of hostile PodGangs slowed releases in all others).
+        self._poll: dict[Key, float] = {}
         self._complete_since: dict[Key, float] = {}
         self._bad: dict[Key, tuple[int, float]] = {}  # malformed gang -> (failures, retry at)
         self._bad_rv: dict[Key, str] = {}  # the resourceVersion found malformed: a new one is read at once
@@ -355,7 +362,7 @@ class Agent:
             self._decide_s += time.monotonic() - started
             if actions and self.active():
                 self._run_actions(actions, wait)
-        gang_keys: set[Key] = set(self._waiting)
+        gang_keys: set[Key] = set(self._poll_due())
         for wl in keys:
             _, gangs = self.cache.workload(wl)
             gang_keys.update(gangs)
@@ -387,6 +394,24 @@ class Agent:
             gang = self.cache.podgangs.get(key)
         if gang is not None:
             self.kube.emit_event(key[0], gang, "MalformedPodGang", f"grove-gitops agent cannot evaluate this PodGang: {problem}")
+
+    def _wait(self, key: Key, since: float, *, poll: bool) -> None:
+        """The gang waits; ``poll``: it is asked again at the next pass, or when its backoff
+        ends if it is malformed (else only when an event marks its workload dirty)."""
+        self._waiting.setdefault(key, since)
+        if poll:
+            bad = self._bad.get(key)
+            self._poll[key] = bad[1] if bad is not None else time.monotonic()
+        else:
+            self._poll.pop(key, None)
+
+    def _not_waiting(self, key: Key) -> None:
+        self._waiting.pop(key, None)
+        self._poll.pop(key, None)
+
+    def _poll_due(self) -> list[Key]:
+        now = time.monotonic()
+        return [k for k, due in self._poll.items() if due <= now]
 
     def evaluate(self, key: Key) -> release.GangRelease:
         """The release decision for one gang (raises MalformedPodGang)."""
@@ -425,7 +450,7 @@ class Agent:
             with self.cache.lock:
                 rv = str(((self.cache.podgangs.get(key) or {}).get("metadata") or {}).get("resourceVersion", ""))
             if bad is not None and now < bad[1] and self._bad_rv.get(key) == rv:
-                self._waiting.setdefault(key, now)
+                self._wait(key, now, poll=True)
                 done[key] = False
                 continue
             by_wl.setdefault(self._workload_of_gang(key), []).append(key)
@@ -442,31 +467,32 @@ class Agent:
                 log.exception("evaluating workload %s/%s failed", wl[0], wl[1])
                 for key in wl_keys:
                     self._report_bad(key, f"{type(exc).__name__}: {exc}")
-                    self._waiting.setdefault(key, now)
+                    self._wait(key, now, poll=True)
                     done[key] = False
                 continue
             for key in wl_keys:
                 decision = decisions[key]
                 if isinstance(decision, G.MalformedPodGang):
                     self._report_bad(key, str(decision))
-                    self._waiting.setdefault(key, now)
+                    self._wait(key, now, poll=True)
                     done[key] = False
                     continue
                 self._bad.pop(key, None)
                 self._reported.pop(key, None)
                 if not decision.complete and decision.whole_gang:
                     if key in self.cache.podgangs:
-                        self._waiting.setdefault(key, time.monotonic())
+                        self._wait(key, time.monotonic(), poll=decision.poll)
                     else:
-                        self._waiting.pop(key, None)
+                        self._not_waiting(key)
                     done[key] = False
                     continue
                 if decision.complete:
-                    self._waiting.pop(key, None)
+                    self._not_waiting(key)
                 else:
-                    self._waiting.setdefault(key, time.monotonic())
+                    self._wait(key, time.monotonic(), poll=False)  # a slot or base gang: its pods' events
                 complete_at = self._complete_since.setdefault(key, time.monotonic())
                 if not self.active():
+                    self._wait(key, time.monotonic(), poll=True)
                     done[key] = False
                     continue
                 done[key] = decision.complete
@@ -493,7 +519,7 @@ class Agent:
                     log.info("released %d pods of initialized gang %s/%s", lifted, key[0], key[1])
             if not all(results):
                 done[key] = False
-                self._waiting.setdefault(key, time.monotonic())
+                self._wait(key, time.monotonic(), poll=True)  # a failed patch: try again
                 continue
             self._complete_since.pop(key, None)
             if whole:
@@ -525,6 +551,7 @@ class Agent:
                     # Idle until now: let the rest of the burst arrive, one pass for it all. (Right
                     # after a pass the events that came during it are a batch already.)
                     stop.wait(self.config.batch_window)
+                gone: list[Key] = []
                 with self.cache.lock:
                     batch = set(self.cache.dirty)
                     self.cache.dirty.clear()
@@ -533,6 +560,9 @@ class Agent:
                         self._last_resync = time.monotonic()
                         self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
                         self.memory.retain(set(self.cache.by_workload), set(self.cache.pods), set(self.cache.podgangs))
+                        gone = [k for k in self._waiting if k not in self.cache.podgangs]
+                for key in gone:
+                    self._not_waiting(key)  # a gang deleted while it waited (no event names it again)
                 if stop.is_set() or not self.active():
                     continue
                 if not self.cache.ready():
@@ -540,8 +570,8 @@ class Agent:
                         self.cache.dirty |= batch
                     stop.wait(0.05)
                     continue
-                if not batch and not self._waiting:
-                    continue  # nothing changed and no gang waits: no pass (and none counted)
+                if not batch and not self._poll_due():
+                    continue  # nothing changed and no gang must be asked again: no pass (none counted)
                 try:
                     self.sync_workloads(batch, wait=False)
                 except Exception:
