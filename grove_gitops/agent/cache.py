@@ -152,6 +152,13 @@ class WatchCache:
                 self._index(kind, key, item, None)
             self.wake.notify_all()
 
+    def cost(self, wl: WorkloadKey) -> int:
+        """What deriving one workload costs, roughly: its objects plus the pod references its
+        PodGangs hold (a malformed PodGang's count none: it is refused unread)."""
+        with self.lock:
+            pods, gangs = self.by_workload.get(wl, (set(), set()))
+            return len(pods) + len(gangs) + sum(len(self._refs.get(g, ())) for g in gangs)
+
     def workload(self, wl: WorkloadKey) -> tuple[dict[Key, Raw], dict[Key, Raw]]:
         """Copies of one workload's pods and PodGangs (caller holds no lock)."""
         with self.lock:

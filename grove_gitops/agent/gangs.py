@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS
+from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS, DEFAULT_MAX_PODS_PER_RENDER
 from grove_gitops.errors import GroveGitopsError
 
 GATE = "grove.io/podgang-pending-creation"
@@ -32,6 +32,10 @@ BASE_PODGANG_LABEL = "grove.io/base-podgang"
 #: malformed (its pods are kept, nothing is released), refused after O(podgroups) checks,
 #: before any reference is read (issue 21, docs/day2.md "Limits").
 MAX_GANG_PODS = DEFAULT_MAX_PODS_PER_PCS
+#: The most pod references all PodGangs of one workload (a PodCliqueSet) may hold together:
+#: a render's whole output is at most ``maxPodsPerRender`` (50,000) pods by default. The
+#: PodGangs past it (in name order) are malformed, so deriving one workload stays bounded.
+MAX_WORKLOAD_PODS = DEFAULT_MAX_PODS_PER_RENDER
 #: Backend objects one PodGang may list (a render lists one per podgroup at most, plus a few).
 MAX_GANG_OBJECTS = MAX_GANG_PODS + 16
 MAX_NAME = 253  # Kubernetes' object name limit (DNS subdomain)

@@ -18,6 +18,7 @@ retried with backoff; it never blocks other gangs.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import threading
@@ -41,6 +42,13 @@ from grove_gitops.gitops.metrics import Registry
 log = logging.getLogger("grove_gitops.agent")
 INITIALIZED = "Initialized"
 SLOW_PASS = 1.0  # a pass at least this long is logged (what it covered, how long deciding took)
+#: What one pass may cover, in objects and pod references (:meth:`~.cache.WatchCache.cost`):
+#: dirty workloads go cheapest first while they fit, a workload that does not fit waits for a
+#: later pass (one of those per pass, oldest first), and the resync under way fills what is
+#: left. So a small workload's event waits for one large workload at most, never for every
+#: large one in the cluster (issue 21: hostile PodGangs in one namespace made the passes, and
+#: the releases of every other namespace queued behind them, take seconds).
+PASS_SLICE = 5_000
 PASS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -106,6 +114,8 @@ class Agent:
         self._gang_queues: dict[Key, tuple[WorkloadKey, list[tuple[list[Action], bool]]]] = {}
         self._holding: dict[WorkloadKey, int] = {}  # workload -> queued batches that hold it back
         self._last_resync = 0.0
+        self._resync: collections.deque[WorkloadKey] = collections.deque()  # still to re-derive
+        self._deferred: collections.deque[WorkloadKey] = collections.deque()  # dirty, too large so far
         self._pass_ended = 0.0  # when the last pass ended (monotonic)
         self.passes = 0
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
@@ -155,11 +165,15 @@ class Agent:
         with self.cache.lock:
             # Pods these PodGangs list that belong to another workload: seen, so a bad
             # reference is reported (and never acted on).
-            for key, gang in gangs.items():
+            total = 0
+            for key, gang in sorted(gangs.items()):
                 try:
                     refs = self.views.gang(key, gang)[1]
                 except G.MalformedPodGang:
                     continue
+                total += len(refs)
+                if total > G.MAX_WORKLOAD_PODS:
+                    break  # the snapshot finds these PodGangs malformed (snapshot.build)
                 for _, ns, name in refs:
                     if (ns, name) not in pods and (ns, name) in self.cache.pods:
                         pods[(ns, name)] = self.cache.pods[(ns, name)]
@@ -395,13 +409,39 @@ class Agent:
         if gang is not None:
             self.kube.emit_event(key[0], gang, "MalformedPodGang", f"grove-gitops agent cannot evaluate this PodGang: {problem}")
 
+    def _this_pass(self, dirty: set[WorkloadKey]) -> set[WorkloadKey]:
+        """The workloads this pass derives, within :data:`PASS_SLICE` plus one large workload:
+        the dirty ones that fit, cheapest first (the others wait, in order), the oldest
+        waiting one, then the resync under way while room is left."""
+        costs = {wl: self.cache.cost(wl) for wl in dirty}
+        take: set[WorkloadKey] = set()
+        total = 0
+        for wl in sorted(dirty, key=lambda w: (costs[w], w)):
+            if total + costs[wl] <= PASS_SLICE:
+                take.add(wl)
+                total += costs[wl]
+            elif wl not in self._deferred:
+                self._deferred.append(wl)
+        if take:
+            self._deferred = collections.deque(w for w in self._deferred if w not in take)
+        if self._deferred:
+            wl = self._deferred.popleft()
+            take.add(wl)
+            total += self.cache.cost(wl)
+        while self._resync and total < PASS_SLICE:
+            wl = self._resync.popleft()
+            if wl not in take:
+                take.add(wl)
+                total += self.cache.cost(wl)
+        return take
+
     def _wait(self, key: Key, since: float, *, poll: bool) -> None:
         """The gang waits; ``poll``: it is asked again at the next pass, or when its backoff
         ends if it is malformed (else only when an event marks its workload dirty)."""
         self._waiting.setdefault(key, since)
         if poll:
             bad = self._bad.get(key)
-            self._poll[key] = bad[1] if bad is not None else time.monotonic()
+            self._poll[key] = bad[1] if bad is not None else time.monotonic() + self.config.recheck
         else:
             self._poll.pop(key, None)
 
@@ -544,7 +584,7 @@ class Agent:
                     stop.wait(0.1)
                     continue
                 with self.cache.lock:
-                    if not self.cache.dirty:
+                    if not self.cache.dirty and not self._deferred and not self._resync:
                         self.cache.wake.wait(self.config.recheck)
                     burst = bool(self.cache.dirty)
                 if burst and self.config.batch_window > 0 and time.monotonic() - self._pass_ended >= self.config.batch_window:
@@ -556,7 +596,8 @@ class Agent:
                     batch = set(self.cache.dirty)
                     self.cache.dirty.clear()
                     if time.monotonic() - self._last_resync >= self.config.resync and self.cache.ready():
-                        batch |= set(self.cache.by_workload)
+                        if not self._resync:  # the last resync is done: start the next one
+                            self._resync.extend(sorted(self.cache.by_workload))
                         self._last_resync = time.monotonic()
                         self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
                         self.memory.retain(set(self.cache.by_workload), set(self.cache.pods), set(self.cache.podgangs))
@@ -570,6 +611,7 @@ class Agent:
                         self.cache.dirty |= batch
                     stop.wait(0.05)
                     continue
+                batch = self._this_pass(batch)
                 if not batch and not self._poll_due():
                     continue  # nothing changed and no gang must be asked again: no pass (none counted)
                 try:

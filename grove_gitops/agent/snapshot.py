@@ -454,11 +454,17 @@ def build(
     problems: list[tuple[WorkloadKey | None, str]] = []
     malformed: dict[Key, str] = {}
     gangs: dict[Key, GangView] = {}
-    for key, raw in podgangs.items():
+    total = 0  # references of the PodGangs read so far (bounded by MAX_WORKLOAD_PODS)
+    for key, raw in sorted(podgangs.items()):
         try:
             day2, refs = memo.gang(key, raw)
         except G.MalformedPodGang as exc:
             malformed[key] = str(exc)
+            continue
+        total += len(refs)
+        if total > G.MAX_WORKLOAD_PODS:
+            malformed[key] = (f"its PodCliqueSet's PodGangs list more than {G.MAX_WORKLOAD_PODS} pods together, "
+                              "more than a render writes; this PodGang and those after it (by name) are not read")
             continue
         labels = (raw.get("metadata") or {}).get("labels") or {}
         pcs = day2.pcs if day2 is not None else labels.get(PART_OF)

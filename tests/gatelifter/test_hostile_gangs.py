@@ -199,3 +199,42 @@ def test_hostile_podgangs_in_one_namespace_cost_nothing_in_anothers_passes(
                 assert all(read[k] == 0 for k in oversize)
                 assert read["team/app-0"] > 0
             assert not gated(server, "evil")
+
+
+def test_the_podgangs_of_one_workload_past_what_a_render_writes_are_malformed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(G, "MAX_GANG_PODS", 1_000)
+    monkeypatch.setattr(G, "MAX_WORKLOAD_PODS", 2_500)
+    objs = {}
+    for i in range(4):
+        obj = gang(f"g{i}", ghosts(f"g{i}", 1_000))
+        obj["metadata"]["labels"]["app.kubernetes.io/part-of"] = "one"
+        objs[("evil", f"g{i}")] = obj
+    snap = build({}, objs)
+    assert sorted(k[1] for k in snap.gangs) == ["g0", "g1"]
+    assert sorted(k[1] for k in snap.malformed) == ["g2", "g3"]
+    assert "more than 2500 pods together" in snap.malformed[("evil", "g2")]
+    assert len(snap.workloads[("evil", "one")].slots) == 2_000
+
+
+def test_a_pass_takes_the_small_workloads_first_and_one_large_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass planner: a small workload's event never waits behind every large workload."""
+    from grove_gitops.agent import loop
+    from grove_gitops.agent.loop import Agent, AgentConfig
+    from grove_gitops.gitops.metrics import Registry
+
+    monkeypatch.setattr(loop, "PASS_SLICE", 100)
+    with FakeApiServer() as server:
+        agent = Agent(Kube(server.api_client()), AgentConfig(), Registry())
+        try:
+            big = [gang(f"big-{i}", ghosts(f"b{i}", 500)) for i in range(3)]
+            small = [gang(f"small-{i}", ghosts(f"s{i}", 5)) for i in range(2)]
+            agent.cache.replace("podgangs", big + small)
+            agent.cache.dirty.clear()
+            wl = {o["metadata"]["name"]: ("evil", o["metadata"]["name"]) for o in big + small}
+            first = agent._this_pass({wl[n] for n in wl})
+            assert first == {wl["small-0"], wl["small-1"], wl["big-0"]}
+            assert agent._this_pass({wl["small-0"]}) == {wl["small-0"], wl["big-1"]}
+            assert agent._this_pass(set()) == {wl["big-2"]}
+            assert agent._this_pass(set()) == set()
+        finally:
+            agent._pool.shutdown()
