@@ -2,8 +2,9 @@
 
 Every event marks its workload (namespace, PodCliqueSet) dirty. A pass takes the dirty
 workloads (and, every ``resync`` seconds, all of them: grace periods and terminationDelay
-expire without any event), builds a :mod:`.snapshot` of each from the cache, and asks the
-decision modules in a fixed order:
+expire without any event), at most :data:`PASS_SLICE` objects and references of them plus
+one large workload (:meth:`Agent._this_pass`), builds a :mod:`.snapshot` of each from the
+cache, and asks the decision modules in a fixed order:
 
 1. :mod:`.healing` (failed pods, MinAvailableBreached and gang termination),
    :mod:`.rollout` (retire old pods in Grove's order), :mod:`.scalein` (unwanted pods);
