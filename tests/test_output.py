@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from grove_gitops.errors import OutputError
+from grove_gitops.expand import ownership
 from grove_gitops.output import writer
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
@@ -41,6 +42,8 @@ def test_layout_and_kustomizations(tmp_path: Path) -> None:
     assert len(pods) == 3
     for name in pods:
         pod = yaml.safe_load(files[f"ml/alpha/{name}"])
+        assert ownership.verify(pod)  # the agent's ownership proof survives the output stage
+        del pod["metadata"]["annotations"][ownership.RENDERED_BY]
         assert pod["metadata"]["annotations"] == {
             "argocd.argoproj.io/sync-wave": "10",
             "argocd.argoproj.io/sync-options": "Prune=false",

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from grove_gitops.expand import ownership
 from grove_gitops.expand.hashing import short_hash
 from grove_gitops.expand.jsoncopy import json_copy
 from grove_gitops.frozen import SharedDict, SharedList, share_values
@@ -58,6 +59,11 @@ def test_every_rendered_object_emits_and_hashes_as_its_plain_copy() -> None:
             name = pod["metadata"]["name"]
             unnamed = json_copy(pod)
             del unnamed["metadata"]["name"]
+            # The name hashes everything but the ownership proof, which binds the name itself.
+            assert ownership.verify(pod), name
+            del unnamed["metadata"]["annotations"][ownership.RENDERED_BY]
+            if not unnamed["metadata"]["annotations"]:
+                del unnamed["metadata"]["annotations"]
             assert name.endswith("-" + short_hash(unnamed)), name
 
 

@@ -92,12 +92,14 @@ class WatchCache:
             return
         try:
             refs = [(ns, name) for _, ns, name in G.referenced_pods(obj)]
-        except G.MalformedPodGang:
+        except G.MalformedPodGang:  # refused by a bounded check (gangs.check_size): O(podgroups)
             refs = []
         self._refs[key] = refs
         for ref in refs:
             self.ref_count[ref] = self.ref_count.get(ref, 0) + 1
-            self.dirty.add(workload_of({"metadata": {"namespace": ref[0], "labels": (self.pods.get(ref, {}).get("metadata") or {}).get("labels") or {}}}))
+            pod = self.pods.get(ref)
+            if pod is not None:  # a pod that does not exist yet marks its workload when it comes
+                self.dirty.add(workload_of(pod))
 
     def _index(self, kind: str, key: Key, obj: Raw | None, old: Raw | None) -> None:
         slot = 0 if kind == "pods" else 1
@@ -149,6 +151,13 @@ class WatchCache:
                 store[key] = item
                 self._index(kind, key, item, None)
             self.wake.notify_all()
+
+    def cost(self, wl: WorkloadKey) -> int:
+        """What deriving one workload costs, roughly: its objects plus the pod references its
+        PodGangs hold (a malformed PodGang's count none: it is refused unread)."""
+        with self.lock:
+            pods, gangs = self.by_workload.get(wl, (set(), set()))
+            return len(pods) + len(gangs) + sum(len(self._refs.get(g, ())) for g in gangs)
 
     def workload(self, wl: WorkloadKey) -> tuple[dict[Key, Raw], dict[Key, Raw]]:
         """Copies of one workload's pods and PodGangs (caller holds no lock)."""

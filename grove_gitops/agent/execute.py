@@ -1,7 +1,9 @@
 """Carrying out the agent's actions against the API server, safely and once.
 
 - A delete carries a uid precondition: a pod re-created under the same name since the
-  decision (by GitOps, or anyone) fails with 409 instead of being deleted.
+  decision (by GitOps, or anyone) fails with 409 instead of being deleted. It is sent only
+  for a pod with our managed-by label and a verifying ``gitops.grove.io/rendered-by`` proof
+  (:mod:`grove_gitops.expand.ownership`), checked again here whatever the decision said.
 - An ungate is a JSON patch guarded by ``test`` ops on the uid, the managed-by label and
   the gate's position (unchanged from the gate-lifter).
 - A condition is written only when its status, reason or message differ from what the
@@ -25,6 +27,7 @@ from urllib3.exceptions import HTTPError
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent.actions import DeletePod, Event, SetCondition
 from grove_gitops.agent.cache import MANAGED_BY, MANAGER, WatchCache
+from grove_gitops.expand import ownership
 from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
@@ -73,6 +76,8 @@ class Executor:
             return False
         if ((pod.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY) != MANAGER:
             return False  # never a pod grove-gitops does not manage
+        if not ownership.verify(pod):
+            return False  # nor one no render made (the label alone can be copied)
         for attempt in range(1, self.max_retries + 1):
             if not self.active():
                 return False

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS, DEFAULT_MAX_PODS_PER_RENDER
 from grove_gitops.errors import GroveGitopsError
 
 GATE = "grove.io/podgang-pending-creation"
@@ -22,6 +23,27 @@ GANG_OBJECTS = "gitops.grove.io/gang-objects"
 PODGANG_LABEL = "grove.io/podgang"
 PODCLIQUE_LABEL = "grove.io/podclique"
 BASE_PODGANG_LABEL = "grove.io/base-podgang"
+
+#: The most pods (and podgroups) one PodGang may list. A render lists each pod of a
+#: PodCliqueSet replica in exactly one PodGang, so with the default limits it never writes
+#: more than ``maxPodsPerPodCliqueSet`` (20,000) references into one; a PodGang that size is
+#: already near the API server's object size limit (etcd's 1.5 MiB), so raising the render
+#: limit does not make larger PodGangs possible. Anything beyond is not a render's: it is
+#: malformed (its pods are kept, nothing is released), refused after O(podgroups) checks,
+#: before any reference is read (issue 21, docs/day2.md "Limits").
+MAX_GANG_PODS = DEFAULT_MAX_PODS_PER_PCS
+#: The most pod references all PodGangs of one workload (a PodCliqueSet) may hold together:
+#: a render's whole output is at most ``maxPodsPerRender`` (50,000) pods by default. The
+#: PodGangs past it (in name order) are malformed, so deriving one workload stays bounded.
+MAX_WORKLOAD_PODS = DEFAULT_MAX_PODS_PER_RENDER
+#: Backend objects one PodGang may list (a render lists one per podgroup at most, plus a few).
+MAX_GANG_OBJECTS = MAX_GANG_PODS + 16
+MAX_NAME = 253  # Kubernetes' object name limit (DNS subdomain)
+MAX_NAMESPACE = 63  # a namespace is a DNS label
+MAX_ANNOTATION = 256 * 1024  # the API server's limit for all annotations of an object
+#: Missing pods named in one decision's ``waiting_for`` (the rest are counted): a gang waiting
+#: for thousands of pods must not cost thousands of strings on every evaluation.
+MAX_WAITING_NAMED = 10
 
 K8s = Mapping[str, Any]
 
@@ -42,6 +64,9 @@ class Decision:
     waiting_for: list[str] = field(default_factory=list)
     to_ungate: list[str] = field(default_factory=list)
     uids: dict[str, str] = field(default_factory=dict)  # pod name -> uid the decision saw
+    # Waiting only for a backend object: no watch reports one, so the gang must be asked
+    # again (every ``recheck``). Anything else it waits for arrives as a watch event.
+    poll: bool = False
 
 
 def has_gate(pod: K8s) -> bool:
@@ -74,30 +99,76 @@ class MalformedPodGang(GroveGitopsError):
     """
 
 
-def _names(items: Any, what: str) -> list[dict[str, Any]]:
+def brief(value: Any) -> str:
+    """A short rendering of a hostile value for a message: a container is described, never
+    serialised whole (a list of 100,000 entries must not become a 5 MB string to cut)."""
+    if isinstance(value, list | dict):
+        return f"{type(value).__name__} of {len(value)} entries"
+    if isinstance(value, str):
+        return json.dumps(value[:60])
+    return json.dumps(value)[:60] if isinstance(value, int | float | bool) or value is None else type(value).__name__
+
+
+def _names(items: Any, what: str, limit: int = MAX_NAME) -> list[dict[str, Any]]:
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        raise MalformedPodGang(f"{what}: expected a list of objects, got {json.dumps(items)[:80]}")
+        raise MalformedPodGang(f"{what}: expected a list of objects, got {brief(items)}")
     for i in items:
-        if not isinstance(i.get("name"), str) or not i["name"]:
-            raise MalformedPodGang(f"{what}: every entry needs a name, got {json.dumps(i)[:80]}")
+        name = i.get("name")
+        if not isinstance(name, str) or not name:
+            raise MalformedPodGang(f"{what}: every entry needs a name, got {brief(name)}")
+        if len(name) > limit:
+            raise MalformedPodGang(f"{what}: name {brief(name)}... is longer than {limit} characters")
     return list(items)
+
+
+def check_size(podgang: K8s) -> dict[str, Any]:
+    """The PodGang's spec, once its name, namespace and counts are within what a render
+    writes (:data:`MAX_GANG_PODS`); raises :class:`MalformedPodGang` otherwise.
+
+    Costs O(podgroups) at most, whatever the PodGang holds: only list lengths are read, and
+    no reference is looked at before the total is known to be in bounds.
+    """
+    meta = podgang.get("metadata") or {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
+        raise MalformedPodGang(f"metadata.name: expected a name of at most {MAX_NAME} characters, got {brief(name)}")
+    if not isinstance(namespace, str) or len(namespace) > MAX_NAMESPACE:
+        raise MalformedPodGang(f"metadata.namespace: expected at most {MAX_NAMESPACE} characters, got {brief(namespace)}")
+    spec = podgang.get("spec")
+    if not isinstance(spec, dict):
+        raise MalformedPodGang("spec: expected an object")
+    groups = spec.get("podgroups") or []
+    if not isinstance(groups, list):
+        raise MalformedPodGang(f"spec.podgroups: expected a list of objects, got {brief(groups)}")
+    if len(groups) > MAX_GANG_PODS:
+        raise MalformedPodGang(f"spec.podgroups: {len(groups)} podgroups, more than a render writes ({MAX_GANG_PODS})")
+    total = 0
+    for group in groups:
+        refs = group.get("podReferences") if isinstance(group, dict) else None
+        total += len(refs) if isinstance(refs, list) else 0
+        if total > MAX_GANG_PODS:
+            raise MalformedPodGang(
+                f"spec.podgroups: more than {MAX_GANG_PODS} podReferences, more than a render writes into one PodGang"
+            )
+    return spec
 
 
 def referenced_pods(podgang: K8s) -> list[tuple[str, str, str]]:
     """(podgroup, namespace, name) of every pod the PodGang references.
 
     A reference without a namespace means the PodGang's own namespace; one with a namespace
-    means exactly that namespace (never a same-named pod elsewhere).
+    means exactly that namespace (never a same-named pod elsewhere). A PodGang beyond the
+    bounds of :func:`check_size` is malformed before any reference is read.
     """
-    spec = podgang.get("spec")
-    if not isinstance(spec, dict):
-        raise MalformedPodGang("spec: expected an object")
+    spec = check_size(podgang)
     own_ns = str((podgang.get("metadata") or {}).get("namespace", ""))
     out = []
     for group in _names(spec.get("podgroups") or [], "spec.podgroups"):
         for ref in _names(group.get("podReferences") or [], f"spec.podgroups[{group['name']}].podReferences"):
             ns = ref.get("namespace") or own_ns
-            out.append((str(group["name"]), str(ns), str(ref["name"])))
+            if not isinstance(ns, str) or len(ns) > MAX_NAMESPACE:
+                raise MalformedPodGang(f"spec.podgroups[{group['name']}].podReferences: bad namespace {brief(ns)}")
+            out.append((group["name"], ns, ref["name"]))
     return out
 
 
@@ -112,15 +183,19 @@ def gang_objects(podgang: K8s) -> list[ObjectRef]:
     if not raw:
         return []
     where = f"metadata.annotations[{GANG_OBJECTS}]"
+    if not isinstance(raw, str) or len(raw) > MAX_ANNOTATION:
+        raise MalformedPodGang(f"{where}: expected a JSON string of at most {MAX_ANNOTATION} characters")
     try:
         items = json.loads(raw)
     except ValueError as exc:
         raise MalformedPodGang(f"{where}: not JSON ({exc})") from exc
+    if isinstance(items, list) and len(items) > MAX_GANG_OBJECTS:
+        raise MalformedPodGang(f"{where}: {len(items)} objects, more than a render lists ({MAX_GANG_OBJECTS})")
     ns = str(meta.get("namespace", ""))
     out = []
     for i in _names(items, where):
         if not isinstance(i.get("apiVersion"), str) or not isinstance(i.get("kind"), str):
-            raise MalformedPodGang(f"{where}: every entry needs apiVersion and kind, got {json.dumps(i)[:80]}")
+            raise MalformedPodGang(f"{where}: every entry needs apiVersion and kind, got {brief(i)}")
         out.append(ObjectRef(i["apiVersion"], i["kind"], ns, i["name"]))
     return out
 
@@ -184,14 +259,19 @@ def decide(
         return Decision(False, ["PodGang"])
     waiting: list[str] = []
     present = []
+    unnamed = 0  # missing pods beyond MAX_WAITING_NAMED: counted, not named
     for _group, ns, name in referenced_pods(podgang):
         pod = pods.get((ns, name))
-        if pod is None or is_terminating(pod):
-            waiting.append(f"pod {ns}/{name}")
-        elif not belongs_to(pod, podgang):
-            waiting.append(f"pod {ns}/{name} is labelled for PodGang {_label(pod, PODGANG_LABEL)!r}")
-        else:
+        if pod is not None and not is_terminating(pod) and belongs_to(pod, podgang):
             present.append(pod)
+        elif len(waiting) >= MAX_WAITING_NAMED:
+            unnamed += 1
+        elif pod is None or is_terminating(pod):
+            waiting.append(f"pod {ns}/{name}")
+        else:
+            waiting.append(f"pod {ns}/{name} is labelled for PodGang {_label(pod, PODGANG_LABEL)!r}")
+    if unnamed:
+        waiting.append(f"{unnamed} more pods")
     objects = gang_objects(podgang)  # parsed even while waiting: a malformed gang is reported at once
     bases = sorted({b for b in (_label(p, BASE_PODGANG_LABEL) for p in present) if b})
     for base_name in bases:
@@ -201,9 +281,11 @@ def decide(
         else:
             waiting.extend(base_check(base) if base_check is not None else base_gang_scheduled(base, pods))
     if not waiting:
-        for ref in objects:
-            if not object_exists(ref):
-                waiting.append(f"{ref.kind} {ref.name} ({ref.api_version})")
+        # One API call per missing object and evaluation: asking on after the first missing
+        # one would cost a request per listed object on every recheck, and change nothing.
+        missing = next((ref for ref in objects if not object_exists(ref)), None)
+        if missing is not None:
+            return Decision(False, [f"{missing.kind} {missing.name} ({missing.api_version})"], poll=True)
     if waiting:
         return Decision(False, waiting)
     gated = sorted((p for p in present if has_gate(p)), key=lambda p: str(p["metadata"]["name"]))

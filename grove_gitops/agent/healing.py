@@ -72,9 +72,10 @@ def _managed(pod: PodView) -> bool:
 
 
 def _deletable(pod: PodView) -> bool:
-    """Live, managed, and with a hostname: a referenced pod without one is bad input (warned by
-    the snapshot, never deleted)."""
-    return not pod.terminating and pod.hostname is not None and _managed(pod)
+    """Live, managed, made by a render (its ``gitops.grove.io/rendered-by`` proof verifies:
+    the label alone can be copied) and with a hostname: a referenced pod without one is bad
+    input (warned by the snapshot, never deleted)."""
+    return not pod.terminating and pod.hostname is not None and _managed(pod) and pod.owned
 
 
 def _why_finished(pod: PodView) -> str:

@@ -2,8 +2,9 @@
 
 Every event marks its workload (namespace, PodCliqueSet) dirty. A pass takes the dirty
 workloads (and, every ``resync`` seconds, all of them: grace periods and terminationDelay
-expire without any event), builds a :mod:`.snapshot` of each from the cache, and asks the
-decision modules in a fixed order:
+expire without any event), at most :data:`PASS_SLICE` objects and references of them plus
+one large workload (:meth:`Agent._this_pass`), builds a :mod:`.snapshot` of each from the
+cache, and asks the decision modules in a fixed order:
 
 1. :mod:`.healing` (failed pods, MinAvailableBreached and gang termination),
    :mod:`.rollout` (retire old pods in Grove's order), :mod:`.scalein` (unwanted pods);
@@ -18,6 +19,7 @@ retried with backoff; it never blocks other gangs.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import threading
@@ -41,6 +43,13 @@ from grove_gitops.gitops.metrics import Registry
 log = logging.getLogger("grove_gitops.agent")
 INITIALIZED = "Initialized"
 SLOW_PASS = 1.0  # a pass at least this long is logged (what it covered, how long deciding took)
+#: What one pass may cover, in objects and pod references (:meth:`~.cache.WatchCache.cost`):
+#: dirty workloads go cheapest first while they fit, a workload that does not fit waits for a
+#: later pass (one of those per pass, oldest first), and the resync under way fills what is
+#: left. So a small workload's event waits for one large workload at most, never for every
+#: large one in the cluster (issue 21: hostile PodGangs in one namespace made the passes, and
+#: the releases of every other namespace queued behind them, take seconds).
+PASS_SLICE = 5_000
 PASS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -81,7 +90,14 @@ class Agent:
         self.memory = Memory()
         self.views = Views()  # parsed objects per resourceVersion (only the loop thread uses it)
         self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="agent")
-        self._waiting: dict[Key, float] = {}  # gang -> since when it waits (re-checked every recheck)
+        self._waiting: dict[Key, float] = {}  # gang -> since when it waits
+        # Of those, the gangs asked again whatever the watches say, with when (monotonic): a
+        # backend object (not watched) or a failed release at the next pass, a malformed gang
+        # when its backoff ends. Every other waiting gang waits for a pod or PodGang of its own
+        # workload, whose watch event marks the workload dirty: re-deciding every waiting gang
+        # on every pass made each pass cost as much as all of them in the cluster (issue 21:
+        # a namespace of hostile PodGangs slowed releases in all others).
+        self._poll: dict[Key, float] = {}
         self._complete_since: dict[Key, float] = {}
         self._bad: dict[Key, tuple[int, float]] = {}  # malformed gang -> (failures, retry at)
         self._bad_rv: dict[Key, str] = {}  # the resourceVersion found malformed: a new one is read at once
@@ -99,6 +115,8 @@ class Agent:
         self._gang_queues: dict[Key, tuple[WorkloadKey, list[tuple[list[Action], bool]]]] = {}
         self._holding: dict[WorkloadKey, int] = {}  # workload -> queued batches that hold it back
         self._last_resync = 0.0
+        self._resync: collections.deque[WorkloadKey] = collections.deque()  # still to re-derive
+        self._deferred: collections.deque[WorkloadKey] = collections.deque()  # dirty, too large so far
         self._pass_ended = 0.0  # when the last pass ended (monotonic)
         self.passes = 0
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
@@ -148,11 +166,15 @@ class Agent:
         with self.cache.lock:
             # Pods these PodGangs list that belong to another workload: seen, so a bad
             # reference is reported (and never acted on).
-            for key, gang in gangs.items():
+            total = 0
+            for key, gang in sorted(gangs.items()):
                 try:
                     refs = self.views.gang(key, gang)[1]
                 except G.MalformedPodGang:
                     continue
+                total += len(refs)
+                if total > G.MAX_WORKLOAD_PODS:
+                    break  # the snapshot finds these PodGangs malformed (snapshot.build)
                 for _, ns, name in refs:
                     if (ns, name) not in pods and (ns, name) in self.cache.pods:
                         pods[(ns, name)] = self.cache.pods[(ns, name)]
@@ -355,7 +377,7 @@ class Agent:
             self._decide_s += time.monotonic() - started
             if actions and self.active():
                 self._run_actions(actions, wait)
-        gang_keys: set[Key] = set(self._waiting)
+        gang_keys: set[Key] = set(self._poll_due())
         for wl in keys:
             _, gangs = self.cache.workload(wl)
             gang_keys.update(gangs)
@@ -387,6 +409,50 @@ class Agent:
             gang = self.cache.podgangs.get(key)
         if gang is not None:
             self.kube.emit_event(key[0], gang, "MalformedPodGang", f"grove-gitops agent cannot evaluate this PodGang: {problem}")
+
+    def _this_pass(self, dirty: set[WorkloadKey]) -> set[WorkloadKey]:
+        """The workloads this pass derives, within :data:`PASS_SLICE` plus one large workload:
+        the dirty ones that fit, cheapest first (the others wait, in order), the oldest
+        waiting one, then the resync under way while room is left."""
+        costs = {wl: self.cache.cost(wl) for wl in dirty}
+        take: set[WorkloadKey] = set()
+        total = 0
+        for wl in sorted(dirty, key=lambda w: (costs[w], w)):
+            if total + costs[wl] <= PASS_SLICE:
+                take.add(wl)
+                total += costs[wl]
+            elif wl not in self._deferred:
+                self._deferred.append(wl)
+        if take:
+            self._deferred = collections.deque(w for w in self._deferred if w not in take)
+        if self._deferred:
+            wl = self._deferred.popleft()
+            take.add(wl)
+            total += self.cache.cost(wl)
+        while self._resync and total < PASS_SLICE:
+            wl = self._resync.popleft()
+            if wl not in take:
+                take.add(wl)
+                total += self.cache.cost(wl)
+        return take
+
+    def _wait(self, key: Key, since: float, *, poll: bool) -> None:
+        """The gang waits; ``poll``: it is asked again at the next pass, or when its backoff
+        ends if it is malformed (else only when an event marks its workload dirty)."""
+        self._waiting.setdefault(key, since)
+        if poll:
+            bad = self._bad.get(key)
+            self._poll[key] = bad[1] if bad is not None else time.monotonic() + self.config.recheck
+        else:
+            self._poll.pop(key, None)
+
+    def _not_waiting(self, key: Key) -> None:
+        self._waiting.pop(key, None)
+        self._poll.pop(key, None)
+
+    def _poll_due(self) -> list[Key]:
+        now = time.monotonic()
+        return [k for k, due in self._poll.items() if due <= now]
 
     def evaluate(self, key: Key) -> release.GangRelease:
         """The release decision for one gang (raises MalformedPodGang)."""
@@ -425,7 +491,7 @@ class Agent:
             with self.cache.lock:
                 rv = str(((self.cache.podgangs.get(key) or {}).get("metadata") or {}).get("resourceVersion", ""))
             if bad is not None and now < bad[1] and self._bad_rv.get(key) == rv:
-                self._waiting.setdefault(key, now)
+                self._wait(key, now, poll=True)
                 done[key] = False
                 continue
             by_wl.setdefault(self._workload_of_gang(key), []).append(key)
@@ -442,31 +508,32 @@ class Agent:
                 log.exception("evaluating workload %s/%s failed", wl[0], wl[1])
                 for key in wl_keys:
                     self._report_bad(key, f"{type(exc).__name__}: {exc}")
-                    self._waiting.setdefault(key, now)
+                    self._wait(key, now, poll=True)
                     done[key] = False
                 continue
             for key in wl_keys:
                 decision = decisions[key]
                 if isinstance(decision, G.MalformedPodGang):
                     self._report_bad(key, str(decision))
-                    self._waiting.setdefault(key, now)
+                    self._wait(key, now, poll=True)
                     done[key] = False
                     continue
                 self._bad.pop(key, None)
                 self._reported.pop(key, None)
                 if not decision.complete and decision.whole_gang:
                     if key in self.cache.podgangs:
-                        self._waiting.setdefault(key, time.monotonic())
+                        self._wait(key, time.monotonic(), poll=decision.poll)
                     else:
-                        self._waiting.pop(key, None)
+                        self._not_waiting(key)
                     done[key] = False
                     continue
                 if decision.complete:
-                    self._waiting.pop(key, None)
+                    self._not_waiting(key)
                 else:
-                    self._waiting.setdefault(key, time.monotonic())
+                    self._wait(key, time.monotonic(), poll=False)  # a slot or base gang: its pods' events
                 complete_at = self._complete_since.setdefault(key, time.monotonic())
                 if not self.active():
+                    self._wait(key, time.monotonic(), poll=True)
                     done[key] = False
                     continue
                 done[key] = decision.complete
@@ -493,7 +560,7 @@ class Agent:
                     log.info("released %d pods of initialized gang %s/%s", lifted, key[0], key[1])
             if not all(results):
                 done[key] = False
-                self._waiting.setdefault(key, time.monotonic())
+                self._wait(key, time.monotonic(), poll=True)  # a failed patch: try again
                 continue
             self._complete_since.pop(key, None)
             if whole:
@@ -518,21 +585,26 @@ class Agent:
                     stop.wait(0.1)
                     continue
                 with self.cache.lock:
-                    if not self.cache.dirty:
+                    if not self.cache.dirty and not self._deferred and not self._resync:
                         self.cache.wake.wait(self.config.recheck)
                     burst = bool(self.cache.dirty)
                 if burst and self.config.batch_window > 0 and time.monotonic() - self._pass_ended >= self.config.batch_window:
                     # Idle until now: let the rest of the burst arrive, one pass for it all. (Right
                     # after a pass the events that came during it are a batch already.)
                     stop.wait(self.config.batch_window)
+                gone: list[Key] = []
                 with self.cache.lock:
                     batch = set(self.cache.dirty)
                     self.cache.dirty.clear()
                     if time.monotonic() - self._last_resync >= self.config.resync and self.cache.ready():
-                        batch |= set(self.cache.by_workload)
+                        if not self._resync:  # the last resync is done: start the next one
+                            self._resync.extend(sorted(self.cache.by_workload))
                         self._last_resync = time.monotonic()
                         self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
                         self.memory.retain(set(self.cache.by_workload), set(self.cache.pods), set(self.cache.podgangs))
+                        gone = [k for k in self._waiting if k not in self.cache.podgangs]
+                for key in gone:
+                    self._not_waiting(key)  # a gang deleted while it waited (no event names it again)
                 if stop.is_set() or not self.active():
                     continue
                 if not self.cache.ready():
@@ -540,8 +612,9 @@ class Agent:
                         self.cache.dirty |= batch
                     stop.wait(0.05)
                     continue
-                if not batch and not self._waiting:
-                    continue  # nothing changed and no gang waits: no pass (and none counted)
+                batch = self._this_pass(batch)
+                if not batch and not self._poll_due():
+                    continue  # nothing changed and no gang must be asked again: no pass (none counted)
                 try:
                     self.sync_workloads(batch, wait=False)
                 except Exception:

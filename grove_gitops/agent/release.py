@@ -28,6 +28,7 @@ class GangRelease:
     whole_gang: bool  # not Initialized yet: released as a whole
     to_ungate: list[tuple[str, str]] = field(default_factory=list)  # (name, uid)
     waiting_for: list[str] = field(default_factory=list)
+    poll: bool = False  # waits only for a backend object, which no watch reports (ask again)
 
 
 def _blocked(snap: Snapshot) -> dict[Key, str]:
@@ -103,7 +104,7 @@ def decide_gang(
                             lambda base: base_scheduled(base, snap, held))
         waiting = decision.waiting_for + blocking
         if waiting:
-            return GangRelease(False, True, [], waiting)
+            return GangRelease(False, True, [], waiting, poll=decision.poll and not blocking)
         return GangRelease(True, True, [(n, decision.uids.get(n, "")) for n in decision.to_ungate])
     out = GangRelease(True, False)
     base_ok: dict[str, list[str]] = {}

@@ -25,6 +25,9 @@ RollingRecreate, per PodCliqueSet:
 OnDelete retires nothing: a user deleting an old pod frees the slot. Under both strategies
 an old pod that never ran (still gated: a superseded target) and is older than the grace
 period is deleted at once, since it holds no workload and would otherwise block its slot.
+Only pods whose ``gitops.grove.io/rendered-by`` proof verifies are ever retired
+(:mod:`grove_gitops.expand.ownership`); any other old pod holds its slot until a person
+deletes it.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ def superseded(wl: Workload, now: float, grace: float) -> list[Action]:
     out: list[Action] = []
     for slot in wl.slots.values():
         for pod in slot.old:
-            if pod.gated and not pod.terminating and now - _epoch(pod.created) >= grace:
+            if pod.gated and not pod.terminating and pod.owned and now - _epoch(pod.created) >= grace:
                 out.append(DeletePod(pod.namespace, pod.name, pod.uid, SUPERSEDED,
                                      f"superseded before it ever ran (slot {slot.hostname})", _gang_key(wl, slot)))
     return out
@@ -234,7 +237,7 @@ def _remaining_steps(replica: int, slots: list[Slot]) -> list[Step]:
         if slot.ambiguous:
             continue
         for pod in slot.released_old:
-            if not pod.terminating:
+            if not pod.terminating and pod.owned:
                 refs.append(_slot_ref(slot, pod))
     return steps_for_replica(replica, refs)
 
@@ -250,6 +253,8 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
         for pod in _live_old(slot):
             if pod.gated:
                 continue  # handled by superseded() once past the grace period
+            if not pod.owned:
+                continue  # no render made it: never deleted (see the end of this function)
             if pod.scaling_group is not None and pod.scaling_group_replica is not None:
                 if _group_available(wl, slots, pod.scaling_group, pod.scaling_group_replica):
                     continue
@@ -276,6 +281,10 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
             progress.waiting.append(f"new pod of {slot.hostname} is not Ready yet")
             return out
     if not remaining:
+        unproven = sorted(p.name for s in slots if not s.ambiguous for p in _live_old(s) if not p.owned and not p.gated)
+        if unproven:
+            progress.waiting.append(f"old pod {unproven[0]} has no valid gitops.grove.io/rendered-by proof; "
+                                    "the agent never deletes it: delete it by hand")
         return out
     step = remaining[0]
     # 3. Grove's guard.
@@ -300,7 +309,7 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
     progress.step += 1
     for host in step.hostnames:
         slot = by_host[host]
-        for pod in _live_old(slot):
+        for pod in (p for p in _live_old(slot) if p.owned):
             out.append(DeletePod(pod.namespace, pod.name, pod.uid, RETIRED,
                                  f"rolling update of replica {replica}, step {progress.step} of {progress.total}: {step.unit}",
                                  _gang_key(wl, slot)))

@@ -18,7 +18,8 @@ the agent deletes them.
   order only decides which of the due pods the executor deletes first.
 - **Never a referenced or unmanaged pod.** A pod any current PodGang lists is never unwanted;
   this is asserted, not trusted. The managed-by label is checked again here (the watch and the
-  snapshot already select on it). A pod whose own PodGang (label ``grove.io/podgang``) exists
+  snapshot already select on it), and so is the ``gitops.grove.io/rendered-by`` proof: a
+  tenant pod that copied the label (even with the annotation of another pod) is not ours. A pod whose own PodGang (label ``grove.io/podgang``) exists
   but cannot be read is not deleted either: the gang may well want it.
 """
 
@@ -82,7 +83,7 @@ def unwanted_pods(wl: Workload, memory: Memory, now: float, grace: float, snap: 
     for pod in wl.unwanted:
         if pod.key in snap.referenced:
             raise AssertionError(f"pod {pod.namespace}/{pod.name} is referenced by a PodGang but was classed unwanted")
-        if pod.terminating or not _managed(pod):
+        if pod.terminating or not _managed(pod) or not pod.owned:
             continue
         gang = _own_gang(pod)
         if gang is not None and gang in snap.malformed:

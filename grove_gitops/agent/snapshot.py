@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.agent import gangs as G
+from grove_gitops.expand import ownership
 
 Key = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
@@ -40,6 +41,7 @@ PCSG_REPLICA_INDEX = "grove.io/podcliquescalinggroup-replica-index"
 TEMPLATE_HASH = "grove.io/pod-template-hash"
 ROLLING_RECREATE, ON_DELETE = "RollingRecreate", "OnDelete"
 DEFAULT_TERMINATION_DELAY = 4 * 3600.0  # Grove's default, spec/grove-day2.md §0.3
+MAX_PROBLEMS_PER_GANG = 5  # bad references of one PodGang reported by name; the rest counted
 
 
 @dataclass(frozen=True)
@@ -80,14 +82,17 @@ class Day2:
 
 
 def _int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise G.MalformedPodGang(f"{where}: expected a non-negative integer, got {json.dumps(value)[:40]}")
+    """A count or index of the annotation, at most :data:`~.gangs.MAX_GANG_PODS`: a render
+    never writes more (every one of them is at most the pods of one PodCliqueSet replica), and
+    the healing rules loop over replicas (``replicas: 1e12`` must not hang the agent)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= G.MAX_GANG_PODS:
+        raise G.MalformedPodGang(f"{where}: expected an integer from 0 to {G.MAX_GANG_PODS}, got {G.brief(value)}")
     return value
 
 
 def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise G.MalformedPodGang(f"{where}: expected a non-empty string, got {json.dumps(value)[:40]}")
+    if not isinstance(value, str) or not 0 < len(value) <= G.MAX_NAME:
+        raise G.MalformedPodGang(f"{where}: expected a non-empty string of at most {G.MAX_NAME} characters, got {G.brief(value)}")
     return value
 
 
@@ -101,6 +106,8 @@ def parse_day2(podgang: Raw) -> Day2 | None:
     if raw is None:
         return None
     where = f"metadata.annotations[{DAY2_ANNOTATION}]"
+    if not isinstance(raw, str) or len(raw) > G.MAX_ANNOTATION:
+        raise G.MalformedPodGang(f"{where}: expected a JSON string of at most {G.MAX_ANNOTATION} characters")
     try:
         data = json.loads(raw)
     except (TypeError, ValueError) as exc:
@@ -113,6 +120,9 @@ def parse_day2(podgang: Raw) -> Day2 | None:
     delay = data.get("terminationDelaySeconds", DEFAULT_TERMINATION_DELAY)
     if isinstance(delay, bool) or not isinstance(delay, int | float) or delay <= 0:
         raise G.MalformedPodGang(f"{where}.terminationDelaySeconds: expected a positive number")
+    for key in ("cliques", "scalingGroups"):
+        if not isinstance(data.get(key) or [], list):
+            raise G.MalformedPodGang(f"{where}.{key}: expected a list, got {G.brief(data.get(key))}")
     cliques = []
     for n, c in enumerate(data.get("cliques") or []):
         w = f"{where}.cliques[{n}]"
@@ -133,6 +143,10 @@ def parse_day2(podgang: Raw) -> Day2 | None:
                 tuple(_str(c, f"{w}.cliques") for c in g["cliques"]),
             )
         )
+    # Each scaling-group replica has at least one pod per clique: more PodCliques than pods
+    # a render can write is not a render's (and would make the breach rules loop that long).
+    if sum(g.replicas * len(g.cliques) for g in groups) + len(cliques) > G.MAX_GANG_PODS:
+        raise G.MalformedPodGang(f"{where}: more PodCliques than a render writes for one replica ({G.MAX_GANG_PODS})")
     return Day2(
         _str(data.get("podCliqueSet"), f"{where}.podCliqueSet"),
         _int(data.get("replicaIndex"), f"{where}.replicaIndex"),
@@ -183,6 +197,9 @@ class PodView:
     node_name: str
     errored: bool
     started_not_ready: bool
+    # Its ``gitops.grove.io/rendered-by`` proof verifies (grove_gitops/expand/ownership.py):
+    # a render made it. Only such pods are ever deleted; the managed-by label alone is not proof.
+    owned: bool = False
 
     @property
     def key(self) -> Key:
@@ -235,6 +252,7 @@ def pod_view(pod: Raw) -> PodView:
         node_name=str(spec.get("nodeName") or ""),
         errored=errored,
         started_not_ready=started_not_ready,
+        owned=ownership.verify(pod),
     )
 
 
@@ -371,7 +389,8 @@ class Views:
 
     def __init__(self) -> None:
         self._pods: dict[Key, tuple[tuple[str, str], PodView]] = {}
-        self._gangs: dict[Key, tuple[tuple[str, str], Day2 | None, list[tuple[str, str, str]]]] = {}
+        # -> (version, day2, refs, why it is malformed): a malformed version is not read again
+        self._gangs: dict[Key, tuple[tuple[str, str], Day2 | None, list[tuple[str, str, str]], str | None]] = {}
 
     @staticmethod
     def _version(obj: Raw) -> tuple[str, str] | None:
@@ -394,10 +413,17 @@ class Views:
         version = self._version(raw)
         kept = self._gangs.get(key)
         if version is not None and kept is not None and kept[0] == version:
+            if kept[3] is not None:
+                raise G.MalformedPodGang(kept[3])
             return kept[1], kept[2]
-        day2, refs = parse_day2(raw), G.referenced_pods(raw)
+        try:
+            day2, refs = parse_day2(raw), G.referenced_pods(raw)
+        except G.MalformedPodGang as exc:
+            if version is not None:
+                self._gangs[key] = (version, None, [], str(exc))
+            raise
         if version is not None:
-            self._gangs[key] = (version, day2, refs)
+            self._gangs[key] = (version, day2, refs, None)
         return day2, refs
 
     def retain(self, pods: Collection[Key], gangs: Collection[Key]) -> None:
@@ -428,11 +454,17 @@ def build(
     problems: list[tuple[WorkloadKey | None, str]] = []
     malformed: dict[Key, str] = {}
     gangs: dict[Key, GangView] = {}
-    for key, raw in podgangs.items():
+    total = 0  # references of the PodGangs read so far (bounded by MAX_WORKLOAD_PODS)
+    for key, raw in sorted(podgangs.items()):
         try:
             day2, refs = memo.gang(key, raw)
         except G.MalformedPodGang as exc:
             malformed[key] = str(exc)
+            continue
+        total += len(refs)
+        if total > G.MAX_WORKLOAD_PODS:
+            malformed[key] = (f"its PodCliqueSet's PodGangs list more than {G.MAX_WORKLOAD_PODS} pods together, "
+                              "more than a render writes; this PodGang and those after it (by name) are not read")
             continue
         labels = (raw.get("metadata") or {}).get("labels") or {}
         pcs = day2.pcs if day2 is not None else labels.get(PART_OF)
@@ -457,25 +489,30 @@ def build(
         wl.gangs[gang.name] = gang
         if gang.day2 is not None:
             wl.replicas.setdefault(gang.day2.replica, gang.day2)
+        # A bad PodGang can hold thousands of bad references: the first few are reported,
+        # the rest counted (each distinct problem is remembered once it is logged).
+        bad: list[str] = []
         for _, ns, name in gang.refs:
             live = views.get((ns, name))
             if live is not None and (live.pcs != gang.pcs or live.podgang != gang.name):
-                problems.append(
-                    (wl.key, f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name}, which belongs to "
-                     f"PodCliqueSet {live.pcs!r} and PodGang {live.podgang!r}; the reference is ignored")
-                )
+                bad.append(f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name}, which belongs to "
+                           f"PodCliqueSet {live.pcs!r} and PodGang {live.podgang!r}; the reference is ignored")
                 continue
             if ns != gang.namespace:
-                problems.append((wl.key, f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name} in another namespace; ignored"))
+                bad.append(f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name} in another namespace; ignored")
                 continue
             host = live.hostname if live is not None and live.hostname else hostname_of(name)
             slot = wl.slots.get(host)
             if slot is None:
                 slot = wl.slots[host] = Slot(ns, host)
             if slot.new_name is not None and slot.new_name != name:
-                problems.append((wl.key, f"slot {ns}/{host} is wanted twice (pods {slot.new_name} and {name}); using {slot.new_name}"))
+                bad.append(f"slot {ns}/{host} is wanted twice (pods {slot.new_name} and {name}); using {slot.new_name}")
                 continue
             slot.new_name, slot.gang, slot.new = name, gang.name, live
+        problems += [(wl.key, p) for p in bad[:MAX_PROBLEMS_PER_GANG]]
+        if len(bad) > MAX_PROBLEMS_PER_GANG:
+            problems.append((wl.key, f"PodGang {gang.namespace}/{gang.name}: {len(bad) - MAX_PROBLEMS_PER_GANG} more "
+                             "references like these are ignored"))
 
     by_host: dict[tuple[str, str], Slot] = {}
     for wl in workloads.values():
@@ -491,6 +528,17 @@ def build(
             problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} has no spec.hostname; it is left alone"))
             continue
         slot = by_host.get((pod.namespace, pod.hostname))
+        if not pod.owned:
+            # Labelled as ours, but no render made it (or a render from before the proof):
+            # never deleted. In a wanted slot it still counts as an old pod, so the new pod
+            # is not released beside it (two pods never share a hostname).
+            problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} is labelled "
+                             f"{MANAGED_BY}={MANAGER} but its {ownership.RENDERED_BY} proof does not verify: "
+                             "no render made it, so the agent never deletes it (delete it by hand if it is a "
+                             "pod of an older grove-gitops render)"))
+            if slot is not None:
+                slot.old.append(pod)
+            continue
         if slot is not None:
             slot.old.append(pod)
             continue

@@ -4,7 +4,7 @@ The diff is of the rendered YAML text, exactly as it is in the output files, so 
 reviewer reads is what Git will hold. A replaced pod is diffed against the pod it replaces
 (its predecessor with the same hostname): the reviewer sees the image bump, not two
 unrelated 90-line files. The header's field list drops :data:`POD_NOISE_PATHS` (the hash in
-the name and the template-hash label), which change on every replacement; the diff body
+the name, the template-hash label and the rendered-by proof), which change on every replacement; the diff body
 still shows them.
 """
 
@@ -18,9 +18,13 @@ from grove_gitops.diff.paths import changed_paths
 
 DEFAULT_CONTEXT = 3
 #: Fields that change on every pod replacement and say nothing by themselves: the name
-#: (hash suffix) and Grove's template-hash label. Hidden from headers, kept in the diff
+#: (hash suffix), Grove's template-hash label and the ownership proof. Hidden from headers, kept in the diff
 #: (flux-local's ``strip-attrs`` idea, spec/gitops.md §4.3 / §4.5).
-POD_NOISE_PATHS = frozenset({"metadata.name", "metadata.labels['grove.io/pod-template-hash']"})
+POD_NOISE_PATHS = frozenset({
+    "metadata.name",
+    "metadata.labels['grove.io/pod-template-hash']",
+    "metadata.annotations['gitops.grove.io/rendered-by']",  # the ownership proof binds the name
+})
 
 
 @dataclass(frozen=True)

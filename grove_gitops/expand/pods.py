@@ -2,8 +2,9 @@
 
 Differences from Grove, all forced by GitOps (``spec/gitops.md`` §2.5): a deterministic
 ``metadata.name`` (``<podclique>-<index>-<hash8>``) replaces ``generateName`` — the hash
-covers the whole rendered pod, so any spec change yields a new pod instead of an update the
-API server would refuse — and there are no ``ownerReferences`` (no UIDs exist at render
+covers the whole rendered pod (but its ``gitops.grove.io/rendered-by`` ownership proof,
+:mod:`.ownership`, which binds the name), so any spec change yields a new pod instead of an
+update the API server would refuse — and there are no ``ownerReferences`` (no UIDs exist at render
 time; pruning is the GitOps tool's job).
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.backendapi import PodPlacement
 from grove_gitops.expand import labels as L
-from grove_gitops.expand import mnnvl, names
+from grove_gitops.expand import mnnvl, names, ownership
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.hashing import short_hash
 from grove_gitops.expand.jsoncopy import json_copy
@@ -66,7 +67,10 @@ def build_pods(
     """Every pod of ``inst``; ``claims_for_pod[k]`` are the ResourceClaims pod ``k`` mounts."""
     ns = pcs.namespace
     pclq_labels = podclique_labels(pcs, inst, template_hash)
-    annotations = {k: v for k, v in (inst.template.annotations or {}).items() if k != L.TOPOLOGY_NAME}
+    # A template's own rendered-by value is dropped: the render alone says which pods it made.
+    annotations = {
+        k: v for k, v in (inst.template.annotations or {}).items() if k not in (L.TOPOLOGY_NAME, ownership.RENDERED_BY)
+    }
     # The PodClique spec: the template's pod spec with the PCSG variables prepended (§4.2).
     base_spec = json_copy(inst.template.spec.podSpec)
     if ctx.mnnvl_enabled:
@@ -137,6 +141,7 @@ def build_pods(
             meta["annotations"] = dict(proto_meta["annotations"])
         pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         pod["metadata"] = {"name": f"{inst.fqn}-{k}-{short_hash(pod)}", **meta}
+        ownership.stamp(pod)  # after naming: the proof binds the name (docs/day2.md)
         pods.append(pod)
     return pods
 

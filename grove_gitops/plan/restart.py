@@ -2,7 +2,7 @@
 
 A pod's name is its hostname plus a hash of its spec, and ``grove.io/pod-template-hash``
 is Grove's template hash: both always differ for a replaced pod, so they explain nothing
-and are left out. When nothing else differs, the template hash changed over a field the
+and are left out, as is the ``gitops.grove.io/rendered-by`` proof that binds the name. When nothing else differs, the template hash changed over a field the
 rendered pod does not carry (``priorityClassName`` is such a field on some backends), and
 that label is the one answer there is.
 """
@@ -13,15 +13,17 @@ from collections.abc import Iterable
 
 from grove_gitops.agent.snapshot import TEMPLATE_HASH
 from grove_gitops.diff.paths import changed_paths, join
+from grove_gitops.expand.ownership import RENDERED_BY
 from grove_gitops.plan.pods import RenderedPod
 
 NAME_PATH = "metadata.name"
 HASH_PATH = join("metadata.labels", TEMPLATE_HASH)
+PROOF_PATH = join("metadata.annotations", RENDERED_BY)
 
 
 def pod_fields(old: RenderedPod, new: RenderedPod) -> list[str]:
     """Changed paths of one slot (``spec.containers[prefill].image``), hash and name aside."""
-    paths = [p for p in changed_paths(old.obj.obj, new.obj.obj) if p not in (NAME_PATH, HASH_PATH)]
+    paths = [p for p in changed_paths(old.obj.obj, new.obj.obj) if p not in (NAME_PATH, HASH_PATH, PROOF_PATH)]
     if paths:
         return paths
     return [HASH_PATH] if HASH_PATH in changed_paths(old.obj.obj, new.obj.obj) else []

@@ -16,6 +16,7 @@ from typing import Any
 
 from grove_gitops.agent.gangs import GATE
 from grove_gitops.agent.snapshot import Snapshot, Workload, build
+from grove_gitops.expand import ownership
 
 Key = tuple[str, str]
 NS = "ml"
@@ -50,11 +51,15 @@ def pod(
     pcsg_replica: int | None = None,
     template_hash: str = "h1",
     managed: bool = True,
+    rendered: bool = True,
     with_hostname: bool = True,
     created: str = "2026-11-24T10:00:00Z",
     **state: Any,
 ) -> dict[str, Any]:
-    """One rendered pod named ``<hostname>-<hash>``, by default Running, scheduled and Ready."""
+    """One rendered pod named ``<hostname>-<hash>``, by default Running, scheduled and Ready.
+
+    ``rendered``: it carries the render's ``gitops.grove.io/rendered-by`` proof (computed with
+    the product's function, as the renderer stamps it); False for a pod someone else made."""
     labels = {
         "app.kubernetes.io/part-of": pcs,
         "grove.io/podcliqueset-replica-index": str(replica),
@@ -71,10 +76,12 @@ def pod(
     if base_podgang is not None:
         labels["grove.io/base-podgang"] = base_podgang
     name = f"{hostname}-{template_hash}"
+    proof = ownership.proof(NS, name, labels) if rendered else None
     obj: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "labels": labels,
+                     "annotations": {ownership.RENDERED_BY: proof} if proof else {},
                      "creationTimestamp": created},
         "spec": {"containers": [{"name": "c", "image": "img"}]},
         "status": {},

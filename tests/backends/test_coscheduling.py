@@ -253,6 +253,9 @@ def _normalise(result: RenderResult) -> dict[tuple[str, str], Any]:
             name = _stem(name)
             del obj["metadata"]["name"]
             del obj["spec"]["schedulerName"]
+            obj["metadata"]["annotations"].pop("gitops.grove.io/rendered-by")  # binds the (hashed) name
+            if not obj["metadata"]["annotations"]:
+                del obj["metadata"]["annotations"]
             obj["metadata"]["labels"].pop(LABEL, None)
         elif obj["kind"] == "PodGang":
             del obj["metadata"]["labels"]["grove.io/scheduler-name"]

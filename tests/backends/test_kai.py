@@ -11,6 +11,7 @@ import pytest
 
 from backends.kai import NODE_LABEL_PATTERN, topology_problems
 from grove_gitops.api.topology import ClusterTopologyBinding
+from grove_gitops.expand import ownership
 from grove_gitops.render import RenderResult
 from tests.schemas import CRDRegistry
 from tests.support import GPU_FABRIC, INF, assert_schema_valid, objects_by_kind, problems_of, render_files
@@ -119,7 +120,9 @@ def test_worked_example_podgroups_pods_and_topology(tmp_path: Path, crds: CRDReg
     assert len(pods) == 7
     router = next(p for p in pods if p["metadata"]["labels"]["grove.io/podclique"] == "inf-0-router")
     assert router["spec"]["schedulerName"] == "kai-scheduler"
-    assert router["metadata"]["annotations"] == {"kai.scheduler/skip-podgrouper": "true", "pod-group-name": "inf-0"}
+    assert router["metadata"]["annotations"] == {"kai.scheduler/skip-podgrouper": "true", "pod-group-name": "inf-0",
+                                                 "gitops.grove.io/rendered-by": ownership.proof("ml", router["metadata"]["name"],
+                                                                                                router["metadata"]["labels"])}
     assert router["metadata"]["labels"]["kai.scheduler/subgroup-name"] == "inf-0-router"
     assert router["metadata"]["labels"]["grove.io/podgang"] == "inf-0"
     assert router["spec"]["schedulingGates"] == [{"name": "grove.io/podgang-pending-creation"}]
@@ -167,6 +170,7 @@ def test_clique_template_queues_and_no_topology(tmp_path: Path, crds: CRDRegistr
     b_pods = [p for p in objects_by_kind(result, "Pod").values() if p["metadata"]["labels"]["grove.io/podclique"] == "plain-0-b"]
     assert len(b_pods) == 2
     for pod in b_pods:
+        assert pod["metadata"]["annotations"].pop("gitops.grove.io/rendered-by")  # the ownership proof
         assert pod["metadata"]["annotations"] == {
             "kai.scheduler/queue": "q1",
             "kai.scheduler/skip-podgrouper": "true",
@@ -298,7 +302,13 @@ def _normalised(result: RenderResult) -> dict[tuple[str, str], dict[str, Any]]:
     """Objects by (kind, name) with the pod-spec hash dropped from pod names and references."""
     text = json.dumps([o.obj for o in result.objects], sort_keys=True)
     text = re.sub(r'(-\d+)-[a-z0-9]{8}"', r'\1"', text)
-    return {(o["kind"], o["metadata"]["name"]): o for o in json.loads(text)}
+    objs = json.loads(text)
+    for o in objs:  # the ownership proof binds the (hashed) pod name
+        if "gitops.grove.io/rendered-by" in (o["metadata"].get("annotations") or {}):
+            del o["metadata"]["annotations"]["gitops.grove.io/rendered-by"]
+            if not o["metadata"]["annotations"]:
+                del o["metadata"]["annotations"]
+    return {(o["kind"], o["metadata"]["name"]): o for o in objs}
 
 
 def test_switching_from_default_scheduler_changes_only_backend_fields(tmp_path: Path) -> None:

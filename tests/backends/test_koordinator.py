@@ -564,6 +564,9 @@ def _normalise(result: RenderResult, scheduler_fields: dict[str, tuple[str, ...]
             name = match["stem"]
             del obj["metadata"]["name"]
             del obj["spec"]["schedulerName"]
+            obj["metadata"]["annotations"].pop("gitops.grove.io/rendered-by")  # binds the (hashed) name
+            if not obj["metadata"]["annotations"]:
+                del obj["metadata"]["annotations"]
             for key in scheduler_fields.get("pod-labels", ()):
                 obj["metadata"]["labels"].pop(key, None)
         elif obj["kind"] == "PodGang":

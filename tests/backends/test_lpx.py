@@ -103,7 +103,7 @@ def test_pods_get_the_scheduler_name_and_nothing_else(tmp_path: Path, crds: CRDR
     for pod in pods.values():
         assert pod["spec"]["schedulerName"] == "lpx-scheduler"
         assert pod["spec"]["schedulingGates"] == [{"name": "grove.io/podgang-pending-creation"}]
-        assert "annotations" not in pod["metadata"]
+        assert list(pod["metadata"]["annotations"]) == ["gitops.grove.io/rendered-by"]  # the ownership proof only
         assert not [k for k in pod["metadata"]["labels"] if not k.startswith(("grove.io/", "app.kubernetes.io/"))]
 
 
@@ -146,6 +146,9 @@ def _normalise(result: RenderResult) -> dict[tuple[str, str], Any]:
             name = match["stem"]
             del obj["metadata"]["name"]
             del obj["spec"]["schedulerName"]
+            obj["metadata"]["annotations"].pop("gitops.grove.io/rendered-by")  # binds the (hashed) name
+            if not obj["metadata"]["annotations"]:
+                del obj["metadata"]["annotations"]
         elif obj["kind"] == "PodGang":
             del obj["metadata"]["labels"]["grove.io/scheduler-name"]
             assert json.loads(obj["metadata"]["annotations"].pop("gitops.grove.io/gang-objects")) == []

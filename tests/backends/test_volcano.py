@@ -137,6 +137,7 @@ def test_worked_example_podgroups_and_pods(tmp_path: Path, crds: CRDRegistry) ->
     for pod in pods:
         gang = pod["metadata"]["labels"]["grove.io/podgang"]
         assert pod["spec"]["schedulerName"] == "volcano"
+        assert pod["metadata"]["annotations"].pop("gitops.grove.io/rendered-by")  # the ownership proof
         assert pod["metadata"]["annotations"] == {
             "scheduling.volcano.sh/group-name": gang,
             "scheduling.k8s.io/group-name": gang,
@@ -388,7 +389,13 @@ def test_queue_rejections(tmp_path: Path, pcsq: str, cqa: str, cqb: str, expecte
 def _normalised(result: RenderResult) -> dict[tuple[str, str], dict[str, Any]]:
     text = json.dumps([o.obj for o in result.objects], sort_keys=True)
     text = re.sub(r'(-\d+)-[a-z0-9]{8}"', r'\1"', text)
-    return {(o["kind"], o["metadata"]["name"]): o for o in json.loads(text)}
+    objs = json.loads(text)
+    for o in objs:  # the ownership proof binds the (hashed) pod name
+        if "gitops.grove.io/rendered-by" in (o["metadata"].get("annotations") or {}):
+            del o["metadata"]["annotations"]["gitops.grove.io/rendered-by"]
+            if not o["metadata"]["annotations"]:
+                del o["metadata"]["annotations"]
+    return {(o["kind"], o["metadata"]["name"]): o for o in objs}
 
 
 def test_switching_from_default_scheduler_changes_only_backend_fields(tmp_path: Path) -> None:

@@ -695,6 +695,9 @@ def _normalised(result: RenderResult) -> dict[tuple[str, str, str], dict[str, An
         obj = copy.deepcopy(item.obj)
         if obj["kind"] == "Pod":
             obj["metadata"]["name"] = renames[obj["metadata"]["name"]]
+            obj["metadata"]["annotations"].pop("gitops.grove.io/rendered-by")  # binds the (hashed) name
+            if not obj["metadata"]["annotations"]:
+                del obj["metadata"]["annotations"]
         if obj["kind"] == "PodGang":
             for group in obj["spec"]["podgroups"]:
                 for ref in group["podReferences"]:

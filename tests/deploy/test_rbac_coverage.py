@@ -26,6 +26,7 @@ from grove_gitops.agent.gangs import ObjectRef
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.leader import LeaderElector
 from grove_gitops.agent.loop import Agent, AgentConfig
+from grove_gitops.expand import ownership
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
@@ -181,7 +182,8 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None) -> None:
         }
         stray["spec"]["hostname"] = "stray-0"
         stray.pop("status", None)
-        server.put_object({"apiVersion": "v1", "kind": "Pod", **stray})  # made by someone else, not traced
+        ownership.stamp(stray)  # a rendered pod (it carries the render's proof) that no PodGang wants
+        server.put_object({"apiVersion": "v1", "kind": "Pod", **stray})  # made by the test, not traced
         assert server.wait_for(
             lambda: all(p["metadata"]["name"] != "stray-0-abcdefgh" for p in server.store.list_objects("pods", WATCHED_NAMESPACE)),
             timeout=20,
