@@ -116,7 +116,10 @@ def test_registry_loads_all_upstream_crds(crds: CRDRegistry) -> None:
     assert ("scheduling.x-k8s.io/v1alpha1", "PodGroup") in kinds
     assert ("scheduling.sigs.k8s.io/v1alpha1", "PodGroup") in kinds
     assert ("grove.io/v1alpha1", "ClusterTopologyBinding") in kinds
-    assert len(kinds) == 16
+    assert ("argoproj.io/v1alpha1", "Application") in kinds
+    assert ("argoproj.io/v1alpha1", "ApplicationSet") in kinds
+    assert ("kustomize.toolkit.fluxcd.io/v1", "Kustomization") in kinds
+    assert len(kinds) == 19
 
 
 def test_lookup_reports_scope_plural_and_status(crds: CRDRegistry) -> None:

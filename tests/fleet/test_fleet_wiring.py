@@ -1,5 +1,6 @@
 """The generated Flux Kustomizations and Argo CD Applications of a fleet, checked against the
-upstream CRDs in tests/crds-gitops (README there names their source)."""
+upstream CRDs in ../shared/crds/gitops (Argo CD's Application and ApplicationSet, Flux's
+Kustomization; ../shared/crds/SOURCES.md names their source)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import yaml
 from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.fleet.wiring import shard_name
 from tests.schemas import CRDRegistry
-from tests.support import PROJECT
+from tests.support import CRDS, PROJECT
 
 FLEET = PROJECT / "examples-fleet"
-GITOPS_CRDS = PROJECT / "tests" / "crds-gitops"
+GITOPS_CRDS = CRDS / "gitops"
 
 
 @pytest.fixture(scope="module")
