@@ -28,7 +28,7 @@ from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
-from grove_gitops.validation.limits import check_pod_limit, count_pods
+from grove_gitops.validation.limits import check_loop_bounds, check_pod_limit, count_pods
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
@@ -145,8 +145,9 @@ def _validate_pcs(
     opcfg = inputs.opcfg
     apply_defaults(pcs, inputs.render.defaultNamespace)
     _, too_many = check_pod_limit(pcs, inputs.render.limits)
+    too_many = too_many or check_loop_bounds(pcs, inputs.render.limits)
     if too_many:
-        return too_many  # nothing below may iterate over a billion replicas
+        return too_many  # nothing below may iterate over a billion replicas (or minAvailable)
     tas = opcfg.topologyAwareScheduling.enabled
     errs = validate_cel(pcs)
     topo_errs, topo_warnings = validate_topology(pcs, tas, inputs.bindings)

@@ -7,11 +7,16 @@ depend on what the user wrote (``minAvailable`` defaults to ``replicas`` *as wri
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from grove_gitops.api.base import JSONDict, ObjectMeta, StrictModel
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+#: Grove declares every count of a PodCliqueSet ``int32``: its webhook cannot even decode a
+#: larger number, so one is refused while parsing, before any arithmetic or loop sees it.
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
 
 CliqueStartupType = Literal["CliqueStartupTypeAnyOrder", "CliqueStartupTypeInOrder", "CliqueStartupTypeExplicit"]
 ANY_ORDER: CliqueStartupType = "CliqueStartupTypeAnyOrder"
@@ -49,8 +54,8 @@ class TopologyConstraint(StrictModel):
 
 
 class AutoScalingConfig(StrictModel):
-    minReplicas: int | None = None
-    maxReplicas: int = 0  # CRD-required; the webhook's re-serialisation makes absent == 0
+    minReplicas: Int32 | None = None
+    maxReplicas: Int32 = 0  # CRD-required; the webhook's re-serialisation makes absent == 0
     metrics: list[JSONDict] | None = None
 
 
@@ -87,8 +92,8 @@ class ResourceClaimTemplateConfig(StrictModel):
 class PodCliqueSpec(StrictModel):
     roleName: str = ""
     podSpec: JSONDict
-    replicas: int = 0
-    minAvailable: int | None = None
+    replicas: Int32 = 0
+    minAvailable: Int32 | None = None
     startsAfter: list[str] | None = None
     autoScalingConfig: AutoScalingConfig | None = None
 
@@ -106,8 +111,8 @@ class PodCliqueScalingGroupConfig(StrictModel):
     name: str = ""
     cliqueNames: list[str]
     annotations: dict[str, str] | None = None
-    replicas: int | None = None
-    minAvailable: int | None = None
+    replicas: Int32 | None = None
+    minAvailable: Int32 | None = None
     scaleConfig: AutoScalingConfig | None = None
     resourceSharing: list[PCSGResourceSharingSpec] | None = None
     topologyConstraint: TopologyConstraint | None = None
@@ -134,7 +139,7 @@ class UpdateStrategy(StrictModel):
 
 
 class PodCliqueSetSpec(StrictModel):
-    replicas: int = 0
+    replicas: Int32 = 0
     updateStrategy: UpdateStrategy | None = None
     template: PodCliqueSetTemplateSpec
 

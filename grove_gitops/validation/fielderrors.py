@@ -121,9 +121,19 @@ def from_pydantic(exc: ValidationError, prefix: str = "") -> list[FieldError]:
             out.append(not_supported(path, value, [s for s in supported if s]))
         elif kind in _TYPE_NAMES:
             out.append(invalid(path, value, f"must be of type {_TYPE_NAMES[kind]}"))
+        elif kind in ("less_than_equal", "greater_than_equal") and _is_int32_bound(err.get("ctx", {})):
+            out.append(invalid(path, value, _INT32_MESSAGE))
         else:
             out.append(invalid(path, value, err["msg"]))
     return out
+
+
+_INT32_BOUNDS = (-(2**31), 2**31 - 1)
+_INT32_MESSAGE = f"must be a 32-bit integer ({_INT32_BOUNDS[0]} to {_INT32_BOUNDS[1]}), the type Grove declares"
+
+
+def _is_int32_bound(ctx: dict[str, Any]) -> bool:
+    return ctx.get("le") == _INT32_BOUNDS[1] or ctx.get("ge") == _INT32_BOUNDS[0]
 
 
 def _is_internal(part: str) -> bool:
