@@ -7,16 +7,11 @@ depend on what the user wrote (``minAvailable`` defaults to ``replicas`` *as wri
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from grove_gitops.api.base import JSONDict, ObjectMeta, StrictModel
-
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-#: Grove declares every count of a PodCliqueSet ``int32``: its webhook cannot even decode a
-#: larger number, so one is refused while parsing, before any arithmetic or loop sees it.
-Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+from grove_gitops.api.base import Int32, JSONDict, ObjectMeta, StrictModel
 
 CliqueStartupType = Literal["CliqueStartupTypeAnyOrder", "CliqueStartupTypeInOrder", "CliqueStartupTypeExplicit"]
 ANY_ORDER: CliqueStartupType = "CliqueStartupTypeAnyOrder"

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from grove_gitops.api.inventory import Node, NodeInventory
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.api.podgang import PodGangSpec
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
@@ -687,16 +688,13 @@ def passthrough_shape_problems(file: str, data: dict[str, Any]) -> list[InputPro
 
 
 def _podgang_problems(file: str, data: dict[str, Any]) -> list[InputProblem]:
+    """The spec against Grove's PodGang type (``api.podgang``), strictly: the README, the
+    diagram and the agent read it, and the API server would refuse what does not match."""
     spec = data.get("spec")
     if not isinstance(spec, dict):
         return [InputProblem(file, "spec", "Required value")]
-    groups = spec.get("podgroups")
-    if not isinstance(groups, list):
-        return [InputProblem(file, "spec.podgroups", "Required value: a list")]
-    problems = []
-    for i, group in enumerate(groups):
-        if not isinstance(group, dict) or not isinstance(group.get("name"), str):
-            problems.append(InputProblem(file, f"spec.podgroups[{i}].name", "Required value"))
-        elif not isinstance(group.get("minReplicas"), int) or isinstance(group.get("minReplicas"), bool):
-            problems.append(InputProblem(file, f"spec.podgroups[{i}].minReplicas", "Required value: an integer"))
-    return problems
+    try:
+        PodGangSpec.model_validate(spec, strict=True)
+    except ValidationError as exc:
+        return [InputProblem(file, e.path, e.message()) for e in from_pydantic(exc, "spec")]
+    return []

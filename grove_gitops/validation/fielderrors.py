@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from grove_gitops.api.base import INT32_MAX, INT32_MIN
+
 _NO_VALUE = object()
 
 
@@ -128,12 +130,12 @@ def from_pydantic(exc: ValidationError, prefix: str = "") -> list[FieldError]:
     return out
 
 
-_INT32_BOUNDS = (-(2**31), 2**31 - 1)
-_INT32_MESSAGE = f"must be a 32-bit integer ({_INT32_BOUNDS[0]} to {_INT32_BOUNDS[1]}), the type Grove declares"
+_INT32_MESSAGE = f"must be a 32-bit integer ({INT32_MIN} to {INT32_MAX}), the type Grove declares"
 
 
 def _is_int32_bound(ctx: dict[str, Any]) -> bool:
-    return ctx.get("le") == _INT32_BOUNDS[1] or ctx.get("ge") == _INT32_BOUNDS[0]
+    """A bound of :data:`~grove_gitops.api.base.Int32` (pydantic's own wording names no type)."""
+    return ctx.get("le") == INT32_MAX or ctx.get("ge") == INT32_MIN
 
 
 def _is_internal(part: str) -> bool:
