@@ -154,6 +154,8 @@ def scan_source(root: Path) -> SourceScan:
     if not root.is_dir():
         scan.files.append(root)
         return scan
+    if not _can_enter(root, ".", scan):
+        return scan
     real_root = root.resolve()
     if (root / HELM_CHART_FILE).is_file():
         scan.problems.append(_HELM_ROOT)
@@ -168,6 +170,25 @@ def scan_source(root: Path) -> SourceScan:
     _walk(root, PurePosixPath(), real_root, ignore, seen, scan)
     scan.files.sort()
     return scan
+
+
+def _can_enter(folder: Path, shown: str, scan: SourceScan) -> bool:
+    """Whether the entries of ``folder`` can be looked at; if not, a problem naming it.
+
+    A folder without search permission (mode 000 or 666, for a user other than root) lists
+    nothing and makes every ``stat`` of an entry raise ``PermissionError``, which
+    ``Path.is_file`` does not swallow: the ``Chart.yaml`` check below would be a traceback.
+    """
+    try:
+        (folder / HELM_CHART_FILE).stat()
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG):
+            return True
+        scan.problems.append(InputProblem(shown, "", f"cannot read folder: {exc.strerror or exc}"))
+        return False
+    return True
 
 
 def _ignore_spec(root: Path, scan: SourceScan | MemoryScan) -> pathspec.GitIgnoreSpec | None:
@@ -252,6 +273,8 @@ def _walk(
         seen.add(key)
         if is_dir:
             if is_output_dir(path):
+                continue
+            if not _can_enter(path, str(child), scan):
                 continue
             if (path / HELM_CHART_FILE).is_file():
                 scan.warnings.append(
