@@ -261,6 +261,17 @@ def _bomb_fanout() -> dict[str, Any]:
     )
 
 
+def _claims_bomb() -> dict[str, Any]:
+    """5,000 shared claims x 2,000 pods: 10 million ResourceClaim references."""
+    doc = pcs_doc([clique("a", replicas=2000)], startup="CliqueStartupTypeAnyOrder")
+    request = {"name": "r", "exactly": {"deviceClassName": "gpu"}}
+    doc["spec"]["template"]["resourceClaimTemplates"] = [
+        {"name": f"t{i}", "templateSpec": {"spec": {"devices": {"requests": [request]}}}} for i in range(5000)
+    ]
+    doc["spec"]["template"]["resourceSharing"] = [{"name": f"t{i}", "scope": "AllReplicas"} for i in range(5000)]
+    return doc
+
+
 BOMBS: dict[str, tuple[dict[str, str], str]] = {
     "group-minavailable": (
         {
@@ -290,6 +301,7 @@ BOMBS: dict[str, tuple[dict[str, str], str]] = {
         },
         "would have 2000000000 PodCliques",
     ),
+    "shared-claims": ({"pcs.yaml": yaml.safe_dump(_claims_bomb())}, "ResourceClaim references in total"),
     "integer-4301-digits": ({"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nx: " + "9" * 4301 + "\n"}, "out of range"),
     "base60-integer": ({"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nx: " + "1:" * 500_000 + "1\n"}, "out of range"),
 }
