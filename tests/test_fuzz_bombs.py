@@ -272,6 +272,14 @@ def _claims_bomb() -> dict[str, Any]:
     return doc
 
 
+def _pod_bytes_bomb() -> dict[str, Any]:
+    """A 1 MB podSpec (30,000 env entries) x 20,000 pods: about 17 GB of pods."""
+    doc = pcs_doc([clique("a", replicas=20_000)], startup="CliqueStartupTypeAnyOrder")
+    env = [{"name": f"E{i}", "value": "v"} for i in range(30_000)]
+    doc["spec"]["template"]["cliques"][0]["spec"]["podSpec"] = {"containers": [{"name": "c", "image": "x", "env": env}]}
+    return doc
+
+
 BOMBS: dict[str, tuple[dict[str, str], str]] = {
     "group-minavailable": (
         {
@@ -302,6 +310,7 @@ BOMBS: dict[str, tuple[dict[str, str], str]] = {
         "would have 2000000000 PodCliques",
     ),
     "shared-claims": ({"pcs.yaml": yaml.safe_dump(_claims_bomb())}, "ResourceClaim references in total"),
+    "pod-bytes": ({"pcs.yaml": yaml.safe_dump(_pod_bytes_bomb())}, "its pods would take about"),
     "integer-4301-digits": ({"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nx: " + "9" * 4301 + "\n"}, "out of range"),
     "base60-integer": ({"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nx: " + "1:" * 500_000 + "1\n"}, "out of range"),
 }

@@ -296,3 +296,20 @@ def test_internal_claim_templates_are_looked_up_by_name() -> None:
 
     pcs = PodCliqueSet.model_validate(_claims_doc(60_000, 1))
     assert validate_templates(pcs, {}) == []
+
+
+def test_pod_bytes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1 MB podSpec (30,000 env entries) x 20,000 pods ran for more than 5 minutes: every pod
+    is hashed and written. Pods x their podSpec, labels and annotations are bounded (here the
+    bound is lowered so that a small tree exceeds it)."""
+    from grove_gitops.validation import limits
+
+    monkeypatch.setattr(limits, "MAX_POD_BYTES", 2 * 1024 * 1024)
+    env = [{"name": f"E{i}", "value": "v" * 20} for i in range(300)]
+    doc = pcs_doc([clique("a", replicas=200)], startup="CliqueStartupTypeAnyOrder")
+    doc["spec"]["template"]["cliques"][0]["spec"]["podSpec"] = {"containers": [{"name": "c", "image": "x", "env": env}]}
+    src = gang_source(tmp_path / "src", doc)
+    assert _errors(src, tmp_path) == [
+        'error: pcs.yaml: spec.template.cliques: Invalid value: "object": its pods would take about 2 MiB (pods x the '
+        "size of their clique's podSpec, labels and annotations), above the limit of 2 MiB"
+    ]

@@ -15,6 +15,7 @@ writes into pods, all by arithmetic, never by iterating over the counts themselv
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,10 @@ MAX_STARTUP_WAITS = 1_000_000
 #: resourceSharing entry (PCS, scaling group or clique level) that applies to a pod is one
 #: ``resourceClaims`` entry of it. 5,000 shared claims x 2,000 pods took 3 GB before failing.
 MAX_CLAIM_REFERENCES = 1_000_000
+#: Most bytes the pods of one PodCliqueSet may take, estimated as pods x the JSON size of
+#: their clique's podSpec, labels and annotations. A PodCliqueSet of 20,000 ordinary pods is
+#: about 70 MiB; one 1 MB podSpec x 20,000 pods would be 20 GB to hash and write.
+MAX_POD_BYTES = 256 * 1024 * 1024
 LIMIT_NAME = "RenderConfiguration limits.maxPodsPerPodCliqueSet"
 
 
@@ -113,6 +118,12 @@ def check_loop_bounds(pcs: PodCliqueSet, limits: RenderLimits) -> list[FieldErro
             f"entry once per pod it applies to), above the limit of {MAX_CLAIM_REFERENCES}"
         )
         return [invalid("spec.template.resourceSharing", "object", message)]
+    if size.pod_bytes > MAX_POD_BYTES:
+        message = (
+            f"its pods would take about {size.pod_bytes // (1024 * 1024)} MiB (pods x the size of their clique's "
+            f"podSpec, labels and annotations), above the limit of {MAX_POD_BYTES // (1024 * 1024)} MiB"
+        )
+        return [invalid("spec.template.cliques", "object", message)]
     return []
 
 
@@ -156,6 +167,8 @@ class _Size:
     #: ResourceClaim references summed over pods; an upper bound (a reference whose filter
     #: names both a clique and its scaling group is counted twice).
     claims: int
+    #: Bytes of the pods: pods x the JSON size of their clique's podSpec, labels, annotations.
+    pod_bytes: int
 
     @staticmethod
     def of(pcs: PodCliqueSet) -> _Size:
@@ -189,12 +202,22 @@ class _Size:
             return memo[key]
 
         shared = _SharingCounts.of(pcs.spec.template.resourceSharing or [])
-        podcliques = waits = claims = 0
+        sizes: dict[int, int] = {}
+
+        def pod_size(template: PodCliqueTemplateSpec) -> int:
+            key = id(template)
+            if key not in sizes:
+                parts = (template.spec.podSpec, template.labels or {}, template.annotations or {})
+                sizes[key] = sum(len(json.dumps(p, separators=(",", ":"), default=str)) for p in parts)
+            return sizes[key]
+
+        podcliques = waits = claims = pod_bytes = 0
         for c in cliques:
             if c.name not in group_of:
                 podcliques += 1
                 waits += max(c.spec.replicas, 1) * waits_of(c)[0]
                 claims += max(c.spec.replicas, 1) * (shared.applying(c.name) + len(c.resourceSharing or []))
+                pod_bytes += max(c.spec.replicas, 1) * pod_size(c)
         for g in pcs.scaling_groups:
             replicas = max(_group_replicas(g), 0)
             base = min(max(_group_min(g), 0), replicas)
@@ -208,8 +231,9 @@ class _Size:
                     waits += pods * (base * in_base + (replicas - base) * in_scaled)
                     per_pod = shared.applying(name, g.name) + own.applying(name) + len(template.resourceSharing or [])
                     claims += replicas * pods * per_pod
-        pcs_replicas = max(pcs.spec.replicas, 1)
-        return _Size(podcliques * pcs_replicas, waits * pcs_replicas, claims * pcs_replicas)
+                    pod_bytes += replicas * pods * pod_size(template)
+        n = max(pcs.spec.replicas, 1)
+        return _Size(podcliques * n, waits * n, claims * n, pod_bytes * n)
 
 
 @dataclass(frozen=True)
