@@ -313,3 +313,22 @@ def test_pod_bytes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         'error: pcs.yaml: spec.template.cliques: Invalid value: "object": its pods would take about 2 MiB (pods x the '
         "size of their clique's podSpec, labels and annotations), above the limit of 2 MiB"
     ]
+
+
+def test_pod_bytes_of_a_whole_render_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several PodCliqueSets of one short file, each below the per-PodCliqueSet bound."""
+    import grove_gitops.render as render
+
+    monkeypatch.setattr(render, "MAX_RENDER_POD_BYTES", 3 * 1024 * 1024)
+    env = [{"name": f"E{i}", "value": "v" * 20} for i in range(300)]
+    docs = []
+    for name in ("one", "two"):
+        doc = pcs_doc([clique("a", replicas=200)], startup="CliqueStartupTypeAnyOrder")
+        doc["metadata"]["name"] = name
+        doc["spec"]["template"]["cliques"][0]["spec"]["podSpec"] = {"containers": [{"name": "c", "image": "x", "env": env}]}
+        docs.append(doc)
+    src = write_source(tmp_path / "src", {"pcs.yaml": yaml.safe_dump_all(docs), "opcfg.yaml": GANG_OPCFG})
+    assert _errors(src, tmp_path) == [
+        "error: pcs.yaml: spec.template.cliques: Too many: the render's pods would take more than 3 MiB (pods x the "
+        "size of their clique's podSpec, labels and annotations): 2 MiB before this PodCliqueSet, 2 MiB in it"
+    ]

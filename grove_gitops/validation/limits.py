@@ -43,6 +43,10 @@ MAX_CLAIM_REFERENCES = 1_000_000
 #: their clique's podSpec, labels and annotations. A PodCliqueSet of 20,000 ordinary pods is
 #: about 70 MiB; one 1 MB podSpec x 20,000 pods would be 20 GB to hash and write.
 MAX_POD_BYTES = 256 * 1024 * 1024
+#: The same for all PodCliqueSets of a render that are not in the render cache: several
+#: PodCliqueSets of one short file could otherwise each stay just below ``MAX_POD_BYTES``.
+#: 50,000 ordinary pods are about 175 MiB; 200,000 (the pod limits' ceiling) about 700 MiB.
+MAX_RENDER_POD_BYTES = 1024 * 1024 * 1024
 LIMIT_NAME = "RenderConfiguration limits.maxPodsPerPodCliqueSet"
 
 
@@ -125,6 +129,12 @@ def check_loop_bounds(pcs: PodCliqueSet, limits: RenderLimits) -> list[FieldErro
         )
         return [invalid("spec.template.cliques", "object", message)]
     return []
+
+
+def estimate_pod_bytes(pcs: PodCliqueSet) -> int:
+    """Pods x the JSON size of their clique's podSpec, labels and annotations (for a
+    PodCliqueSet :func:`check_loop_bounds` accepted; see ``MAX_RENDER_POD_BYTES``)."""
+    return _Size.of(pcs).pod_bytes
 
 
 def _count_fields(pcs: PodCliqueSet, limit: int) -> list[FieldError]:
