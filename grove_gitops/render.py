@@ -29,6 +29,7 @@ from grove_gitops.validation.config import validate_binding, validate_operator_c
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
 from grove_gitops.validation.limits import (
+    BYTES_RULE,
     MAX_RENDER_POD_BYTES,
     check_loop_bounds,
     check_pod_limit,
@@ -331,9 +332,8 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         if total_bytes <= MAX_RENDER_POD_BYTES < total_bytes + pod_bytes:
             mib = 1024 * 1024
             message = (
-                f"the render's pods would take more than {MAX_RENDER_POD_BYTES // mib} MiB (pods x the size of their "
-                f"clique's podSpec, labels and annotations): {total_bytes // mib} MiB before this PodCliqueSet, "
-                f"{pod_bytes // mib} MiB in it"
+                f"the render's pods and PodGangs would take more than {MAX_RENDER_POD_BYTES // mib} MiB ({BYTES_RULE}): "
+                f"{total_bytes // mib} MiB before this PodCliqueSet, {pod_bytes // mib} MiB in it"
             )
             errs.append(FieldError("spec.template.cliques", "Too many", message))
         total_bytes += pod_bytes

@@ -310,7 +310,7 @@ BOMBS: dict[str, tuple[dict[str, str], str]] = {
         "would have 2000000000 PodCliques",
     ),
     "shared-claims": ({"pcs.yaml": yaml.safe_dump(_claims_bomb())}, "ResourceClaim references in total"),
-    "pod-bytes": ({"pcs.yaml": yaml.safe_dump(_pod_bytes_bomb())}, "its pods would take about"),
+    "pod-bytes": ({"pcs.yaml": yaml.safe_dump(_pod_bytes_bomb())}, "its pods and PodGangs would take about"),
     "integer-4301-digits": ({"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nx: " + "9" * 4301 + "\n"}, "out of range"),
     "base60-integer": ({"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nx: " + "1:" * 500_000 + "1\n"}, "out of range"),
 }

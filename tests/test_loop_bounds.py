@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from grove_gitops.cli import main
 from grove_gitops.expand import plan
-from grove_gitops.validation.limits import MAX_STARTUP_WAITS
+from grove_gitops.validation.limits import BYTES_RULE, MAX_STARTUP_WAITS
 from grove_gitops.validation.podcliqueset import _dups, _strongly_connected, starts_after_warnings
 from tests.bombs import GANG_OPCFG, bounded_planner, clique, gang_source, pcs_doc, run_limited
 from tests.support import write_source
@@ -310,8 +310,8 @@ def test_pod_bytes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     doc["spec"]["template"]["cliques"][0]["spec"]["podSpec"] = {"containers": [{"name": "c", "image": "x", "env": env}]}
     src = gang_source(tmp_path / "src", doc)
     assert _errors(src, tmp_path) == [
-        'error: pcs.yaml: spec.template.cliques: Invalid value: "object": its pods would take about 2 MiB (pods x the '
-        "size of their clique's podSpec, labels and annotations), above the limit of 2 MiB"
+        f'error: pcs.yaml: spec.template.cliques: Invalid value: "object": its pods and PodGangs would take about 2 MiB '
+        f"({BYTES_RULE}), above the limit of 2 MiB"
     ]
 
 
@@ -329,6 +329,21 @@ def test_pod_bytes_of_a_whole_render_are_bounded(tmp_path: Path, monkeypatch: py
         docs.append(doc)
     src = write_source(tmp_path / "src", {"pcs.yaml": yaml.safe_dump_all(docs), "opcfg.yaml": GANG_OPCFG})
     assert _errors(src, tmp_path) == [
-        "error: pcs.yaml: spec.template.cliques: Too many: the render's pods would take more than 3 MiB (pods x the "
-        "size of their clique's podSpec, labels and annotations): 2 MiB before this PodCliqueSet, 2 MiB in it"
+        "error: pcs.yaml: spec.template.cliques: Too many: the render's pods and PodGangs would take more than 3 MiB "
+        f"({BYTES_RULE}): 2 MiB before this PodCliqueSet, 2 MiB in it"
+    ]
+
+
+def test_podgangs_copying_the_podcliqueset_labels_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every PodGang copies the PodCliqueSet's labels and annotations: 100,000 labels on a
+    PodCliqueSet of 20,000 scaled gangs would be two billion label copies."""
+    from grove_gitops.validation import limits
+
+    monkeypatch.setattr(limits, "MAX_POD_BYTES", 1024 * 1024)
+    doc = pcs_doc([clique("a")], [{"name": "g", "cliqueNames": ["a"], "replicas": 500}])
+    doc["metadata"]["labels"] = {f"l{i}": "v" for i in range(200)}
+    src = gang_source(tmp_path / "src", doc)
+    assert _errors(src, tmp_path) == [
+        f'error: pcs.yaml: spec.template.cliques: Invalid value: "object": its pods and PodGangs would take about 1 MiB '
+        f"({BYTES_RULE}), above the limit of 1 MiB"
     ]

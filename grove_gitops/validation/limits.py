@@ -42,11 +42,13 @@ MAX_CLAIM_REFERENCES = 1_000_000
 #: Most bytes the pods of one PodCliqueSet may take, estimated as pods x the JSON size of
 #: their clique's podSpec, labels and annotations. A PodCliqueSet of 20,000 ordinary pods is
 #: about 70 MiB; one 1 MB podSpec x 20,000 pods would be 20 GB to hash and write.
-MAX_POD_BYTES = 256 * 1024 * 1024
+MAX_POD_BYTES = 256 * 1024 * 1024  # PodGangs copy the PodCliqueSet's labels and annotations: counted too
 #: The same for all PodCliqueSets of a render that are not in the render cache: several
 #: PodCliqueSets of one short file could otherwise each stay just below ``MAX_POD_BYTES``.
 #: 50,000 ordinary pods are about 175 MiB; 200,000 (the pod limits' ceiling) about 700 MiB.
 MAX_RENDER_POD_BYTES = 1024 * 1024 * 1024
+#: How the bytes are estimated, for the messages.
+BYTES_RULE = "pods x their clique's podSpec, labels and annotations; PodGangs x the PodCliqueSet's labels and annotations"
 LIMIT_NAME = "RenderConfiguration limits.maxPodsPerPodCliqueSet"
 
 
@@ -124,16 +126,16 @@ def check_loop_bounds(pcs: PodCliqueSet, limits: RenderLimits) -> list[FieldErro
         return [invalid("spec.template.resourceSharing", "object", message)]
     if size.pod_bytes > MAX_POD_BYTES:
         message = (
-            f"its pods would take about {size.pod_bytes // (1024 * 1024)} MiB (pods x the size of their clique's "
-            f"podSpec, labels and annotations), above the limit of {MAX_POD_BYTES // (1024 * 1024)} MiB"
+            f"its pods and PodGangs would take about {size.pod_bytes // (1024 * 1024)} MiB ({BYTES_RULE}), above the "
+            f"limit of {MAX_POD_BYTES // (1024 * 1024)} MiB"
         )
         return [invalid("spec.template.cliques", "object", message)]
     return []
 
 
 def estimate_pod_bytes(pcs: PodCliqueSet) -> int:
-    """Pods x the JSON size of their clique's podSpec, labels and annotations (for a
-    PodCliqueSet :func:`check_loop_bounds` accepted; see ``MAX_RENDER_POD_BYTES``)."""
+    """The bytes of the pods and PodGangs (``BYTES_RULE``) of a PodCliqueSet
+    :func:`check_loop_bounds` accepted; see ``MAX_RENDER_POD_BYTES``."""
     return _Size.of(pcs).pod_bytes
 
 
@@ -177,7 +179,8 @@ class _Size:
     #: ResourceClaim references summed over pods; an upper bound (a reference whose filter
     #: names both a clique and its scaling group is counted twice).
     claims: int
-    #: Bytes of the pods: pods x the JSON size of their clique's podSpec, labels, annotations.
+    #: Bytes of the pods (pods x the JSON size of their clique's podSpec, labels, annotations)
+    #: and of the PodGangs (gangs x the PodCliqueSet's labels and annotations, which each copies).
     pod_bytes: int
 
     @staticmethod
@@ -221,7 +224,10 @@ class _Size:
                 sizes[key] = sum(len(json.dumps(p, separators=(",", ":"), default=str)) for p in parts)
             return sizes[key]
 
+        meta = pcs.metadata
+        gang_size = sum(len(json.dumps(m or {}, separators=(",", ":"))) for m in (meta.labels, meta.annotations))
         podcliques = waits = claims = pod_bytes = 0
+        gangs = 1  # per PCS replica: the base PodGang, then the scaled ones
         for c in cliques:
             if c.name not in group_of:
                 podcliques += 1
@@ -232,6 +238,7 @@ class _Size:
             replicas = max(_group_replicas(g), 0)
             base = min(max(_group_min(g), 0), replicas)
             podcliques += replicas * len(g.cliqueNames)
+            gangs += replicas - base
             own = _SharingCounts.of(g.resourceSharing or [])
             for name in g.cliqueNames:
                 template = by_name.get(name)
@@ -243,7 +250,7 @@ class _Size:
                     claims += replicas * pods * per_pod
                     pod_bytes += replicas * pods * pod_size(template)
         n = max(pcs.spec.replicas, 1)
-        return _Size(podcliques * n, waits * n, claims * n, pod_bytes * n)
+        return _Size(podcliques * n, waits * n, claims * n, (pod_bytes + gangs * gang_size) * n)
 
 
 @dataclass(frozen=True)
