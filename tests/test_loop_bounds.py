@@ -347,3 +347,15 @@ def test_podgangs_copying_the_podcliqueset_labels_are_counted(tmp_path: Path, mo
         f'error: pcs.yaml: spec.template.cliques: Invalid value: "object": its pods and PodGangs would take about 1 MiB '
         f"({BYTES_RULE}), above the limit of 1 MiB"
     ]
+
+
+def test_acknowledged_warnings_are_bounded(tmp_path: Path) -> None:
+    """``-q`` compares every warning with every acknowledgement."""
+    acks = "".join(f"- w{i}\n" for i in range(1001))
+    cfg = f"apiVersion: gitops.grove.io/v1alpha1\nkind: RenderConfiguration\nacknowledgedWarnings:\n{acks}"
+    src = write_source(tmp_path / "src", {"cfg.yaml": cfg, "opcfg.yaml": GANG_OPCFG})
+    assert _errors(src, tmp_path) == [
+        'error: cfg.yaml: acknowledgedWarnings: Invalid value: ["w0","w1",'
+        + ",".join(f'"w{i}"' for i in range(2, 1001))
+        + "]: List should have at most 1000 items after validation, not 1001"
+    ]

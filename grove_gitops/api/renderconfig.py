@@ -30,6 +30,7 @@ DEFAULT_MAX_PODS_PER_RENDER = 50_000
 #: request may change, so they need a ceiling of their own: rendering costs about half a
 #: millisecond and a few KiB per pod, so this many pods is minutes and a few hundred MiB.
 MAX_PODS_CEILING = 200_000
+MAX_ACKNOWLEDGED = 1_000
 
 
 class RenderLimits(StrictModel):
@@ -43,8 +44,9 @@ class RenderConfig(StrictModel):
     apiVersion: Literal["gitops.grove.io/v1alpha1"] = "gitops.grove.io/v1alpha1"
     kind: Literal["RenderConfiguration"] = "RenderConfiguration"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    #: Substrings of warnings the user has read; ``-q`` then stops printing them.
-    acknowledgedWarnings: list[str] = Field(default_factory=list)
+    #: Substrings of warnings the user has read; ``-q`` then stops printing them. At most
+    #: ``MAX_ACKNOWLEDGED`` of them: each warning is compared with each.
+    acknowledgedWarnings: list[str] = Field(default_factory=list, max_length=MAX_ACKNOWLEDGED)
     kubernetesVersion: KubernetesVersion = "1.35"
     defaultNamespace: str = "default"
     initContainerImage: str = DEFAULT_INIT_IMAGE
