@@ -177,7 +177,7 @@ def _can_enter(folder: Path, shown: str, scan: SourceScan) -> bool:
 
     A folder without search permission (mode 000 or 666, for a user other than root) lists
     nothing and makes every ``stat`` of an entry raise ``PermissionError``, which
-    ``Path.is_file`` does not swallow: the ``Chart.yaml`` check below would be a traceback.
+    ``Path.is_file`` does not swallow: the walk's ``Chart.yaml`` check would be a traceback.
     """
     try:
         (folder / HELM_CHART_FILE).stat()
