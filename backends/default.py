@@ -86,6 +86,8 @@ class DefaultSchedulerBackend(SchedulerBackend):
         super().__init__(context)
         #: Requirement warnings already given in this render (one backend instance per render).
         self._announced: set[str] = set()
+        #: The replica whose gangs are being expanded (see :meth:`_replica_index`).
+        self._index: wapi.ReplicaIndex | None = None
 
     @property
     def version(self) -> str:
@@ -129,7 +131,15 @@ class DefaultSchedulerBackend(SchedulerBackend):
         ctx = ExpandContext(self.context.render, self, self.context.tas_enabled, self.context.bindings)
         instances = Planner(pcs).instances(0)
         gangs = build_podgangs(pcs, 0, instances, {i.fqn: [] for i in instances}, self.name, Translator(pcs, ctx))
-        return [wapi.plan_gang(g.to_object(), pcs, self.version) for g in gangs]
+        index = wapi.ReplicaIndex.build(pcs, 0, instances)
+        return [wapi.plan_gang(g.to_object(), pcs, self.version, index) for g in gangs]
+
+    def _replica_index(self, podgang: K8sObject, pcs: PodCliqueSet) -> wapi.ReplicaIndex:
+        """The index of the replica being expanded, kept while its gangs are (one replica at a time)."""
+        replica = wapi.gang_replica(podgang, pcs)
+        if self._index is None or not self._index.serves(pcs, replica):
+            self._index = wapi.ReplicaIndex.build(pcs, replica)
+        return self._index
 
     def prepare_pod(self, pod: K8sObject, placement: PodPlacement) -> None:
         super().prepare_pod(pod, placement)
@@ -139,6 +149,6 @@ class DefaultSchedulerBackend(SchedulerBackend):
     def gang_objects(self, podgang: K8sObject, pcs: PodCliqueSet) -> list[K8sObject]:
         if not self.gang_scheduling:
             return []
-        plan = wapi.plan_gang(podgang, pcs, self.version)
+        plan = wapi.plan_gang(podgang, pcs, self.version, self._replica_index(podgang, pcs))
         waves = self.context.render.gitops in ("argocd", "both")
         return wapi.build_objects(plan, podgang, self.version, waves)

@@ -28,7 +28,14 @@ from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
-from grove_gitops.validation.limits import check_pod_limit, count_pods
+from grove_gitops.validation.limits import (
+    BYTES_RULE,
+    MAX_RENDER_POD_BYTES,
+    check_loop_bounds,
+    check_pod_limit,
+    count_pods,
+    estimate_pod_bytes,
+)
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
@@ -145,8 +152,9 @@ def _validate_pcs(
     opcfg = inputs.opcfg
     apply_defaults(pcs, inputs.render.defaultNamespace)
     _, too_many = check_pod_limit(pcs, inputs.render.limits)
+    too_many = too_many or check_loop_bounds(pcs, inputs.render.limits)
     if too_many:
-        return too_many  # nothing below may iterate over a billion replicas
+        return too_many  # nothing below may iterate over a billion replicas (or minAvailable)
     tas = opcfg.topologyAwareScheduling.enabled
     errs = validate_cel(pcs)
     topo_errs, topo_warnings = validate_topology(pcs, tas, inputs.bindings)
@@ -290,12 +298,13 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
     global_digest = _global_digest(inputs, claim_templates)
     seen: dict[tuple[str, str], str] = {}
     items: list[PlannedPCS] = []
-    total_pods = 0
+    total_pods = total_bytes = 0
     max_pods = inputs.render.limits.maxPodsPerRender
     for raw in source.podcliquesets:
         doc_digest = digest(global_digest, raw.file, cache.doc_digest(raw.obj) if cache is not None else raw.obj)
         cached = cache.peek_shard(doc_digest) if cache is not None else None
         errs: list[FieldError] = []
+        pod_bytes = 0  # of a cached PodCliqueSet: rendered before, so within bounds then
         if cached is not None:
             key, pcs, warnings, pods = cached.key, None, list(cached.warnings), cached.pods
             strategy = cached.update_strategy
@@ -310,6 +319,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
             del inputs.warnings[before:]
             key = (pcs.namespace, pcs.name)
             pods = count_pods(pcs)
+            pod_bytes = 0 if errs else estimate_pod_bytes(pcs)
             declared = pcs.spec.updateStrategy
             strategy = (declared.type if declared else None) or "RollingRecreate"
         if pods <= inputs.render.limits.maxPodsPerPodCliqueSet and total_pods <= max_pods < total_pods + pods:
@@ -319,6 +329,14 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
             )
             errs.append(FieldError("spec.replicas", "Too many", message))
         total_pods += pods
+        if total_bytes <= MAX_RENDER_POD_BYTES < total_bytes + pod_bytes:
+            mib = 1024 * 1024
+            message = (
+                f"the render's pods and PodGangs would take more than {MAX_RENDER_POD_BYTES // mib} MiB ({BYTES_RULE}): "
+                f"{total_bytes // mib} MiB before this PodCliqueSet, {pod_bytes // mib} MiB in it"
+            )
+            errs.append(FieldError("spec.template.cliques", "Too many", message))
+        total_bytes += pod_bytes
         if key in seen:
             errs.append(
                 invalid("metadata.name", key[1], f"PodCliqueSet {key[0]}/{key[1]} is also defined in {seen[key]}")

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from grove_gitops.api.base import JSONDict, ObjectMeta, StrictModel
+from grove_gitops.api.base import Int32, JSONDict, ObjectMeta, StrictModel
 
 CliqueStartupType = Literal["CliqueStartupTypeAnyOrder", "CliqueStartupTypeInOrder", "CliqueStartupTypeExplicit"]
 ANY_ORDER: CliqueStartupType = "CliqueStartupTypeAnyOrder"
@@ -49,8 +49,8 @@ class TopologyConstraint(StrictModel):
 
 
 class AutoScalingConfig(StrictModel):
-    minReplicas: int | None = None
-    maxReplicas: int = 0  # CRD-required; the webhook's re-serialisation makes absent == 0
+    minReplicas: Int32 | None = None
+    maxReplicas: Int32 = 0  # CRD-required; the webhook's re-serialisation makes absent == 0
     metrics: list[JSONDict] | None = None
 
 
@@ -87,8 +87,8 @@ class ResourceClaimTemplateConfig(StrictModel):
 class PodCliqueSpec(StrictModel):
     roleName: str = ""
     podSpec: JSONDict
-    replicas: int = 0
-    minAvailable: int | None = None
+    replicas: Int32 = 0
+    minAvailable: Int32 | None = None
     startsAfter: list[str] | None = None
     autoScalingConfig: AutoScalingConfig | None = None
 
@@ -106,8 +106,8 @@ class PodCliqueScalingGroupConfig(StrictModel):
     name: str = ""
     cliqueNames: list[str]
     annotations: dict[str, str] | None = None
-    replicas: int | None = None
-    minAvailable: int | None = None
+    replicas: Int32 | None = None
+    minAvailable: Int32 | None = None
     scaleConfig: AutoScalingConfig | None = None
     resourceSharing: list[PCSGResourceSharingSpec] | None = None
     topologyConstraint: TopologyConstraint | None = None
@@ -134,7 +134,7 @@ class UpdateStrategy(StrictModel):
 
 
 class PodCliqueSetSpec(StrictModel):
-    replicas: int = 0
+    replicas: Int32 = 0
     updateStrategy: UpdateStrategy | None = None
     template: PodCliqueSetTemplateSpec
 

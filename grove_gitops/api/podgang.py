@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grove_gitops.api.base import ObjectMeta
+from grove_gitops.api.base import Int32, ObjectMeta
 
 API_VERSION = "scheduler.grove.io/v1alpha1"
 
@@ -38,7 +38,7 @@ class GangTopologyConstraint(_Model):
 class PodGroup(_Model):
     name: str
     podReferences: list[NamespacedName] = Field(default_factory=list)
-    minReplicas: int
+    minReplicas: Int32
     topologyConstraint: GangTopologyConstraint | None = None
 
 

@@ -26,21 +26,27 @@ FeasibilityMode = Literal["warn", "enforce"]
 #: yet low enough that a render stays within seconds and a PodGang within etcd's object limit.
 DEFAULT_MAX_PODS_PER_PCS = 20_000
 DEFAULT_MAX_PODS_PER_RENDER = 50_000
+#: The most either limit may be raised to. The limits come from the source tree, which a pull
+#: request may change, so they need a ceiling of their own: rendering costs about half a
+#: millisecond and a few KiB per pod, so this many pods is minutes and a few hundred MiB.
+MAX_PODS_CEILING = 200_000
+MAX_ACKNOWLEDGED = 1_000
 
 
 class RenderLimits(StrictModel):
     """Pod counts checked before expansion, so a typo in ``replicas`` cannot hang a render."""
 
-    maxPodsPerPodCliqueSet: int = Field(default=DEFAULT_MAX_PODS_PER_PCS, ge=1)
-    maxPodsPerRender: int = Field(default=DEFAULT_MAX_PODS_PER_RENDER, ge=1)
+    maxPodsPerPodCliqueSet: int = Field(default=DEFAULT_MAX_PODS_PER_PCS, ge=1, le=MAX_PODS_CEILING)
+    maxPodsPerRender: int = Field(default=DEFAULT_MAX_PODS_PER_RENDER, ge=1, le=MAX_PODS_CEILING)
 
 
 class RenderConfig(StrictModel):
     apiVersion: Literal["gitops.grove.io/v1alpha1"] = "gitops.grove.io/v1alpha1"
     kind: Literal["RenderConfiguration"] = "RenderConfiguration"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    #: Substrings of warnings the user has read; ``-q`` then stops printing them.
-    acknowledgedWarnings: list[str] = Field(default_factory=list)
+    #: Substrings of warnings the user has read; ``-q`` then stops printing them. At most
+    #: ``MAX_ACKNOWLEDGED`` of them: each warning is compared with each.
+    acknowledgedWarnings: list[str] = Field(default_factory=list, max_length=MAX_ACKNOWLEDGED)
     kubernetesVersion: KubernetesVersion = "1.35"
     defaultNamespace: str = "default"
     initContainerImage: str = DEFAULT_INIT_IMAGE

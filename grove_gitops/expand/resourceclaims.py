@@ -8,15 +8,19 @@ also passes through to the output); otherwise validation names the missing templ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from grove_gitops.api.podcliqueset import (
+    CliqueSharingFilter,
     PCSGResourceSharingSpec,
     PCSResourceSharingSpec,
+    PodCliqueScalingGroupConfig,
     PodCliqueSet,
+    ResourceClaimTemplateConfig,
     ResourceSharingSpec,
+    SharingFilter,
 )
 from grove_gitops.expand import labels as L
 from grove_gitops.expand.jsoncopy import json_copy
@@ -32,14 +36,26 @@ class ClaimRef:
     name: str
 
 
+def _internal_templates(pcs: PodCliqueSet) -> dict[str, ResourceClaimTemplateConfig]:
+    """The PodCliqueSet's own templates by name (the first of a repeated name, as Grove's
+    lookup finds it): one dict instead of a scan per reference, which was quadratic."""
+    out: dict[str, ResourceClaimTemplateConfig] = {}
+    for t in pcs.spec.template.resourceClaimTemplates or []:
+        out.setdefault(t.name, t)
+    return out
+
+
 def _template_spec(
-    pcs: PodCliqueSet, ref: ResourceSharingSpec, external: Mapping[tuple[str, str], dict[str, Any]]
+    pcs: PodCliqueSet,
+    ref: ResourceSharingSpec,
+    external: Mapping[tuple[str, str], dict[str, Any]],
+    internal: Mapping[str, ResourceClaimTemplateConfig],
 ) -> dict[str, Any] | None:
     if not ref.namespace:
-        for t in pcs.spec.template.resourceClaimTemplates or []:
-            if t.name == ref.name:
-                spec = t.templateSpec.get("spec")
-                return spec if isinstance(spec, dict) else {}
+        t = internal.get(ref.name)
+        if t is not None:
+            spec = t.templateSpec.get("spec")
+            return spec if isinstance(spec, dict) else {}
     found = external.get((ref.namespace or pcs.namespace, ref.name))
     if found is None:
         return None
@@ -57,9 +73,10 @@ def validate_templates(pcs: PodCliqueSet, external: Mapping[tuple[str, str], dic
         for i, g in enumerate(pcs.scaling_groups)
     ]
     places += [(f"{T}.cliques[{i}].resourceSharing", c.resourceSharing or []) for i, c in enumerate(pcs.cliques)]
+    internal = _internal_templates(pcs)
     for path, refs in places:
         for i, ref in enumerate(refs):
-            if ref.name and _template_spec(pcs, ref, external) is None:
+            if ref.name and _template_spec(pcs, ref, external, internal) is None:
                 ns = ref.namespace or pcs.namespace
                 errs.append(
                     not_found(
@@ -90,13 +107,41 @@ class ClaimPlanner:
     def __init__(self, pcs: PodCliqueSet, external: Mapping[tuple[str, str], dict[str, Any]]) -> None:
         self.pcs = pcs
         self.external = external
+        self.internal = _internal_templates(pcs)
         self.objects: dict[str, dict[str, Any]] = {}
+        #: The references that apply to a clique, per (clique, scaling group): filters are
+        #: matched once per pair, not once per PodClique (20,000 PodCliques x a long filter).
+        self._pcs_refs: dict[tuple[str, str | None], list[PCSResourceSharingSpec]] = {}
+        self._group_refs: dict[tuple[int, str], list[PCSGResourceSharingSpec]] = {}
+        self._pcs_index: _FilterIndex | None = None
+        self._group_index: dict[int, _FilterIndex] = {}
 
     def _make(self, ref: ResourceSharingSpec, name: str, extra: dict[str, str]) -> ClaimRef:
         if name not in self.objects:
-            spec = _template_spec(self.pcs, ref, self.external) or {}
+            spec = _template_spec(self.pcs, ref, self.external, self.internal) or {}
             self.objects[name] = _claim(self.pcs, name, spec, extra)
         return ClaimRef(name)
+
+    def _matching_pcs_refs(self, inst: CliqueInstance) -> list[PCSResourceSharingSpec]:
+        group = inst.group.name if inst.group is not None else None
+        key = (inst.template.name, group)
+        if key not in self._pcs_refs:
+            refs = self.pcs.spec.template.resourceSharing or []
+            if self._pcs_index is None:
+                self._pcs_index = _FilterIndex.of([r.filter for r in refs])
+            found = self._pcs_index.matching(inst.template.name, group)
+            self._pcs_refs[key] = [refs[i] for i in found]
+        return self._pcs_refs[key]
+
+    def _matching_group_refs(self, group: PodCliqueScalingGroupConfig, clique: str) -> list[PCSGResourceSharingSpec]:
+        key = (id(group), clique)
+        if key not in self._group_refs:
+            refs = group.resourceSharing or []
+            index = self._group_index.get(id(group))
+            if index is None:
+                index = self._group_index[id(group)] = _FilterIndex.of([r.filter for r in refs])
+            self._group_refs[key] = [refs[i] for i in index.matching(clique, None)]
+        return self._group_refs[key]
 
     def _scoped(
         self, ref: ResourceSharingSpec, owner: str, index: int, extra: dict[str, str], index_label: str | None
@@ -111,7 +156,7 @@ class ClaimPlanner:
     def claims_for(self, inst: CliqueInstance) -> list[list[ClaimRef]]:
         pcs = self.pcs
         shared: list[ClaimRef] = []
-        pcs_refs = [r for r in pcs.spec.template.resourceSharing or [] if _pcs_filter_matches(r, inst)]
+        pcs_refs = self._matching_pcs_refs(inst)
         for ref in pcs_refs:
             if ref.scope == ALL:
                 shared.append(self._make(ref, f"{pcs.name}-all-{ref.name}", {}))
@@ -124,7 +169,7 @@ class ClaimPlanner:
                 )
         if inst.group is not None and inst.group_fqn is not None:
             group_labels = {L.PCSG: inst.group_fqn}
-            group_refs = [r for r in inst.group.resourceSharing or [] if _pcsg_filter_matches(r, inst.template.name)]
+            group_refs = self._matching_group_refs(inst.group, inst.template.name)
             for want_all in (True, False):
                 for gref in group_refs:
                     if (gref.scope == ALL) == want_all:
@@ -141,13 +186,40 @@ class ClaimPlanner:
         return per_pod
 
 
-def _pcs_filter_matches(ref: PCSResourceSharingSpec, inst: CliqueInstance) -> bool:
-    if ref.filter is None:
-        return True
-    if inst.template.name in (ref.filter.childCliqueNames or []):
-        return True
-    return inst.group is not None and inst.group.name in (ref.filter.childScalingGroupNames or [])
+@dataclass(frozen=True)
+class _FilterIndex:
+    """Which references of one list apply to a clique: those without a filter, and those
+    whose filter names the clique or its scaling group. Found through the names, so the cost
+    is the matches, not the list length times the filters' lengths."""
 
+    unfiltered: tuple[int, ...]
+    by_clique: dict[str, tuple[int, ...]]
+    by_group: dict[str, tuple[int, ...]]
 
-def _pcsg_filter_matches(ref: PCSGResourceSharingSpec, clique: str) -> bool:
-    return ref.filter is None or clique in (ref.filter.childCliqueNames or [])
+    @staticmethod
+    def of(filters: Sequence[SharingFilter | CliqueSharingFilter | None]) -> _FilterIndex:
+        unfiltered: list[int] = []
+        by_clique: dict[str, list[int]] = {}
+        by_group: dict[str, list[int]] = {}
+        for i, flt in enumerate(filters):
+            if flt is None:
+                unfiltered.append(i)
+                continue
+            for name in dict.fromkeys(flt.childCliqueNames or []):
+                by_clique.setdefault(name, []).append(i)
+            if isinstance(flt, SharingFilter):
+                for name in dict.fromkeys(flt.childScalingGroupNames or []):
+                    by_group.setdefault(name, []).append(i)
+        return _FilterIndex(
+            tuple(unfiltered),
+            {k: tuple(v) for k, v in by_clique.items()},
+            {k: tuple(v) for k, v in by_group.items()},
+        )
+
+    def matching(self, clique: str, group: str | None) -> list[int]:
+        """Indexes of the references that apply, in list order (Grove's order)."""
+        found = set(self.unfiltered)
+        found.update(self.by_clique.get(clique, ()))
+        if group is not None:
+            found.update(self.by_group.get(group, ()))
+        return sorted(found)

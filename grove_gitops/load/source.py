@@ -29,6 +29,7 @@ from grove_gitops.api.inventory import Node, NodeInventory
 from grove_gitops.api.inventorycheck import inventory_problems
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.api.podgang import PodGangSpec
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
@@ -154,6 +155,8 @@ def scan_source(root: Path) -> SourceScan:
     if not root.is_dir():
         scan.files.append(root)
         return scan
+    if not _can_enter(root, ".", scan):
+        return scan
     real_root = root.resolve()
     if (root / HELM_CHART_FILE).is_file():
         scan.problems.append(_HELM_ROOT)
@@ -168,6 +171,25 @@ def scan_source(root: Path) -> SourceScan:
     _walk(root, PurePosixPath(), real_root, ignore, seen, scan)
     scan.files.sort()
     return scan
+
+
+def _can_enter(folder: Path, shown: str, scan: SourceScan) -> bool:
+    """Whether the entries of ``folder`` can be looked at; if not, a problem naming it.
+
+    A folder without search permission (mode 000 or 666, for a user other than root) lists
+    nothing and makes every ``stat`` of an entry raise ``PermissionError``, which
+    ``Path.is_file`` does not swallow: the walk's ``Chart.yaml`` check would be a traceback.
+    """
+    try:
+        (folder / HELM_CHART_FILE).stat()
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG):
+            return True
+        scan.problems.append(InputProblem(shown, "", f"cannot read folder: {exc.strerror or exc}"))
+        return False
+    return True
 
 
 def _ignore_spec(root: Path, scan: SourceScan | MemoryScan) -> pathspec.GitIgnoreSpec | None:
@@ -252,6 +274,8 @@ def _walk(
         seen.add(key)
         if is_dir:
             if is_output_dir(path):
+                continue
+            if not _can_enter(path, str(child), scan):
                 continue
             if (path / HELM_CHART_FILE).is_file():
                 scan.warnings.append(
@@ -662,16 +686,13 @@ def passthrough_shape_problems(file: str, data: dict[str, Any]) -> list[InputPro
 
 
 def _podgang_problems(file: str, data: dict[str, Any]) -> list[InputProblem]:
+    """The spec against Grove's PodGang type (``api.podgang``), strictly: the README, the
+    diagram and the agent read it, and the API server would refuse what does not match."""
     spec = data.get("spec")
     if not isinstance(spec, dict):
         return [InputProblem(file, "spec", "Required value")]
-    groups = spec.get("podgroups")
-    if not isinstance(groups, list):
-        return [InputProblem(file, "spec.podgroups", "Required value: a list")]
-    problems = []
-    for i, group in enumerate(groups):
-        if not isinstance(group, dict) or not isinstance(group.get("name"), str):
-            problems.append(InputProblem(file, f"spec.podgroups[{i}].name", "Required value"))
-        elif not isinstance(group.get("minReplicas"), int) or isinstance(group.get("minReplicas"), bool):
-            problems.append(InputProblem(file, f"spec.podgroups[{i}].minReplicas", "Required value: an integer"))
-    return problems
+    try:
+        PodGangSpec.model_validate(spec, strict=True)
+    except ValidationError as exc:
+        return [InputProblem(file, e.path, e.message()) for e in from_pydantic(exc, "spec")]
+    return []

@@ -31,6 +31,12 @@ MAX_OBJECT_BYTES = 1536 * 1024
 MAX_DEPTH = 100
 #: Largest number of YAML nodes one document may expand to once aliases are followed.
 MAX_EXPANDED_NODES = 200_000
+#: Integers Kubernetes can hold: its JSON decoding and every integer field are 64-bit at most.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: Longest integer scalar converted at all. A 64-bit integer is at most 20 digits (66 characters
+#: in binary); longer text is refused before conversion, which for a decimal of 4,301 digits
+#: would raise Python's ``ValueError`` and for a long base-60 ``1:2:3:...`` run in quadratic time.
+MAX_INT_CHARS = 100
 #: ``{{ ... }}``: Go template actions. Only consulted when the YAML does not parse, because a
 #: ConfigMap may legitimately hold templates (alert rules, Argo Workflows) as string data.
 _HELM_RE = re.compile(r"\{\{-?\s*[^{}]*?-?\}\}")
@@ -63,6 +69,62 @@ class _YamlCheckError(Exception):
     def __init__(self, message: str, node: yaml.Node | None = None) -> None:
         where = f"line {node.start_mark.line + 1}: " if node is not None else ""
         super().__init__(where + message)
+
+
+_TAG_WORDS = {"int": "integer", "float": "number", "bool": "boolean", "null": "null", "timestamp": "timestamp"}
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+def _guarded(construct: Any, tag: str) -> Any:
+    """PyYAML's scalar constructor for ``tag``, with its crashes turned into a problem on the line.
+
+    An explicit tag on text that is no such scalar (``!!int abc``, ``!!bool maybe``,
+    ``!!timestamp x``, ``!!int ""``) makes PyYAML raise ``ValueError``, ``KeyError``,
+    ``IndexError`` or ``AttributeError`` instead of a YAML error.
+    """
+
+    def construct_checked(loader: Any, node: yaml.Node) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, IndexError, AttributeError, TypeError, OverflowError) as exc:
+            word = _TAG_WORDS.get(tag, tag)
+            raise _YamlCheckError(f"{_shown(str(node.value))} is not a valid {word} (!!{tag})", node) from exc
+
+    return construct_checked
+
+
+def _construct_int(loader: Any, node: yaml.Node) -> int:
+    """An integer scalar, refused unless it fits in 64 bits (what Kubernetes can hold).
+
+    The text length is checked before any conversion, so a 4,301-digit literal or a megabyte
+    of base-60 digits costs nothing and no Python limit is ever reached.
+    """
+    text = node.value if isinstance(node, yaml.ScalarNode) else ""
+    if len(text) > MAX_INT_CHARS:
+        raise _YamlCheckError(
+            f"integer of {len(text)} characters is out of range (Kubernetes integers are 64-bit; quote it if it is text)",
+            node,
+        )
+    value: int = _int_from_text(loader, node)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise _YamlCheckError(
+            f"integer {value} is out of range (Kubernetes integers are 64-bit; quote it if it is text)", node
+        )
+    return value
+
+
+_int_from_text = _guarded(yaml.constructor.SafeConstructor.construct_yaml_int, "int")
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+for _tag, _construct in (
+    ("float", yaml.constructor.SafeConstructor.construct_yaml_float),
+    ("bool", yaml.constructor.SafeConstructor.construct_yaml_bool),
+    ("null", yaml.constructor.SafeConstructor.construct_yaml_null),
+    ("timestamp", yaml.constructor.SafeConstructor.construct_yaml_timestamp),
+):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _guarded(_construct, _tag))
 
 
 def _check_node(root: yaml.Node) -> None:

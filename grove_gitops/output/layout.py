@@ -177,7 +177,7 @@ def _add_objects(
             kept[path] = obj
         kind = str(obj.get("kind"))
         summary.shard_counts.setdefault(item.shard, Counter())[kind] += 1
-        if kind == "PodGang":
+        if diagram.is_podgang(obj):  # a PodGang of another API group is any pass-through object
             summary.shard_gangs.setdefault(item.shard, []).append(_gang_row(obj))
         if kind != "Pod" and item.shard != CLUSTER_SHARD:
             summary.shard_objects.setdefault(item.shard, []).append(obj)

@@ -108,6 +108,13 @@ def fsync_path(path: str | Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+def _reason(exc: OSError) -> str:
+    """``Permission denied: /srv/out`` rather than ``[Errno 13] Permission denied: '/srv/out'``."""
+    if exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: {exc.filename}"
+    return exc.strerror or str(exc)
+
+
 def _plain_name(rel: str, name: str) -> bool:
     """``name``, the last component of ``rel``, is one plain file name (what
     :func:`_checked_target` checks of it), and ``rel`` is relative."""
@@ -184,16 +191,28 @@ class TreeWriter:
 
     def __init__(self, out: Path, *, fsync: bool = True) -> None:
         out = out.absolute()
-        if out.exists() and not out.is_dir():
-            raise OutputError(f"{out}: exists and is not a directory")
-        if out.exists() and any(out.iterdir()) and not is_output_dir(out):
-            raise OutputError(
-                f"{out}: is not empty and is not a grove-gitops output (no {META_FILE}); refusing to replace it"
-            )
-        out.parent.mkdir(parents=True, exist_ok=True)
         self.out = out
-        self.tmp: Path | None = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-        os.chmod(self.tmp, DIR_MODE)  # mkdtemp makes it 0700
+        #: Ancestors of ``out`` this writer created (deepest last), removed again on abort.
+        self._parents: list[Path] = []
+        self.tmp: Path | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
+        try:
+            if out.exists() and not out.is_dir():
+                raise OutputError(f"{out}: exists and is not a directory")
+            if out.exists() and any(out.iterdir()) and not is_output_dir(out):
+                raise OutputError(
+                    f"{out}: is not empty and is not a grove-gitops output (no {META_FILE}); refusing to replace it"
+                )
+            self._make_parents(out.parent)
+            try:
+                self.tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+            except OSError as exc:  # name the folder, not the random name tried in it
+                raise OSError(exc.errno, exc.strerror, str(out.parent)) from exc
+            os.chmod(self.tmp, DIR_MODE)  # mkdtemp makes it 0700
+        except OSError as exc:
+            self._abort()
+            raise OutputError(f"{out}: cannot write the output: {_reason(exc)}") from exc
         self.written: set[str] = set()
         self._dirs: dict[str, Path] = {}  # the directories checked so far, by relative path
         self._folders: dict[str, str] = {}  # the same, as strings: no Path object per file
@@ -204,8 +223,21 @@ class TreeWriter:
         #: chmod after creating only when the umask would strip bits of the modes we want.
         umask = _current_umask()
         self._chmod = umask is None or bool(umask & (FILE_MODE | DIR_MODE))
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[Future[None]] = []
+
+    def _make_parents(self, parent: Path) -> None:
+        """``mkdir -p`` of ``parent``, remembering what it made: a failed render leaves no
+        trace, not even the empty folders it created for OUT."""
+        missing: list[Path] = []
+        while not parent.is_dir():
+            if parent.exists():
+                raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(parent))
+            missing.append(parent)
+            if parent.parent == parent:
+                break
+            parent = parent.parent
+        for folder in reversed(missing):
+            folder.mkdir()
+            self._parents.append(folder)
 
     def _abort(self) -> None:
         if self._pool is not None:
@@ -214,6 +246,12 @@ class TreeWriter:
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+        for folder in reversed(self._parents):
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        self._parents = []
 
     def abort(self) -> None:
         """Drop what was written (the previous output stays)."""

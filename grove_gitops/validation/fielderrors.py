@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from grove_gitops.api.base import INT32_MAX, INT32_MIN
+
 _NO_VALUE = object()
 
 
@@ -121,9 +123,19 @@ def from_pydantic(exc: ValidationError, prefix: str = "") -> list[FieldError]:
             out.append(not_supported(path, value, [s for s in supported if s]))
         elif kind in _TYPE_NAMES:
             out.append(invalid(path, value, f"must be of type {_TYPE_NAMES[kind]}"))
+        elif kind in ("less_than_equal", "greater_than_equal") and _is_int32_bound(err.get("ctx", {})):
+            out.append(invalid(path, value, _INT32_MESSAGE))
         else:
             out.append(invalid(path, value, err["msg"]))
     return out
+
+
+_INT32_MESSAGE = f"must be a 32-bit integer ({INT32_MIN} to {INT32_MAX}), the type Grove declares"
+
+
+def _is_int32_bound(ctx: dict[str, Any]) -> bool:
+    """A bound of :data:`~grove_gitops.api.base.Int32` (pydantic's own wording names no type)."""
+    return ctx.get("le") == INT32_MAX or ctx.get("ge") == INT32_MIN
 
 
 def _is_internal(part: str) -> bool:

@@ -188,13 +188,15 @@ def _cliques(pcs: PodCliqueSet, internal: set[str]) -> list[FieldError]:
 
 
 def _dups(values: list[str]) -> list[str]:
+    """Values that occur more than once, each once, in order of their second occurrence
+    (linear: a list of 100,000 repeated names must not take quadratic time)."""
     seen: set[str] = set()
-    out: list[str] = []
+    out: dict[str, None] = {}
     for v in values:
-        if v in seen and v not in out:
-            out.append(v)
+        if v in seen:
+            out.setdefault(v, None)
         seen.add(v)
-    return out
+    return list(out)
 
 
 def _clique(
@@ -350,19 +352,28 @@ def starts_after_warnings(pcs: PodCliqueSet) -> list[str]:
     if pcs.spec.template.cliqueStartupType == EXPLICIT:
         return []
     names = {c.name for c in pcs.cliques}
+    known = _some(sorted(names))
     out: list[str] = []
     for i, clique in enumerate(pcs.cliques):
         unknown = [d for d in clique.spec.startsAfter or [] if d and d not in names]
         if unknown:
             out.append(
-                f"{_c(i)}.spec.startsAfter: names no clique of this PodCliqueSet: {', '.join(unknown)}"
-                f" (known: {', '.join(sorted(names))}); ignored unless cliqueStartupType is {EXPLICIT}"
+                f"{_c(i)}.spec.startsAfter: names no clique of this PodCliqueSet: {_some(unknown)}"
+                f" (known: {known}); ignored unless cliqueStartupType is {EXPLICIT}"
             )
     return out
 
 
+def _some(names: list[str], limit: int = 20) -> str:
+    """The first ``limit`` names, comma-separated: one warning per clique must not repeat
+    every clique name (20,000 cliques would make 20,000 warnings of 20,000 names each)."""
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
+
+
 def _strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
     """Tarjan's algorithm, iterative so a long dependency chain cannot exhaust the stack."""
+    known = {node: [c for c in children if c in graph] for node, children in graph.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
@@ -380,7 +391,7 @@ def _strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
                 counter += 1
                 stack.append(node)
                 on_stack.add(node)
-            children = [c for c in graph.get(node, []) if c in graph]
+            children = known.get(node, [])
             recurse = False
             for ci in range(child_i, len(children)):
                 child = children[ci]
