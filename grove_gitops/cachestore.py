@@ -58,6 +58,12 @@ T = TypeVar("T")
 MAGIC = b"grove-gitops-render-cache"
 #: 2: a shard entry's header also checksums its meta line on its own (``load_meta``).
 FORMAT = 2
+#: What the code that fills the cache does, within one ``__version__``: bumped whenever a
+#: change alters the bytes a render writes or the checks a parse runs, so that a cache kept
+#: across an upgrade of an unreleased build never serves what older code made. 2: pods carry
+#: the ``gitops.grove.io/rendered-by`` proof the agent deletes by, and a parse refuses huge
+#: integers and mistagged scalars (issue 21).
+REVISION = 2
 #: The longest header line :func:`ShardStore.load_meta` reads before giving up.
 _MAX_HEADER = 4096
 #: Default size bound: about ten 1,000-PodCliqueSet repositories of the bench generator.
@@ -88,6 +94,7 @@ def _frame(kind: str, key: str, body: bytes, meta_size: int | None = None) -> by
         "format": FORMAT,
         "kind": kind,
         "version": __version__,
+        "revision": REVISION,
         "key": key,
         "size": len(body),
         "sha256": hashlib.sha256(body).hexdigest(),
@@ -110,6 +117,8 @@ def _header(kind: str, key: str, first: bytes) -> dict[str, Any]:
         raise StaleEntry("another cache format")
     if header.get("version") != __version__:
         raise StaleEntry(f"written by grove-gitops {header.get('version')}, this is {__version__}")
+    if header.get("revision") != REVISION:
+        raise StaleEntry(f"written by code of revision {header.get('revision')}, this is {REVISION}")
     if header.get("key") != key:
         raise CorruptEntry("written for another key")
     return header

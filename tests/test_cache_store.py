@@ -106,6 +106,15 @@ def test_another_version_or_configuration_is_never_used(
     monkeypatch.undo()
     entry.write_bytes(foreign)
     assert ShardStore(store).load(entry.name) is None
+    # ... and so is one that code of an earlier revision of this version wrote (issue 21: its
+    # pods lack the ownership proof), or code that knew no revisions at all.
+    for revision in (cachestore.REVISION - 1, None):
+        monkeypatch.setattr(cachestore, "REVISION", revision)
+        older = encode(entry.name, shard)
+        monkeypatch.undo()
+        entry.write_bytes(older)
+        assert ShardStore(store).load(entry.name) is None
+        assert ShardStore(store).load_meta(entry.name) is None
     # Another configuration (any global input): every PodCliqueSet is rendered again.
     config = next(p for p in src.rglob("*.yaml") if "kind: RenderConfiguration" in p.read_text())
     config.write_text(config.read_text().replace("kubernetesVersion:", "# changed\nkubernetesVersion:"))

@@ -365,3 +365,20 @@ def test_docs_name_the_command_and_every_json_key() -> None:
     section = doc[doc.index("## `grove-gitops plan`") : doc.index("## Modules")]
     for key in pcs_dict(PodCliqueSetPlan("ns", "x", "modified", "RollingRecreate")):
         assert f'"{key}"' in section, key
+
+
+@pytest.mark.parametrize("value", ["9" * 4301, "²", "١٢", ""])
+def test_a_hostile_index_label_is_no_index_not_a_crash(value: str) -> None:
+    """Issue 21 §2: ``plan`` reads Grove's index labels of rendered pods (a tree from the PR).
+    ``str.isdigit`` admits superscripts, other scripts' digits and 4,301-digit strings, all of
+    which ``int`` refuses with a ValueError; such a label is no index."""
+    from grove_gitops.plan.pods import slot_ref
+
+    labels = {
+        "grove.io/podclique": "p-0-c",
+        "grove.io/podclique-pod-index": value,
+        "grove.io/podcliqueset-replica-index": value,
+    }
+    ref, replica = slot_ref("p-0-c-3", labels)
+    assert replica == 0
+    assert ref.index in (0, 3)

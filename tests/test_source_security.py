@@ -457,3 +457,45 @@ def test_a_file_name_that_is_not_utf8_is_an_error_on_disk_and_at_a_git_ref(tmp_p
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1 and f"head: {message}" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("a\\..\\x.yaml", "backslash"),
+        ("git~1", "'.git'"),
+        ("GIT~1", "'.git'"),
+    ],
+)
+def test_names_a_git_tree_reader_refuses_are_refused_on_disk_too(tmp_path: Path, name: str, fragment: str) -> None:
+    """Issue 21 §3: a checked-out tree and the same tree read from git agree. The disk walk
+    applies load/treepaths.py's rule to every name it would read, so a name that ``diff --repo``
+    or the controller refuses is refused by ``validate``/``render`` of its checkout as well."""
+    files = {"ok.yaml": _cm(), (f"{name}/x.yaml" if "~" in name else name): _cm("other")}
+    _rejected(tmp_path, files, "refused: the path has", fragment)
+
+
+@pytest.mark.timeout(120)
+def test_an_ignore_file_pattern_cannot_backtrack(tmp_path: Path) -> None:
+    """Issue 21: ``.grove-gitops-ignore`` comes from the pull request. pathspec's default
+    backend backtracked for minutes on ``*a*a*a*a*a*ab`` against one long name; the patterns
+    are matched by RE2, so the walk ends at once and still ignores what the patterns say."""
+    long_name = "a" * 200 + ".yaml"
+    src = write_source(
+        tmp_path / "src",
+        {".grove-gitops-ignore": "*a*a*a*a*a*ab\n*a*a*a*a*a*a.yaml\n", long_name: "::: not yaml", "cm.yaml": _cm()},
+    )
+    scan = source_mod.scan_source(src)
+    assert [p.name for p in scan.files] == ["cm.yaml"]
+    assert source_mod._ignore_spec(src, scan) is not None
+    assert source_mod._ignore_spec(src, scan)._backend_name == "re2"  # type: ignore[union-attr]
+
+
+def test_an_oversize_ignore_file_is_refused_unread(tmp_path: Path) -> None:
+    src = write_source(tmp_path / "src", {"cm.yaml": _cm()})
+    with open(src / ".grove-gitops-ignore", "wb") as f:
+        f.truncate(source_mod.MAX_IGNORE_BYTES + 1)
+    validate = CliRunner().invoke(main, ["validate", str(src)])
+    assert validate.exit_code == 1, validate.output
+    assert ".grove-gitops-ignore: file too large" in validate.output
+    assert "Traceback" not in validate.output

@@ -35,7 +35,10 @@ from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.files import FileData, parse_files
 from grove_gitops.load.memory import MemorySource
-from grove_gitops.load.yamlio import MAX_OBJECT_BYTES, Document, type_name
+from grove_gitops.load.patterns import gitignore_spec
+from grove_gitops.load.treepaths import component_problem
+from grove_gitops.load.treepaths import shown as shown_path
+from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
 from grove_gitops.output.marker import META_FILE, is_output_dir, is_output_meta
 
 if TYPE_CHECKING:
@@ -58,6 +61,8 @@ MAX_FILES = 20_000
 OUTPUT_MARKER_FILE = META_FILE
 #: gitignore-syntax file at the source root naming files to leave out.
 IGNORE_FILE = ".grove-gitops-ignore"
+#: The ignore file is read whole: no larger than any source file (a git tree refuses the same).
+MAX_IGNORE_BYTES = MAX_FILE_BYTES
 HELM_CHART_FILE = "Chart.yaml"
 HELM_VALUES_FILES = ("values.yaml", "values.yml")
 #: Every kind of the API groups grove-gitops owns or reads. Any other kind in these groups
@@ -197,6 +202,9 @@ def _ignore_spec(root: Path, scan: SourceScan | MemoryScan) -> pathspec.GitIgnor
     if not path.exists():
         return None
     try:
+        if path.stat().st_size > MAX_IGNORE_BYTES:
+            scan.problems.append(InputProblem(IGNORE_FILE, "", f"file too large: more than {MAX_IGNORE_BYTES} bytes"))
+            return None
         data = path.read_bytes()
     except OSError as exc:
         scan.problems.append(InputProblem(IGNORE_FILE, "", f"cannot read file: {exc.strerror or exc}"))
@@ -212,7 +220,7 @@ def _ignore_from_bytes(data: bytes, scan: SourceScan | MemoryScan) -> pathspec.G
     except UnicodeDecodeError as exc:
         scan.problems.append(InputProblem(IGNORE_FILE, "", f"cannot read file: {exc}"))
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    return gitignore_spec(lines)
 
 
 def _walk(
@@ -245,6 +253,10 @@ def _walk(
         if not (is_dir or wanted or is_link):
             continue
         if ignore is not None and ignore.match_file(f"{child}/" if is_dir else str(child)):
+            continue
+        reason = component_problem(entry.name)
+        if reason is not None:  # the rule every git tree reader applies (load/treepaths.py)
+            scan.problems.append(InputProblem(shown_path(str(child)), "", f"refused: the path {reason}"))
             continue
         if is_link:
             try:

@@ -59,7 +59,11 @@ def _labels(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, str) and value.isdigit() else None
+    """A label's decimal index, or None. ``isdigit`` alone admits ``'²'`` and 4,301-digit
+    strings, both of which ``int`` refuses with a ValueError; an index has at most 9 digits."""
+    if isinstance(value, str) and 0 < len(value) <= 9 and value.isascii() and value.isdigit():
+        return int(value)
+    return None
 
 
 def slot_ref(hostname: str, labels: Mapping[str, Any]) -> tuple[SlotRef, int]:
