@@ -157,9 +157,12 @@ def test_the_action_end_to_end_on_two_pushes(tmp_path: Path, fake_github: FakeGi
     repo, base, head = make_repo(tmp_path, everything)
     human = fake_github.add(7, "Looks big. Quoting the bot:\n<!-- grove-gitops-diff -->", HUMAN)
 
-    first = _run(tmp_path, fake_github, repo, base, head, **{"max-chars": "3000"})
+    # small parts, and the ceiling of parts, so that neither push is cut by the cap
+    sizes = {"max-chars": "8000", "max-parts": "10"}
+    first = _run(tmp_path, fake_github, repo, base, head, **sizes)
     assert first.succeeded, [(s.id, s.stderr[-500:]) for s in first.steps]
     n = int(first.outputs["parts"])
+    assert n < 10
     # the examples hold a NodeInventory that both gangs fit
     assert n > 2 and first.outputs["errors"] == "0" and first.outputs["feasibility"] == "checked"
     assert first.outputs["infeasible"] == "false"
@@ -174,7 +177,7 @@ def test_the_action_end_to_end_on_two_pushes(tmp_path: Path, fake_github: FakeGi
     (repo / WORKLOAD).write_text(bump_image(original))
     git(repo, "commit", "-qam", "smaller")
     head2 = git(repo, "rev-parse", "HEAD")
-    second = _run(tmp_path, fake_github, repo, base, head2, **{"max-chars": "3000"})
+    second = _run(tmp_path, fake_github, repo, base, head2, **sizes)
     assert second.succeeded
     m = int(second.outputs["parts"])
     assert m < n
