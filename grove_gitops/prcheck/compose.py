@@ -128,10 +128,23 @@ class Result:
     log: list[str] = field(default_factory=list)
 
 
+#: The longest one sub-command may run. Every input it reads is bounded, so a legitimate
+#: tree finishes in seconds; this only ends a hang the bounds missed, as a failed check
+#: (exit :data:`TIMED_OUT`, a generic line in the comment) instead of a job stuck for hours.
+SUB_COMMAND_TIMEOUT_S = 900.0
+#: The exit code a timed-out sub-command reports (``timeout(1)``'s).
+TIMED_OUT = 124
+
+
 def _run_cli(cli: Sequence[str], args: list[str], cwd: Path) -> tuple[int, Any, str]:
     """(exit code, parsed JSON stdout or None, stderr) of one CLI call, run in ``cwd`` (ours,
     not the checkout)."""
-    proc = subprocess.run([*cli, *args], capture_output=True, text=True, check=False, cwd=cwd)
+    try:
+        proc = subprocess.run(
+            [*cli, *args], capture_output=True, text=True, check=False, cwd=cwd, timeout=SUB_COMMAND_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return TIMED_OUT, None, f"grove-gitops {args[0] if args else ''} did not finish in {SUB_COMMAND_TIMEOUT_S:.0f} s"
     try:
         doc = json.loads(proc.stdout) if proc.stdout.strip() else None
     except ValueError:

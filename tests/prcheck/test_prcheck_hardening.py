@@ -399,3 +399,15 @@ def test_the_cap_shrinks_each_oversized_block_once_per_budget() -> None:
     parts, full = pack_capped([block(i) for i in range(300)], 3000, header, 5, lambda s, t: f"\ncut {s}/{t}\n")
     assert len(parts) == 5 and len(full) == 300
     assert all(len(budgets) == len(set(budgets)) <= 2 for budgets in calls.values()), calls
+
+
+def test_a_sub_command_that_hangs_is_ended_as_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every input is bounded, but a hang the bounds missed must not hold the job for hours:
+    the sub-command is ended after ``SUB_COMMAND_TIMEOUT_S`` and counts as a failed check."""
+    from grove_gitops.prcheck import compose
+
+    monkeypatch.setattr(compose, "SUB_COMMAND_TIMEOUT_S", 0.5)
+    hang = (sys.executable, "-c", "import time; time.sleep(60)")
+    code, doc, stderr = compose._run_cli(hang, ["validate", "x"], tmp_path)
+    assert (code, doc) == (compose.TIMED_OUT, None)
+    assert "validate did not finish" in stderr
