@@ -106,10 +106,18 @@ def _summary(parts: list[str], full: list[str]) -> str:
     return "The grove-gitops PR check's report is larger than a job summary: see `report.md` in its report directory.\n"
 
 
+def _write(out_dir: Path, parts: list[str], status: Status, full: list[str] | None = None) -> None:
+    """:func:`write_results`, or a one-line error (exit 1) when OUT_DIR cannot be written."""
+    try:
+        write_results(out_dir, parts, status, full)
+    except OSError as exc:
+        _fail(f"{out_dir}: cannot write the report: {exc.strerror or exc}")
+
+
 def _crashed(out_dir: Path, title: str, key: str, public: str, detail: str) -> None:
     """The check could not run: the details to the job log, a generic line to the comment."""
     click.echo(f"error: {detail}", err=True)
-    write_results(out_dir, failure_parts(title, key, public), Status(diff="failed", notes=[public]))
+    _write(out_dir, failure_parts(title, key, public), Status(diff="failed", notes=[public]))
     set_outputs({"parts": "1", "errors": "0", "infeasible": "false", "feasibility": "failed"})
     sys.exit(1)
 
@@ -173,7 +181,7 @@ def run_command(
     status = result.status
     for note in status.notes:
         click.echo(command("notice", note))
-    write_results(out_dir, result.parts, status, result.full)
+    _write(out_dir, result.parts, status, result.full)
     set_outputs(
         {
             "parts": str(status.parts),

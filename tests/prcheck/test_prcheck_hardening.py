@@ -411,3 +411,18 @@ def test_a_sub_command_that_hangs_is_ended_as_a_failure(tmp_path: Path, monkeypa
     code, doc, stderr = compose._run_cli(hang, ["validate", "x"], tmp_path)
     assert (code, doc) == (compose.TIMED_OUT, None)
     assert "validate did not finish" in stderr
+
+
+def test_a_report_directory_that_cannot_be_written_is_one_error_line(tmp_path: Path) -> None:
+    """OUT_DIR below a regular file: ``error: OUT_DIR: cannot write the report: ...``, exit 1,
+    no traceback, whether the check ran (a report) or could not run (the failure part)."""
+    repo, base, head = make_repo(tmp_path, bump_image)
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "out"
+    for ref in (head, "no-such-ref"):
+        args = ["run", "--repo", str(repo), "--base", base, "--head", ref, "--source-path", "deploy"]
+        result = CliRunner().invoke(pr_check, [*args, "--out-dir", str(out)])
+        assert result.exit_code == 1, result.output
+        assert f"{out}: cannot write the report: Not a directory" in result.output
+        assert "Traceback" not in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
