@@ -315,8 +315,18 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             default=60.0,
             show_default=True,
             type=click.FloatRange(min=0),
-            help="Seconds a pod no PodGang wants (scale-in, removed from Git) or a superseded gated pod "
-            "is kept before the agent deletes it; covers a GitOps tool applying pods before their PodGang.",
+            help="Seconds a pod is kept after its workload's PodGangs stopped wanting it (scale-in, removed "
+            "from Git, a gated pod superseded by a newer target) before the agent deletes it. A gated pod "
+            "applied before its PodGang is never deleted on this timer (see --unordered-grace).",
+        ),
+        click.option(
+            "--unordered-grace",
+            default=1800.0,
+            show_default=True,
+            type=click.FloatRange(min=0),
+            help="Seconds a gated pod no PodGang lists is kept when the agent cannot tell whether it was applied "
+            "before its PodGang or left behind (it was there before the agent started, and its workload's "
+            "PodGangs have not changed since). Default: three times the shipped Flux interval (10m).",
         ),
         click.option(
             "--resync",

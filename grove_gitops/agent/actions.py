@@ -64,13 +64,23 @@ class Event:
 Action = DeletePod | Ungate | SetCondition | Event
 
 
+WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
+
+
 @dataclass
 class Memory:
-    """What the agent remembers between passes. Everything here is either re-derivable from
-    the cluster (and persisted as PodGang conditions where it is not) or only makes the agent
-    more careful after a restart (a grace period starts again)."""
+    """What the agent remembers between passes about **one workload** (namespace,
+    PodCliqueSet). Everything here is either re-derivable from the cluster (and persisted as
+    PodGang conditions where it is not) or only makes the agent more careful after a restart
+    (a grace period starts again).
 
-    unwanted_since: dict[Key, float] = field(default_factory=dict)  # pod -> first seen unwanted
+    One per workload (:class:`Memories`), and only the passes over that workload ever read,
+    add or drop its entries: a pass sees one workload's snapshot, so anything it pruned by
+    "not in my snapshot" from a shared store would wipe the other workloads' timers (issue 22:
+    with a second PodCliqueSet in the cluster, scale-in never deleted anything).
+    """
+
+    unwanted_since: dict[Key, float] = field(default_factory=dict)  # released pod -> first seen unwanted
     breach_since: dict[str, float] = field(default_factory=dict)  # breach unit -> breach began
     ever_healthy: set[str] = field(default_factory=set)  # breach units seen healthy once
     warned: set[str] = field(default_factory=set)  # problems already logged
@@ -79,21 +89,31 @@ class Memory:
     # after that, the memory above is authoritative, so a stale condition in the cache cannot
     # restart a breach clock that a gang termination just reset
     resumed: set[Key] = field(default_factory=set)
+    # What the workload's PodGangs want (the pods they reference) and when this agent saw
+    # that change (None: not since it started); see intent.py
+    listed: frozenset[Key] | None = None
+    intent_at: float | None = None
+    # gated pods no PodGang lists -> (uid, first seen, first intent change seen after that)
+    unlisted: dict[Key, tuple[str, float, float | None]] = field(default_factory=dict)
+    # rollout steps waiting for replacement pods that do not exist yet: pod -> since when
+    missing_since: dict[str, float] = field(default_factory=dict)
+    missing_reported: set[str] = field(default_factory=set)  # those already reported (an Event)
 
-    def retain(self, workloads: Collection[tuple[str, str]], pods: Collection[Key], gangs: Collection[Key]) -> None:
-        """Forget what belongs to objects gone from the cluster: a PodCliqueSet removed from
-        Git leaves no workload that would ever prune its own entries (called on resync).
 
-        Breach units and rollout totals are keyed ``namespace/podcliqueset/...``; Kubernetes
-        names hold no ``/``, so the first two parts are the workload.
-        """
+class Memories:
+    """The agent's memory: one :class:`Memory` per workload, created on first use."""
 
-        def live(unit: str) -> bool:
-            ns, _, rest = unit.partition("/")
-            return (ns, rest.partition("/")[0]) in workloads
+    def __init__(self) -> None:
+        self.workloads: dict[WorkloadKey, Memory] = {}
 
-        self.breach_since = {u: t for u, t in self.breach_since.items() if live(u)}
-        self.ever_healthy = {u for u in self.ever_healthy if live(u)}
-        self.rollout_total = {u: n for u, n in self.rollout_total.items() if live(u)}
-        self.unwanted_since = {k: t for k, t in self.unwanted_since.items() if k in pods}
-        self.resumed = {k for k in self.resumed if k in gangs}
+    def of(self, workload: WorkloadKey) -> Memory:
+        memory = self.workloads.get(workload)
+        if memory is None:
+            memory = self.workloads[workload] = Memory()
+        return memory
+
+    def retain(self, workloads: Collection[WorkloadKey]) -> None:
+        """Forget workloads with no object left in the cluster (called on resync): a
+        PodCliqueSet removed from Git, whose last pods are gone, leaves no pass that would
+        drop its entries. A workload that comes back starts afresh, the cautious side."""
+        self.workloads = {k: m for k, m in self.workloads.items() if k in workloads}

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from grove_gitops.agent import decide, intent, release
 from grove_gitops.agent import gangs as G
-from grove_gitops.agent import healing, release, rollout, scalein
-from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
+from grove_gitops.agent.actions import Action, DeletePod, Event, Memories, SetCondition
 from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey, workload_of
 from grove_gitops.agent.execute import Executor
 from grove_gitops.agent.kube import Kube
@@ -59,7 +59,9 @@ class AgentConfig:
     concurrency: int = 16
     recheck: float = 0.25  # gangs waiting for a backend object are asked again this often
     resync: float = 2.0  # every workload is re-derived this often (timers expire silently)
-    grace: float = 60.0  # an unwanted or superseded pod is deleted after this long
+    grace: float = 60.0  # a released pod no PodGang wants is deleted after this long
+    # a gated pod no PodGang lists, not known to be behind its PodGangs (intent.py)
+    unordered_grace: float = intent.UNORDERED_GRACE
     day2: bool = True  # rolling updates, healing, scale-in (False: gate release only)
     watch_timeout: int = 60
     watch_read_timeout: float = 2.0
@@ -87,7 +89,13 @@ class Agent:
         self.cache = WatchCache(kube, self.registry, config.namespace, watch_timeout=config.watch_timeout,
                                 watch_read_timeout=config.watch_read_timeout, backoff=self._backoff)
         self.executor = Executor(self.cache, self.registry, active, max_retries=config.max_retries, backoff=self._backoff)
-        self.memory = Memory()
+        self.memory = Memories()
+        self._warned: set[str] = set()  # problems of no workload, already logged
+        # uids of pods this agent deleted (DELETE sent): whatever the cache says later (a
+        # watch event older than the DELETE), such a pod is terminating to every decision and
+        # never counts towards a gang's completeness (issue 22); dropped once the cache holds
+        # no pod with that uid (on resync)
+        self._deleted_uids: set[str] = set()
         self.views = Views()  # parsed objects per resourceVersion (only the loop thread uses it)
         self._pool = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="agent")
         self._waiting: dict[Key, float] = {}  # gang -> since when it waits
@@ -181,6 +189,9 @@ class Agent:
             elsewhere = [k for k in pods if self.cache.ref_count.get(k)]
         with self._inflight_lock:
             deleting = self._deleting & pods.keys()
+            if self._deleted_uids:
+                deleting |= {k for k, p in pods.items()
+                             if str((p.get("metadata") or {}).get("uid", "")) in self._deleted_uids}
         return build(pods, gangs, elsewhere, self.views, deleting)
 
     def _object_exists(self, ref: G.ObjectRef) -> bool:
@@ -201,55 +212,58 @@ class Agent:
     def _warn_problems(self, snap: Snapshot) -> None:
         """Log each problem once (a warning, no Event: problems can repeat on every pass and
         an Event per PodGang would be noise; the agent deletes nothing in their presence)."""
-        for _wl_key, problem in snap.problems:
-            if problem in self.memory.warned:
+        for wl_key, problem in snap.problems:
+            warned = self.memory.of(wl_key).warned if wl_key is not None else self._warned
+            if problem in warned:
                 continue
-            self.memory.warned.add(problem)
+            if len(self._warned) > 10_000:
+                self._warned.clear()  # bounded: at worst a problem is logged again
+            warned.add(problem)
             log.warning("%s", problem)
             self.registry.inc("grove_gitops_agent_problems_total", "Surprising cluster states the agent left alone")
 
     def day2_actions(self, snap: Snapshot, now: float) -> list[Action]:
-        """Every day-2 action of one snapshot, in the order they must run."""
-        actions: list[Action] = []
-        for wl in snap.workloads.values():
-            rolling = rollout.rolling_replicas(wl)
-            actions += healing.failed_pods(wl)
-            actions += healing.gang_termination(wl, self.memory, now, rolling)
-            breached = healing.breached_replicas(wl, self.memory, now, rolling)
-            retire, progress = rollout.rollout(wl, self.memory, now, breached=breached, grace=self.config.grace)
-            actions += retire
-            actions += scalein.unwanted_pods(wl, self.memory, now, self.config.grace, snap)
-            self.registry.set("grove_gitops_agent_outdated_pods", "Old pods still running", float(progress.outdated),
+        """Every day-2 action of one snapshot, in the order they must run (:mod:`.decide`)."""
+        actions, progress = decide.day2_actions(snap, self.memory, now, self.config.grace, self.config.unordered_grace)
+        for wl, found in progress:
+            self.registry.set("grove_gitops_agent_outdated_pods", "Old pods still running", float(found.outdated),
                               namespace=wl.namespace, podcliqueset=wl.pcs)
-            if progress.replica is not None:
+            if found.replica is not None:
                 self.registry.set("grove_gitops_agent_rollout_step", "Step of the replica being rolled",
-                                  float(progress.step), namespace=wl.namespace, podcliqueset=wl.pcs)
+                                  float(found.step), namespace=wl.namespace, podcliqueset=wl.pcs)
         return actions
 
-    def _in_background(self, key: Key, call: Callable[[], bool], deleting: bool = False) -> Future[bool] | None:
+    def _in_background(self, key: Key, call: Callable[[], bool], deleting: str | None = None) -> Future[bool] | None:
         """Start one pod write in the pool; None when one for that pod is already under way.
 
-        The pass does not wait for it: while it runs the pod is in flight, and when it ends
-        (the executor has put the answer into the cache by then) the pod's workload is marked
-        dirty, so the next pass continues from the new state.
+        ``deleting``: the uid of the pod a DELETE is for. The pass does not wait: while the
+        write runs the pod is in flight, and when it ends (the executor has put the answer
+        into the cache by then) the pod's workload is marked dirty, so the next pass continues
+        from the new state. A pod deleted stays terminating to every decision (its uid is
+        remembered); a DELETE that did not happen forgets it again.
         """
         with self._inflight_lock:
             if key in self._inflight:
                 return None
             self._inflight.add(key)
-            if deleting:
+            if deleting is not None:
                 self._deleting.add(key)
+                self._deleted_uids.add(deleting)
         with self.cache.lock:
             pod = self.cache.pods.get(key)
         wl = workload_of(pod) if pod is not None else (key[0], "")
 
         def run() -> bool:
+            done = False
             try:
-                return call()
+                done = call()
+                return done
             finally:
                 with self._inflight_lock:
                     self._inflight.discard(key)
                     self._deleting.discard(key)
+                    if deleting is not None and not done:
+                        self._deleted_uids.discard(deleting)
                 with self.cache.lock:
                     self.cache.dirty.add(wl)
                     self.cache.wake.notify_all()
@@ -277,7 +291,7 @@ class Agent:
         for a in first:
             self.executor.set_condition(a)
         futures = [f for a in deletes
-                   if (f := self._in_background((a.namespace, a.name), functools.partial(self.executor.delete, a), True))]
+                   if (f := self._in_background((a.namespace, a.name), functools.partial(self.executor.delete, a), a.uid))]
         done = sum(1 for f in futures if f.result()) if wait else 0
         # Conditions and Events: PodGangs in parallel, each PodGang's in order (a status
         # patch carries the whole condition list, so two at once could lose one).
@@ -601,7 +615,10 @@ class Agent:
                             self._resync.extend(sorted(self.cache.by_workload))
                         self._last_resync = time.monotonic()
                         self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
-                        self.memory.retain(set(self.cache.by_workload), set(self.cache.pods), set(self.cache.podgangs))
+                        self.memory.retain(set(self.cache.by_workload))
+                        live_uids = {str((p.get("metadata") or {}).get("uid", "")) for p in self.cache.pods.values()}
+                        with self._inflight_lock:
+                            self._deleted_uids &= live_uids
                         gone = [k for k in self._waiting if k not in self.cache.podgangs]
                 for key in gone:
                     self._not_waiting(key)  # a gang deleted while it waited (no event names it again)

@@ -12,12 +12,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent.snapshot import Key, Snapshot
+
+
+class _Live(Mapping[Key, Mapping[str, Any]]):
+    """The raw pods as a whole-gang decision may count them: without the pods the snapshot
+    sees terminating, which includes every pod the agent deleted or is deleting, whatever the
+    cache says (a watch event older than the DELETE can still show such a pod running).
+
+    Issue 22: right after a gang termination the agent judged the gang from a cache where
+    the pods it was deleting did not look terminating yet, found it complete, marked it
+    ``Initialized`` again and then released the re-created pods one by one. A view, not a
+    copy: a decision looks up only the gang's own pods.
+    """
+
+    def __init__(self, raw: Mapping[Key, Mapping[str, Any]], snap: Snapshot) -> None:
+        self._raw, self._snap = raw, snap
+
+    def __getitem__(self, key: Key) -> Mapping[str, Any]:
+        view = self._snap.pods.get(key)
+        if view is not None and view.terminating:
+            raise KeyError(key)
+        return self._raw[key]
+
+    def __iter__(self) -> Iterator[Key]:
+        return (k for k in self._raw if k in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or key not in self._raw:
+            return False
+        view = self._snap.pods.get(key)
+        return view is None or not view.terminating
 
 
 @dataclass
@@ -100,7 +133,7 @@ def decide_gang(
     blocking = [f"slot of pod {ns}/{name} still holds pod {blocked[(ns, name)]}" for _, ns, name in gang.refs if (ns, name) in blocked]
     if not gang.initialized:
         held = holders or {}
-        decision = G.decide(gang.raw, raw_pods, object_exists if not blocking else (lambda _ref: True), gangs_by_name,
+        decision = G.decide(gang.raw, _Live(raw_pods, snap), object_exists if not blocking else (lambda _ref: True), gangs_by_name,
                             lambda base: base_scheduled(base, snap, held))
         waiting = decision.waiting_for + blocking
         if waiting:

@@ -36,6 +36,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from grove_gitops.agent import intent
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
 from grove_gitops.agent.order import ReplicaRank, SlotRef, Step, order_replicas, steps_for_replica
 from grove_gitops.agent.snapshot import ON_DELETE, PodView, Slot, Workload
@@ -43,6 +44,9 @@ from grove_gitops.agent.snapshot import ON_DELETE, PodView, Slot, Workload
 ROLLING_UPDATE = "RollingUpdate"
 RETIRED = "PodRetired"  # an old pod retired by a rollout step
 SUPERSEDED = "SupersededPodDeleted"  # an old pod that never ran, past the grace period
+WAITING_FOR_REPLACEMENT = "WaitingForReplacement"  # RollingUpdate reason while a step waits for new pods
+REPLACEMENT_POD_MISSING = "ReplacementPodMissing"  # the Event that reports such a wait
+REPORT_MISSING_AFTER = 10.0  # seconds a step waits for its new pods before that is reported
 _OF = re.compile(r"step \d+ of (\d+)")
 
 
@@ -55,13 +59,7 @@ class Progress:
     total: int = 0
     outdated: int = 0  # old pods still running (both strategies)
     waiting: list[str] = field(default_factory=list)
-
-
-def _epoch(created: str) -> float:
-    try:
-        return dt.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
-    except ValueError:
-        return 0.0
+    missing: list[str] = field(default_factory=list)  # new pods a step waits for (they do not exist)
 
 
 def _live_old(slot: Slot) -> list[PodView]:
@@ -98,14 +96,19 @@ def rolling_replicas(wl: Workload) -> set[int]:
     return out
 
 
-def superseded(wl: Workload, now: float, grace: float) -> list[Action]:
-    """Old pods that never ran (still gated), older than ``grace``: delete at once."""
+def superseded(wl: Workload, memory: Memory, now: float, grace: float, unordered_grace: float) -> list[Action]:
+    """Old pods that never ran (still gated) and are behind the workload's PodGangs
+    (:func:`.intent.gated_due`): deleted, as they hold no workload. A gated pod applied
+    before its PodGang is *ahead*, not superseded, and waits (issue 22)."""
     out: list[Action] = []
     for slot in wl.slots.values():
         for pod in slot.old:
-            if pod.gated and not pod.terminating and pod.owned and now - _epoch(pod.created) >= grace:
+            if not pod.gated or pod.terminating or not pod.owned:
+                continue
+            due, why = intent.gated_due(pod, memory, now, grace, unordered_grace)
+            if due:
                 out.append(DeletePod(pod.namespace, pod.name, pod.uid, SUPERSEDED,
-                                     f"superseded before it ever ran (slot {slot.hostname})", _gang_key(wl, slot)))
+                                     f"superseded before it ever ran (slot {slot.hostname}): {why}", _gang_key(wl, slot)))
     return out
 
 
@@ -154,10 +157,19 @@ def _group_available(wl: Workload, slots: list[Slot], group: str, replica: int) 
     return all(_available_in(wl, members, c) >= (wl.min_available(c) or 0) for c in cliques if c)
 
 
-def rollout(wl: Workload, memory: Memory, now: float, *, breached: set[int], grace: float) -> tuple[list[Action], Progress]:
-    """The retire actions of one pass for one PodCliqueSet, and its progress."""
+def rollout(wl: Workload, memory: Memory, now: float, *, breached: set[int], grace: float,
+            unordered_grace: float = intent.UNORDERED_GRACE) -> tuple[list[Action], Progress]:
+    """The retire actions of one pass for one PodCliqueSet, and its progress (``memory``:
+    this workload's, with :func:`.intent.observe` done for this pass)."""
+    actions, progress = _rollout(wl, memory, now, breached, grace, unordered_grace)
+    _forget_found(memory, progress)
+    return actions, progress
+
+
+def _rollout(wl: Workload, memory: Memory, now: float, breached: set[int], grace: float,
+             unordered_grace: float) -> tuple[list[Action], Progress]:
     progress = Progress()
-    actions: list[Action] = superseded(wl, now, grace)
+    actions: list[Action] = superseded(wl, memory, now, grace, unordered_grace)
     progress.outdated = sum(len(s.released_old) for s in wl.slots.values())
     rolling = {i: d for i, d in wl.replicas.items() if d.strategy != ON_DELETE}
     if not rolling:
@@ -193,16 +205,20 @@ def rollout(wl: Workload, memory: Memory, now: float, *, breached: set[int], gra
                                  f"rolling PodCliqueSet replica {current}: {total} steps"))
     progress.replica = current
     slots = by_replica[current]
-    actions += _retire_step(wl, memory, current, slots, progress)
+    actions += _retire_step(wl, memory, now, current, slots, progress)
     retiring = any(isinstance(a, DeletePod) and a.reason == RETIRED for a in actions)
     if not _work(slots) and _replica_done(wl, slots) and not retiring:
         actions += _complete(wl, current, memory)
     else:
         gang = base_gang(wl, current)
-        if gang is not None:
+        reported = any(isinstance(a, SetCondition) and a.reason == WAITING_FOR_REPLACEMENT for a in actions)
+        if gang is not None and not reported:
+            cond = _condition(wl, current, ROLLING_UPDATE)
+            was_waiting = cond is not None and cond.get("reason") == WAITING_FOR_REPLACEMENT
+            # After a reported wait the reason is put back at once (not at the next refresh).
             actions.append(SetCondition((wl.namespace, gang), ROLLING_UPDATE, "True", "RollingReplica",
                                         f"rolling replica {current}, step {progress.step} of {progress.total}",
-                                        progress=(progress.step, progress.total)))
+                                        progress=None if was_waiting else (progress.step, progress.total)))
     return actions, progress
 
 
@@ -242,8 +258,10 @@ def _remaining_steps(replica: int, slots: list[Slot]) -> list[Step]:
     return steps_for_replica(replica, refs)
 
 
-def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], progress: Progress) -> list[Action]:
+def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: list[Slot],
+                 progress: Progress) -> list[Action]:
     out: list[Action] = []
+    missing: list[Slot] = []
     by_host = {s.hostname: s for s in slots}
     # 1. Old pods that are not Ready, and every old pod of an unavailable scaling-group replica: at once.
     retired: set[str] = set()
@@ -255,6 +273,9 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
                 continue  # handled by superseded() once past the grace period
             if not pod.owned:
                 continue  # no render made it: never deleted (see the end of this function)
+            if _missing(slot):
+                missing.append(slot)  # never leave a slot empty while its replacement does not exist
+                continue
             if pod.scaling_group is not None and pod.scaling_group_replica is not None:
                 if _group_available(wl, slots, pod.scaling_group, pod.scaling_group_replica):
                     continue
@@ -272,6 +293,8 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
     if out:
         progress.waiting.append("old pods that are not Ready are being retired")
         return out
+    if missing:
+        return _wait_for_replacements(wl, memory, now, replica, missing, progress)
     # 2. Anything in flight? An old pod terminating, or a new pod not Ready yet.
     for slot in slots:
         if any(p.terminating for p in slot.old):
@@ -306,6 +329,9 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
         if have < need:
             progress.waiting.append(f"scaling group {group} has {have} available replicas, below minAvailable {need}")
             return out
+    absent = [by_host[h] for h in step.hostnames if _missing(by_host[h])]
+    if absent:
+        return _wait_for_replacements(wl, memory, now, replica, absent, progress)
     progress.step += 1
     for host in step.hostnames:
         slot = by_host[host]
@@ -314,3 +340,52 @@ def _retire_step(wl: Workload, memory: Memory, replica: int, slots: list[Slot], 
                                  f"rolling update of replica {replica}, step {progress.step} of {progress.total}: {step.unit}",
                                  _gang_key(wl, slot)))
     return out
+
+
+def _missing(slot: Slot) -> bool:
+    """The slot's new pod does not exist (or is on its way out): its old pod must stay."""
+    return slot.new is None or slot.new.terminating
+
+
+def _wait_for_replacements(wl: Workload, memory: Memory, now: float, replica: int, slots: list[Slot],
+                           progress: Progress) -> list[Action]:
+    """A step waits until the new pod of every slot it empties exists (created and gated).
+
+    Grove creates a replacement itself; here the GitOps tool does, and Argo CD's shipped
+    order applies PodGangs (wave 0) before Pods (wave 10): retiring on the PodGang change
+    alone emptied slots for the whole gap, and indefinitely when the pod wave failed (issue
+    22). The wait is reported once it has lasted :data:`REPORT_MISSING_AFTER` seconds: a
+    Warning Event ``ReplacementPodMissing`` on the replica's base PodGang and the
+    ``RollingUpdate`` condition's reason ``WaitingForReplacement``, each written once.
+    """
+    names = sorted(s.new_name or s.hostname for s in slots)
+    for name in names:
+        memory.missing_since.setdefault(name, now)
+    since = min(memory.missing_since[n] for n in names)
+    waited = now - since
+    progress.waiting.append(f"new pod {names[0]} does not exist yet" + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+                            + f", for {waited:.0f}s: its old pod stays until the GitOps tool creates it")
+    progress.missing = names
+    gang = base_gang(wl, replica)
+    if waited < REPORT_MISSING_AFTER or gang is None:
+        return []
+    message = (f"rolling replica {replica}, step {progress.step + 1} of {progress.total}: waiting since "
+               f"{_iso(since)} for pod {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+               + " to be created by the GitOps tool (Argo CD sync / Flux apply) before retiring the old pod")
+    out: list[Action] = [SetCondition((wl.namespace, gang), ROLLING_UPDATE, "True", WAITING_FOR_REPLACEMENT, message)]
+    fresh = [n for n in names if n not in memory.missing_reported]
+    if fresh:
+        memory.missing_reported.update(names)
+        out.append(Event((wl.namespace, gang), REPLACEMENT_POD_MISSING, message, "Warning"))
+    return out
+
+
+def _forget_found(memory: Memory, progress: Progress) -> None:
+    """Drop the missing-replacement clocks of pods that exist now (this workload's only)."""
+    waiting = set(progress.missing)
+    memory.missing_since = {n: t for n, t in memory.missing_since.items() if n in waiting}
+    memory.missing_reported &= waiting
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(int(t), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

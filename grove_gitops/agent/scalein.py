@@ -6,11 +6,14 @@ PodCliqueSet was removed from Git. The GitOps tool never prunes rendered pods (t
 ``Prune=false`` / ``prune: disabled`` so that a rolling update stays in the agent's hands), so
 the agent deletes them.
 
-- **Only after a grace period.** A GitOps tool may apply a pod before the PodGang that lists
-  it (or a PodGang update may land after its pods); the pod then looks unwanted for a moment.
-  A pod is deleted only once it has been unwanted continuously for ``grace`` seconds; a pod
-  that becomes wanted again, or disappears, is forgotten (``Memory.unwanted_since``). After an
-  agent restart the grace period starts again: the cautious side.
+- **Only after a grace period.** A released pod (it ran, so a PodGang listed it once) is
+  deleted once it has been unwanted continuously for ``grace`` seconds; a pod that becomes
+  wanted again, or disappears, is forgotten (``Memory.unwanted_since``, this workload's
+  own). After an agent restart the grace period starts again: the cautious side.
+- **A gated pod may be ahead, not unwanted.** A GitOps tool may apply a pod before the
+  PodGang that lists it, for as long as a sync stalls. Such a pod is deleted only when the
+  workload's PodGangs changed after the agent first saw it (:mod:`.intent`), never merely
+  because no PodGang lists it yet.
 - **In Grove's scale-in order** (``spec/grove-day2.md`` §6.1, ``DeletionSorter``):
   unassigned pods first, then by phase (Pending < Unknown < Running; Failed and Succeeded
   rank with Pending), not-Ready first, newest first. Which pods go is decided by Git (the
@@ -25,6 +28,7 @@ the agent deletes them.
 
 from __future__ import annotations
 
+from grove_gitops.agent import intent
 from grove_gitops.agent.actions import Action, DeletePod, Key, Memory
 from grove_gitops.agent.snapshot import MANAGED_BY, MANAGER, PodView, Snapshot, Workload
 
@@ -67,19 +71,21 @@ def _own_gang(pod: PodView) -> Key | None:
     return (pod.namespace, pod.podgang) if pod.podgang else None
 
 
-def unwanted_pods(wl: Workload, memory: Memory, now: float, grace: float, snap: Snapshot) -> list[Action]:
-    """DeletePod(UnwantedPodDeleted) for the pods of ``wl`` unwanted for ``grace`` seconds.
+def unwanted_pods(wl: Workload, memory: Memory, now: float, grace: float, snap: Snapshot,
+                  unordered_grace: float = intent.UNORDERED_GRACE) -> list[Action]:
+    """DeletePod(UnwantedPodDeleted) for the pods of ``wl`` that are due.
 
-    ``snap`` is the snapshot ``wl`` comes from: its ``referenced`` set is the guard that no pod
-    a PodGang lists is ever deleted here, its ``malformed`` PodGangs keep their pods, and its
-    workloads say which remembered pods are unwanted anywhere (memory is shared by all
-    workloads; an entry is dropped only when its pod is unwanted in no workload).
-    ``memory`` is updated in place.
+    ``memory`` is this workload's own (updated in place, only for this workload's pods: a
+    pass over another workload never touches it). A released pod is due once unwanted for
+    ``grace`` seconds; a gated one when :func:`.intent.gated_due` says it is behind the
+    workload's PodGangs (never merely because its PodGang has not arrived). ``snap`` is the
+    snapshot ``wl`` comes from: its ``referenced`` set is the guard that no pod a PodGang
+    lists is ever deleted here, and its ``malformed`` PodGangs keep their pods.
     """
-    unwanted_anywhere = {p.key for w in snap.workloads.values() for p in w.unwanted}
-    for key in [k for k in memory.unwanted_since if k not in unwanted_anywhere]:
+    current = {p.key for p in wl.unwanted}
+    for key in [k for k in memory.unwanted_since if k not in current]:
         del memory.unwanted_since[key]  # wanted again, or gone
-    due: list[PodView] = []
+    due: list[tuple[PodView, str]] = []
     for pod in wl.unwanted:
         if pod.key in snap.referenced:
             raise AssertionError(f"pod {pod.namespace}/{pod.name} is referenced by a PodGang but was classed unwanted")
@@ -89,18 +95,23 @@ def unwanted_pods(wl: Workload, memory: Memory, now: float, grace: float, snap: 
         if gang is not None and gang in snap.malformed:
             memory.unwanted_since.pop(pod.key, None)  # its PodGang may want it; cannot tell
             continue
+        if pod.gated:
+            ready, why = intent.gated_due(pod, memory, now, grace, unordered_grace)
+            if ready:
+                due.append((pod, f"it never ran and {why}"))
+            continue
         since = memory.unwanted_since.setdefault(pod.key, now)
         if now - since >= grace:
-            due.append(pod)
+            due.append((pod, f"for {now - since:.0f}s (grace {grace:g}s): scaled in or removed from Git"))
     out: list[Action] = []
-    for pod in scale_in_order(due):
+    why_of = {p.key: why for p, why in due}
+    for pod in scale_in_order([p for p, _ in due]):
         gang = _own_gang(pod)
         attach = gang if gang is not None and gang in snap.gangs else None
-        waited = now - memory.unwanted_since[pod.key]
         out.append(DeletePod(
             pod.namespace, pod.name, pod.uid, UNWANTED_POD_DELETED,
             f"pod {pod.name} ({pod.hostname}) is listed by no PodGang of PodCliqueSet {wl.pcs or '?'} "
-            f"for {waited:.0f}s (grace {grace:g}s): scaled in or removed from Git",
+            f"{why_of[pod.key]}",
             attach,
         ))
     return out

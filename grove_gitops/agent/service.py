@@ -56,6 +56,7 @@ class ServiceOptions:
     concurrency: int
     drift_interval: float
     grace: float = 60.0
+    unordered_grace: float = 1800.0
     day2: bool = True
     resync: float = 2.0
     lease_duration: float = 15.0
@@ -119,7 +120,7 @@ def run_agent(opts: ServiceOptions) -> int:
     lifter = Agent(
         kube,
         AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2,
-                    resync=opts.resync),
+                    resync=opts.resync, unordered_grace=opts.unordered_grace),
         registry,
         lambda: elector.is_leader,
     )

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove_gitops.agent import healing, rollout, scalein
+from grove_gitops.agent import healing, intent, rollout, scalein
 from grove_gitops.agent.actions import Action, DeletePod, Memory
 from grove_gitops.expand import ownership
 from tests.agent.builders import NS, T0, Clique, World, apply, pod, set_state, world
@@ -47,6 +47,7 @@ def unwanted_deletes(w: World, memory: Memory, now: float) -> list[str]:
     snap = w.snap()
     out: list[Action] = []
     for wl in snap.workloads.values():
+        intent.observe(wl, memory, now)
         out += scalein.unwanted_pods(wl, memory, now, GRACE, snap)
     return deletes(out)
 
@@ -169,4 +170,6 @@ def test_superseded_tenant_pods_are_never_deleted() -> None:
     w.add_old("p-0-router-0", gated=True, ready=False, scheduled=False)  # never ran: superseded
     tenant(w, "p-0-router-1", gated=True, ready=False, scheduled=False)
     copycat(w, w.new("p-0-router-1"), "p-0-router-1-cc", "p-0-router-1", gated=True, ready=False, scheduled=False)
-    assert deletes(rollout.superseded(w.wl(), T0 + 10 * GRACE, GRACE)) == ["p-0-router-0-h0"]
+    memory = Memory()
+    intent.observe(w.wl(), memory, T0)
+    assert deletes(rollout.superseded(w.wl(), memory, T0 + 10 * GRACE, GRACE, 5 * GRACE)) == ["p-0-router-0-h0"]

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from grove_gitops.agent import scalein
-from grove_gitops.agent.actions import Action, DeletePod, Memory
+from grove_gitops.agent import intent, scalein
+from grove_gitops.agent.actions import Action, DeletePod, Memories, Memory
 from grove_gitops.agent.snapshot import pod_view
 from tests.agent.builders import NS, T0, Clique, World, day2, pod, podgang, set_state, world
 
 GRACE = 30.0
 
 
-def run(w: World, memory: Memory, now: float, grace: float = GRACE) -> list[DeletePod]:
+def run(w: World, memory: Memory | Memories, now: float, grace: float = GRACE) -> list[DeletePod]:
+    """One pass over every workload of ``w`` as the agent makes it: each workload with its
+    own memory (a bare :class:`Memory` is used for a world of one workload)."""
     snap = w.snap()
     out: list[Action] = []
     for wl in snap.workloads.values():
-        out += scalein.unwanted_pods(wl, memory, now, grace, snap)
+        own = memory.of(wl.key) if isinstance(memory, Memories) else memory
+        intent.observe(wl, own, now)
+        out += scalein.unwanted_pods(wl, own, now, grace, snap)
     assert all(isinstance(a, DeletePod) for a in out)
     return [a for a in out if isinstance(a, DeletePod)]
 
@@ -137,7 +141,7 @@ def test_pod_listed_by_a_podgang_of_another_podcliqueset_is_not_deleted() -> Non
     scaled_in(w, "p-0-router-0")  # p's own gang no longer lists it...
     # ...but q's gang lists it instead of its own pod (bad input)
     w.gang("q-0")["spec"]["podgroups"][0]["podReferences"] = [{"namespace": NS, "name": "p-0-router-0-h1"}]
-    memory = Memory()
+    memory = Memories()
     run(w, memory, T0)
     gone = names(run(w, memory, T0 + 10 * GRACE))
     assert "p-0-router-0-h1" not in gone
@@ -154,15 +158,25 @@ def test_unmanaged_pod_is_never_deleted() -> None:
 
 
 def test_memory_of_other_workloads_is_kept() -> None:
-    """Memory is shared: a pass over one workload must not reset another's grace clock."""
+    """Issue 22: a pass over one workload must not reset another's grace clock. Before, the
+    memory was shared and each pass dropped every timer its own snapshot did not list, so with
+    a second PodCliqueSet in the cluster the resync passes wiped each other's timers and
+    nothing was ever deleted."""
     w = world(cliques=(Clique("router", 2, 1),))
     other = world(pcs="q", cliques=(Clique("router", 2, 1),))
     w.gangs.update(other.gangs)
     w.pods.update(other.pods)
     scaled_in(w, "p-0-router-1")
     scaled_in(w, "q-0-router-1")
-    memory = Memory()
-    run(w, memory, T0)
-    snap = w.snap()
-    scalein.unwanted_pods(snap.workloads[(NS, "p")], memory, T0 + 5, GRACE, snap)
-    assert memory.unwanted_since[(NS, "q-0-router-1-h1")] == T0
+    memories = Memories()
+    for t in (T0, T0 + GRACE / 2):  # alternating single-workload passes, as the loop makes them
+        for key in ((NS, "p"), (NS, "q")):
+            snap = w.snap()
+            intent.observe(snap.workloads[key], memories.of(key), t)
+            assert scalein.unwanted_pods(snap.workloads[key], memories.of(key), t, GRACE, snap) == []
+    assert memories.of((NS, "q")).unwanted_since[(NS, "q-0-router-1-h1")] == T0
+    gone = []
+    for key in ((NS, "p"), (NS, "q")):
+        snap = w.snap()
+        gone += names(scalein.unwanted_pods(snap.workloads[key], memories.of(key), T0 + GRACE, GRACE, snap))
+    assert gone == ["p-0-router-1-h1", "q-0-router-1-h1"]
