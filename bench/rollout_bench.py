@@ -176,18 +176,29 @@ def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[Age
 
 
 def _ready_to_next(env: Any, mark: int, old: dict[Any, str], new: dict[Any, str]) -> list[float]:
-    """Per PodCliqueSet: from a new pod turning Ready to the next old pod of that PodCliqueSet deleted."""
+    """Per PodCliqueSet: from a new pod turning Ready to the next old pod of that PodCliqueSet
+    deleted, or from the moment that old pod's replacement was created if that is later.
+
+    The agent retires an old pod only once its slot's new pod exists (issue 22), so when the
+    GitOps applier creates the replacement after the previous one is Ready, the wait for the
+    applier is the applier's time, not the agent's; this measures the agent's own reaction.
+    """
     new_names = set(new.values())
     old_names = set(old.values())
+    replacement = {old[slot]: new[slot] for slot in old if slot in new}
     pcs_of = {name: slot[1].rsplit("-", 3)[0] for side in (old, new) for slot, name in side.items()}
     last_ready: dict[str, float] = {}
+    created: dict[str, float] = {}
     ready_seen: set[str] = set()
     gaps: list[float] = []
     for moment in env.observer.since(mark):
+        if moment.event == "ADDED" and moment.pod in new_names:
+            created.setdefault(moment.pod, moment.time)
         if moment.event == "DELETED" and moment.pod in old_names:
             pcs = pcs_of[moment.pod]
             if pcs in last_ready:
-                gaps.append(moment.time - last_ready.pop(pcs))
+                began = max(last_ready.pop(pcs), created.get(replacement.get(moment.pod, ""), 0.0))
+                gaps.append(moment.time - began)
         elif (
             moment.pod in new_names
             and moment.pod not in ready_seen

@@ -97,7 +97,7 @@ class Memory:
     unlisted: dict[Key, tuple[str, float, float | None]] = field(default_factory=dict)
     # rollout steps waiting for replacement pods that do not exist yet: pod -> since when
     missing_since: dict[str, float] = field(default_factory=dict)
-    missing_reported: set[str] = field(default_factory=set)  # those already reported (an Event)
+    missing_message: str | None = None  # the RollingUpdate message of the wait under way, once reported
 
 
 class Memories:

@@ -324,6 +324,14 @@ class Agent:
                 self._holding[wl] = self._holding.get(wl, 0) + 1
             queued = self._gang_queues.get(gang)
             if queued is not None:
+                if any(batch == writes for batch, _ in queued[1]):
+                    # The same writes are waiting already (a pass decided them again before the
+                    # first copy landed in the cache): once is enough.
+                    if holds:
+                        self._holding[wl] -= 1
+                        if not self._holding[wl]:
+                            del self._holding[wl]
+                    return
                 queued[1].append((writes, holds))
                 return
             self._gang_queues[gang] = (wl, [(writes, holds)])

@@ -273,9 +273,6 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
                 continue  # handled by superseded() once past the grace period
             if not pod.owned:
                 continue  # no render made it: never deleted (see the end of this function)
-            if _missing(slot):
-                missing.append(slot)  # never leave a slot empty while its replacement does not exist
-                continue
             if pod.scaling_group is not None and pod.scaling_group_replica is not None:
                 if _group_available(wl, slots, pod.scaling_group, pod.scaling_group_replica):
                     continue
@@ -284,6 +281,9 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
                 continue
             else:
                 reason = "not Ready"
+            if _missing(slot):
+                missing.append(slot)  # never leave a slot empty while its replacement does not exist
+                continue
             out.append(DeletePod(pod.namespace, pod.name, pod.uid, RETIRED,
                                  f"rolling update of replica {replica}: old pod {reason}", _gang_key(wl, slot)))
             retired.add(slot.hostname)
@@ -369,13 +369,16 @@ def _wait_for_replacements(wl: Workload, memory: Memory, now: float, replica: in
     gang = base_gang(wl, replica)
     if waited < REPORT_MISSING_AFTER or gang is None:
         return []
-    message = (f"rolling replica {replica}, step {progress.step + 1} of {progress.total}: waiting since "
-               f"{_iso(since)} for pod {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
-               + " to be created by the GitOps tool (Argo CD sync / Flux apply) before retiring the old pod")
+    # One message per wait: written once, kept while pods of it are still missing (naming the
+    # pods still missing would rewrite the condition each time the GitOps tool creates one).
+    first = memory.missing_message is None
+    message = memory.missing_message or (
+        f"rolling replica {replica}, step {progress.step + 1} of {progress.total}: waiting since {_iso(since)} for "
+        f"pod {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+        + " to be created by the GitOps tool (Argo CD sync / Flux apply) before retiring the old pod")
+    memory.missing_message = message
     out: list[Action] = [SetCondition((wl.namespace, gang), ROLLING_UPDATE, "True", WAITING_FOR_REPLACEMENT, message)]
-    fresh = [n for n in names if n not in memory.missing_reported]
-    if fresh:
-        memory.missing_reported.update(names)
+    if first:
         out.append(Event((wl.namespace, gang), REPLACEMENT_POD_MISSING, message, "Warning"))
     return out
 
@@ -384,7 +387,8 @@ def _forget_found(memory: Memory, progress: Progress) -> None:
     """Drop the missing-replacement clocks of pods that exist now (this workload's only)."""
     waiting = set(progress.missing)
     memory.missing_since = {n: t for n, t in memory.missing_since.items() if n in waiting}
-    memory.missing_reported &= waiting
+    if not waiting:
+        memory.missing_message = None
 
 
 def _iso(t: float) -> str:

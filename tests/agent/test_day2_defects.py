@@ -193,7 +193,7 @@ def test_a_step_starts_once_its_replacements_exist_and_a_long_wait_is_reported_o
         w.pods[(NS, fresh["metadata"]["name"])] = fresh
     actions, _ = rollout.rollout(w.wl(), memory, T0 + 61, breached=set(), grace=GRACE)
     assert _deletes(actions) == ["p-0-router-0-h0"]
-    assert memory.missing_since == {} and memory.missing_reported == set()
+    assert memory.missing_since == {} and memory.missing_message is None
 
 
 # --------------------------------------------------------------------------- 4. ahead is not unwanted
