@@ -76,8 +76,15 @@ def observe(wl: Workload, memory: Memory, now: float) -> None:
     memory.unlisted = current
 
 
-def gated_due(pod: PodView, memory: Memory, now: float, grace: float, unordered_grace: float) -> tuple[bool, str]:
-    """Whether an unlisted gated pod may be deleted now, and why (or why not)."""
+def gated_due(pod: PodView, memory: Memory, now: float, grace: float, unordered_grace: float,
+              listed_is_newer: bool = False) -> tuple[bool, str]:
+    """Whether an unlisted gated pod may be deleted now, and why (or why not).
+
+    ``listed_is_newer``: the pod its slot's PodGang lists exists and was created after this
+    one (by the API server's clock), so the PodGang wants a pod applied later: this one is
+    behind it. That holds after an agent restart too, when the order of what the agent saw
+    is lost (an update overtaken by a second one before the restart).
+    """
     kept = memory.unlisted.get(pod.key)
     if kept is None or kept[0] != pod.uid:
         return False, "not seen before"
@@ -85,6 +92,9 @@ def gated_due(pod: PodView, memory: Memory, now: float, grace: float, unordered_
     if stated is not None:
         waited = now - stated
         return waited >= grace, f"its PodGangs changed {waited:.0f}s ago without it (grace {grace:g}s)"
+    if listed_is_newer:
+        waited = now - seen
+        return waited >= grace, f"its slot's PodGang lists a pod created after it (grace {grace:g}s)"
     waited = now - seen
     return waited >= unordered_grace, (
         f"no PodGang has listed it for {waited:.0f}s and its PodGangs have not changed since it appeared "

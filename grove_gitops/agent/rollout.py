@@ -105,7 +105,8 @@ def superseded(wl: Workload, memory: Memory, now: float, grace: float, unordered
         for pod in slot.old:
             if not pod.gated or pod.terminating or not pod.owned:
                 continue
-            due, why = intent.gated_due(pod, memory, now, grace, unordered_grace)
+            newer = slot.new is not None and bool(pod.created) and slot.new.created > pod.created
+            due, why = intent.gated_due(pod, memory, now, grace, unordered_grace, newer)
             if due:
                 out.append(DeletePod(pod.namespace, pod.name, pod.uid, SUPERSEDED,
                                      f"superseded before it ever ran (slot {slot.hostname}): {why}", _gang_key(wl, slot)))

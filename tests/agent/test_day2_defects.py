@@ -280,3 +280,19 @@ def test_a_gated_pod_a_change_drops_from_the_podgangs_is_behind_it() -> None:
     w.gang("p-0")["spec"]["podgroups"][0]["podReferences"][0]["name"] = "p-0-router-0-h9"  # second target
     assert _deletes(decide.day2_actions(w.snap(), memories, T0 + 1, GRACE)[0]) == []
     assert _deletes(decide.day2_actions(w.snap(), memories, T0 + 1 + GRACE, GRACE)[0]) == ["p-0-router-0-h1"]
+
+
+def test_after_a_restart_a_gated_pod_older_than_its_slots_listed_pod_goes_after_the_grace() -> None:
+    """An update overtaken by a second one, the agent restarted in between: the order it saw
+    is lost, but the API server's creation times still say the listed pod came later."""
+    w = world(cliques=(Clique("router", 2, 1),))
+    w.set("p-0-router-0", gated=True, ready=False, scheduled=False, created="2026-11-24T10:05:00Z")
+    old = w.add_old("p-0-router-0", template_hash="h0", gated=True, ready=False, scheduled=False,
+                    created="2026-11-24T10:01:00Z")
+    ahead = w.add_old("p-0-router-1", template_hash="h2", gated=True, ready=False, scheduled=False,
+                      created="2026-11-24T10:09:00Z")  # newer than its slot's listed pod: ahead
+    memories = Memories()  # a fresh agent
+    assert _deletes(decide.day2_actions(w.snap(), memories, T0, GRACE)[0]) == []
+    gone = _deletes(decide.day2_actions(w.snap(), memories, T0 + GRACE, GRACE)[0])
+    assert gone == [old["metadata"]["name"]]
+    assert ahead["metadata"]["name"] not in gone
