@@ -233,6 +233,7 @@ class Day2Env:
         # (observer mark at the render, the slots that render wants): the target over time
         self.targets: list[tuple[int, frozenset[Slot]]] = []
         self.exemptions: list[Exemption] = []
+        self.checked_through: int | None = None  # observer mark after the last clean full check
         self._files: FileCache = {}  # parsed output files, re-read when a render rewrites one
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -418,6 +419,12 @@ class Day2Env:
         bystander PodCliqueSet was deleted or re-created."""
         problems = self.invariant_problems(since)
         assert not problems, f"{len(problems)} invariant violation(s); the first:\n{problems[0]}"
+        if since == 0:
+            self.checked_through = self.observer.mark()
+
+    def invariants_unchecked(self) -> bool:
+        """Whether moments arrived after the last clean check from the first moment (or none ran)."""
+        return self.checked_through is None or self.observer.mark() > self.checked_through
 
 
 @contextlib.contextmanager
