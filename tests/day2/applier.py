@@ -5,7 +5,18 @@ One :meth:`Applier.sync` is one sync of an Argo CD Application (``mode="argocd"`
 (``mode="flux"``, ``prune: true``):
 
 - objects are applied in sync-wave order (``argocd.argoproj.io/sync-wave``; the file names
-  already start with ``wave + 20``, so the file order is the same);
+  already start with ``wave + 20``, so the file order is the same: PodGangs are wave 0, Pods
+  wave 10). Each wave is listed afresh just before it is applied, and ``wave_delay`` seconds
+  pass between two waves that both write, as Argo CD's ``ARGOCD_SYNC_WAVE_DELAY`` (2 s by
+  default) does: a rollout's PodGang updates land that long before its new pods;
+- ``pods_first=True`` applies the PodGangs (and the backend PodGroups) after the Pods, in a
+  wave of their own: a tool without waves (Flux applies one batch; the order inside it is
+  not the render's) or an admission retry can leave a pod in the cluster before its PodGang;
+- :meth:`Applier.hold` stalls chosen objects: a matching object that needs a write (create or
+  update) is not written until ``seconds`` have passed since a sync first found it pending, or,
+  without ``seconds``, until the hold is released. A stuck pod wave, a quota, a slow pipeline
+  for one object. Later waves are still applied (as Flux would; a held object is no failed
+  sync);
 - a missing object is created, whether it is new in Git or was deleted in the cluster
   (selfHeal / the periodic reconcile re-creates a deleted pod);
 - an existing Pod is never modified: pods are immutable in practice and the render tells
@@ -31,6 +42,8 @@ from __future__ import annotations
 import copy
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +64,8 @@ ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
 _SKIPPED_FILES = {"kustomization.yaml"}
+#: Kinds ``pods_first`` applies after the Pods: the gang objects a pod waits for.
+GANG_KINDS = {("scheduler.grove.io/v1alpha1", "PodGang"), ("scheduling.run.ai/v2alpha2", "PodGroup")}
 
 
 def ref_of(obj: Raw) -> Ref:
@@ -128,6 +143,43 @@ class SyncResult:
     updated: list[Ref] = field(default_factory=list)
     pruned: list[Ref] = field(default_factory=list)
     kept: list[Ref] = field(default_factory=list)  # left out of Git, not pruned (annotation)
+    held: list[Ref] = field(default_factory=list)  # pending, but stalled by a hold
+
+
+@dataclass(eq=False)
+class Hold:
+    """Objects ``match`` selects are not written while held (see :meth:`Applier.hold`).
+
+    ``seconds``: each pending write of a matching object waits that long from the first sync
+    that found it pending (then it is written, and a later write waits afresh); ``None``:
+    until :meth:`release`. ``held`` names every object the hold ever stalled, ``applied`` when
+    each was finally written (monotonic), so a test can tell what came first.
+    """
+
+    match: Callable[[Raw], bool]
+    seconds: float | None = None
+    what: str = ""
+    released: bool = False
+    held: set[Ref] = field(default_factory=set)
+    applied: dict[Ref, float] = field(default_factory=dict)
+    _pending: dict[Ref, float] = field(default_factory=dict)
+
+    def release(self) -> None:
+        self.released = True
+
+    def stalls(self, obj: Raw, ref: Ref, now: float) -> bool:
+        """Whether the pending write of ``obj`` waits (and the clock of its stall)."""
+        if self.released or not self.match(obj):
+            return False
+        since = self._pending.setdefault(ref, now)
+        if self.seconds is not None and now - since >= self.seconds:
+            return False
+        self.held.add(ref)
+        return True
+
+    def written(self, ref: Ref, now: float) -> None:
+        if self._pending.pop(ref, None) is not None or ref in self.held:
+            self.applied[ref] = now
 
 
 class Applier:
@@ -139,12 +191,17 @@ class Applier:
         out_dir: Path,
         mode: Mode = "argocd",
         interval: float = 0.1,
+        wave_delay: float = 0.0,
+        pods_first: bool = False,
     ) -> None:
         if mode not in ("argocd", "flux"):
             raise ValueError(f"mode must be argocd or flux, not {mode!r}")
         self.out_dir = out_dir
         self.mode: Mode = mode
         self.interval = interval
+        self.wave_delay = wave_delay
+        self.pods_first = pods_first
+        self.holds: list[Hold] = []
         self.rest = Rest(api_client)
         self.lock = threading.RLock()
         self.inventory: dict[Ref, int] = {}  # applied object -> its wave
@@ -155,16 +212,46 @@ class Applier:
         self._thread: threading.Thread | None = None
         self._files: FileCache = {}
 
+    # -- holds -------------------------------------------------------------------------------
+    def hold(self, match: Callable[[Raw], bool], seconds: float | None = None, what: str = "") -> Hold:
+        """Stall the writes of the objects ``match`` selects (see :class:`Hold`)."""
+        held = Hold(match, seconds, what)
+        with self.lock:
+            self.holds.append(held)
+        return held
+
+    def _stalled(self, obj: Raw, ref: Ref) -> bool:
+        now = time.monotonic()
+        return any([h.stalls(obj, ref, now) for h in self.holds])  # every hold starts its clock
+
     # -- one sync ----------------------------------------------------------------------------
+    def _waves(self, desired: list[Raw]) -> list[list[Raw]]:
+        """The tree's objects by wave, in apply order (``pods_first``: gang objects last)."""
+        last = max((wave_of(o) for o in desired), default=0) + 1
+        by_wave: dict[int, list[Raw]] = {}
+        for obj in desired:
+            ref = ref_of(obj)
+            wave = last if self.pods_first and (ref[0], ref[1]) in GANG_KINDS else wave_of(obj)
+            by_wave.setdefault(wave, []).append(obj)
+        return [by_wave[w] for w in sorted(by_wave)]
+
     def sync(self) -> SyncResult:
         """Apply the tree once (create, update, prune); raises on an unexpected API error."""
         with self.lock:
             result = SyncResult()
             desired = read_tree(self.out_dir, self._files)
             wanted = {ref_of(obj) for obj in desired}
-            live = self._list_live(desired)
-            for obj in desired:
-                self._apply(obj, result, live)
+            wrote = False  # an earlier wave of this sync wrote: the next writing wave waits
+            for wave in self._waves(desired):
+                live = self._list_live(wave)
+                if wrote and self.wave_delay > 0 and any(self._plan(obj, live) for obj in wave):
+                    if self._stop.wait(self.wave_delay):
+                        break
+                    live = self._list_live(wave)  # what changed meanwhile (the agent acts in the gap)
+                before = len(result.created) + len(result.updated)
+                for obj in wave:
+                    self._apply(obj, result, live)
+                wrote = wrote or len(result.created) + len(result.updated) > before
             stale = [ref for ref in self.inventory if ref not in wanted]
             for ref in sorted(stale, key=lambda r: -self.inventory[r]):
                 self._prune(ref, result)
@@ -190,14 +277,40 @@ class Applier:
                 live[(api_version, kind, namespace, name)] = {"apiVersion": api_version, "kind": kind, **item}
         return live
 
+    def _live(self, obj: Raw, listed: dict[Ref, Raw | None] | None) -> Raw | None:
+        ref = ref_of(obj)
+        if listed is not None and ref in listed:
+            return listed[ref]
+        api_version, kind, namespace, name = ref
+        return self.rest.get(api_version, kind, namespace or None, name)
+
+    def _plan(self, obj: Raw, listed: dict[Ref, Raw | None] | None) -> str | None:
+        """``"create"``, ``"update"`` or ``None`` (in sync, or never written by this tool)."""
+        live = self._live(obj, listed)
+        if live is None:
+            return "create"
+        api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if kind == "Pod" and api_version == "v1":
+            return None  # never modify a pod (immutable; ignoreDifferences / ssa IfNotPresent)
+        if self.mode == "flux" and annotations.get(FLUX_SSA) == "IfNotPresent":
+            return None
+        return "update" if _out_of_sync(live, obj) else None
+
     def _apply(self, obj: Raw, result: SyncResult, listed: dict[Ref, Raw | None] | None = None) -> None:
         ref = ref_of(obj)
-        api_version, kind, namespace, name = ref
-        if listed is not None and ref in listed:
-            live = listed[ref]
-        else:
-            live = self.rest.get(api_version, kind, namespace or None, name)
+        api_version, kind, namespace, _ = ref
+        live = self._live(obj, listed)
         self.inventory[ref] = wave_of(obj)
+        action = self._plan(obj, {ref: live})
+        if action is None:
+            return
+        if self._stalled(obj, ref):
+            result.held.append(ref)
+            return
+        now = time.monotonic()
+        for held in self.holds:
+            held.written(ref, now)
         if live is None:
             try:
                 self.rest.request("POST", self.rest.path(api_version, kind, namespace or None), obj)
@@ -205,13 +318,6 @@ class Applier:
                 if exc.status != 409:  # created meanwhile (e.g. by a previous, interrupted sync)
                     raise
             result.created.append(ref)
-            return
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        if kind == "Pod" and api_version == "v1":
-            return  # never modify a pod (immutable; ignoreDifferences / ssa IfNotPresent)
-        if self.mode == "flux" and annotations.get(FLUX_SSA) == "IfNotPresent":
-            return
-        if not _out_of_sync(live, obj):
             return
         body = copy.deepcopy(obj)
         meta = body.setdefault("metadata", {})

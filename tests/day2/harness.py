@@ -7,6 +7,15 @@ A :class:`Day2Env` owns one scenario's world: a copy of a source tree the test m
 rendered output tree, an :class:`~tests.day2.applier.Applier` that applies it as Argo CD or
 Flux would, a :class:`~tests.day2.kubelet.Kubelet`, an :class:`~tests.day2.observer.Observer`
 and the agent, each over real HTTP against the same server.
+
+Every scenario's cluster also holds a second, unrelated PodCliqueSet (``BYSTANDER``, from
+``tests/day2/workloads/``) in the same namespace, applied by the same applier (issue 22: an
+agent that keeps one workload's memory per pass only fails with two). Edits go to the
+example's PodCliqueSet (``PRIMARY``) unless a test names another, and
+:meth:`Day2Env.assert_invariants`, which every scenario ends with (and the fixture runs again
+at teardown), checks over every observed moment that no gang was released partially, that
+no wanted slot was emptied by the agent before its replacement existed, and that the
+bystander's pods were never touched.
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +35,8 @@ import yaml
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source
-from tests.day2.applier import Applier, FileCache, Mode, read_tree
+from tests.day2 import observer as O
+from tests.day2.applier import Applier, FileCache, Hold, Mode, read_tree
 from tests.day2.kubelet import Kubelet, KubeletConfig
 from tests.day2.observer import Moment, Observer, PodView, Slot
 from tests.day2.rest import Raw, Rest
@@ -35,6 +46,14 @@ from tests.support import PROJECT, SHARED
 EXAMPLES = PROJECT / "examples"
 EXAMPLE_NAMESPACE = "inference"
 EXAMPLE_PCS = PROJECT / "examples" / "workloads" / "llm-inference" / "llama-disagg.yaml"
+PRIMARY = "llama-disagg"  # the PodCliqueSet the scenarios act on
+#: The second PodCliqueSet every scenario deploys by default, and where in the source tree.
+BYSTANDER = "multinode-aggregated"
+BYSTANDER_SOURCE = Path(__file__).parent / "workloads" / "multinode-aggregated.yaml"
+BYSTANDER_PATH = Path("workloads") / "bystander" / "multinode-aggregated.yaml"
+#: A podgroup partially released for longer than this is reported (a generous bound: a
+#: release burst takes milliseconds, a loaded CI machine a few hundred).
+LINGER_SECONDS = 10.0
 
 ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 ARGO_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
@@ -125,8 +144,10 @@ def edit_pcs(source: Path, change: Callable[[Raw], None], name: str | None = Non
         path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
 
 
-def bump_image(source: Path, cliques: tuple[str, ...] | None = None, image: str | None = None) -> dict[str, str]:
-    """Change the image of every container of ``cliques`` (default: all) in every PodCliqueSet.
+def bump_image(source: Path, cliques: tuple[str, ...] | None = None, image: str | None = None,
+               name: str | None = None) -> dict[str, str]:
+    """Change the image of every container of ``cliques`` (default: all) in every PodCliqueSet
+    (or only the one ``name``d).
 
     Without ``image`` the tag gets a ``-bump<n>`` suffix (the n-th bump). Returns
     ``{clique: new image}``.
@@ -149,7 +170,7 @@ def bump_image(source: Path, cliques: tuple[str, ...] | None = None, image: str 
                 container["image"] = new
                 changed[clique["name"]] = new
 
-    edit_pcs(source, change)
+    edit_pcs(source, change, name)
     return changed
 
 
@@ -167,6 +188,20 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = 
         time.sleep(interval)
 
 
+@dataclass(frozen=True)
+class Exemption:
+    """A loss of Ready pods the test itself caused (see :meth:`Day2Env.exempt`)."""
+
+    why: str
+    uids: frozenset[str]
+    since: int = 0
+    until: int | None = None
+
+    def covers(self, moment: Moment, pod: PodView) -> bool:
+        in_window = moment.index >= self.since and (self.until is None or moment.index < self.until)
+        return in_window and pod.uid in self.uids
+
+
 class Day2Env:
     """One scenario's world; build it with :func:`day2_env` (or the ``day2`` fixture)."""
 
@@ -179,6 +214,8 @@ class Day2Env:
         mode: Mode,
         kubelet_config: KubeletConfig,
         sync_interval: float,
+        wave_delay: float = 0.0,
+        pods_first: bool = False,
     ) -> None:
         self.server = server
         self.source = source
@@ -187,9 +224,16 @@ class Day2Env:
         self.rest = Rest(server.api_client())
         self.observer = Observer(server.api_client(), namespace)
         self.kubelet = Kubelet(server.api_client(), kubelet_config)
-        self.applier = Applier(server.api_client(), out, mode=mode, interval=sync_interval)
+        self.applier = Applier(server.api_client(), out, mode=mode, interval=sync_interval, wave_delay=wave_delay,
+                               pods_first=pods_first)
         self.agent: RunningAgent | None = None
         self.agent_config: dict[str, Any] = {}
+        self.primary = PRIMARY
+        self.bystanders: list[str] = []  # PodCliqueSets no scenario step may touch
+        # (observer mark at the render, the slots that render wants): the target over time
+        self.targets: list[tuple[int, frozenset[Slot]]] = []
+        self.exemptions: list[Exemption] = []
+        self.checked_through: int | None = None  # observer mark after the last clean full check
         self._files: FileCache = {}  # parsed output files, re-read when a render rewrites one
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -212,18 +256,23 @@ class Day2Env:
 
     # -- Git ---------------------------------------------------------------------------------
     def render(self) -> None:
-        """Re-render the source into the output tree (between two applier syncs)."""
+        """Re-render the source into the output tree (between two applier syncs); from now
+        on the invariants judge slots by what this render wants."""
         with self.applier.lock:
             render(self.source, self.out)
+            self.targets.append((self.observer.mark(), frozenset(self.all_desired_pods())))
 
-    def bump_image(self, cliques: tuple[str, ...] | None = None, image: str | None = None) -> dict[str, str]:
-        """Change images in the source and re-render (the next sync applies it)."""
-        changed = bump_image(self.source, cliques, image)
+    def bump_image(self, cliques: tuple[str, ...] | None = None, image: str | None = None,
+                   name: str | None = None) -> dict[str, str]:
+        """Change images of the ``name``d PodCliqueSet (default: the primary) and re-render
+        (the next sync applies it)."""
+        changed = bump_image(self.source, cliques, image, name or self.primary)
         self.render()
         return changed
 
     def edit_pcs(self, change: Callable[[Raw], None], name: str | None = None) -> None:
-        edit_pcs(self.source, change, name)
+        """Apply ``change`` to the ``name``d PodCliqueSet (default: the primary), re-render."""
+        edit_pcs(self.source, change, name or self.primary)
         self.render()
 
     def sync(self) -> None:
@@ -247,10 +296,21 @@ class Day2Env:
     def desired(self) -> list[Raw]:
         return read_tree(self.out, self._files)
 
-    def desired_pods(self) -> dict[Slot, str]:
-        """``{slot: pod name}`` of the rendered tree."""
+    def desired_pods(self, pcs: str | None = None) -> dict[Slot, str]:
+        """``{slot: pod name}`` of the rendered tree's pods of ``pcs`` (default: the primary)."""
+        wanted = pcs or self.primary
+        return {slot: name for slot, (name, owner) in self._desired_pods().items() if owner == wanted}
+
+    def all_desired_pods(self) -> dict[Slot, str]:
+        """``{slot: pod name}`` of every pod of the rendered tree (every PodCliqueSet)."""
+        return {slot: name for slot, (name, _) in self._desired_pods().items()}
+
+    def _desired_pods(self) -> dict[Slot, tuple[str, str]]:
         return {
-            (str(p["metadata"]["namespace"]), str(p["spec"]["hostname"])): str(p["metadata"]["name"])
+            (str(p["metadata"]["namespace"]), str(p["spec"]["hostname"])): (
+                str(p["metadata"]["name"]),
+                str((p["metadata"].get("labels") or {}).get("app.kubernetes.io/part-of", "")),
+            )
             for p in self.desired()
             if p["kind"] == "Pod"
         }
@@ -261,12 +321,15 @@ class Day2Env:
         listing = self.rest.request("GET", f"/api/v1/namespaces/{self.namespace}/pods")
         return list(listing.get("items") or [])
 
-    def views(self) -> list[PodView]:
-        return [PodView.of(p) for p in self.pods()]
+    def views(self, pcs: str | None = None) -> list[PodView]:
+        """The namespace's pods (or only those of PodCliqueSet ``pcs``)."""
+        views = [PodView.of(p) for p in self.pods()]
+        return views if pcs is None else [v for v in views if v.unit.pcs == pcs]
 
     def converged(self) -> bool:
-        """Every slot holds exactly its rendered pod, Running, Ready and not terminating."""
-        desired = self.desired_pods()
+        """Every slot (of every PodCliqueSet) holds exactly its rendered pod, Running, Ready
+        and not terminating, and no other pod is left."""
+        desired = self.all_desired_pods()
         views = self.views()
         if sorted(v.name for v in views) != sorted(desired.values()):
             return False
@@ -279,9 +342,13 @@ class Day2Env:
         starting one), and the first poll at which both agree is a moment the observer saw.
         """
 
+        gangs = f"/apis/scheduler.grove.io/v1alpha1/namespaces/{self.namespace}/podgangs"
+
         def caught_up() -> bool:
             current = {p["metadata"]["name"]: p["metadata"]["resourceVersion"] for p in self.pods()}
-            return self.observer.versions() == current
+            listed = self.rest.request("GET", gangs).get("items") or []
+            current_gangs = {g["metadata"]["name"]: g["metadata"]["resourceVersion"] for g in listed}
+            return self.observer.versions() == current and self.observer.gang_versions() == current_gangs
 
         wait_until(caught_up, timeout, "the observer to catch up", interval=0.02)
         return self.observer.now()
@@ -302,6 +369,63 @@ class Day2Env:
     def podgang(self, name: str) -> Raw | None:
         return self.rest.get("scheduler.grove.io/v1alpha1", "PodGang", self.namespace, name)
 
+    def delete_pod(self, name: str) -> None:
+        """The test deletes a pod (as a person would): exempt from the slot invariant."""
+        live = self.rest.request("GET", f"/api/v1/namespaces/{self.namespace}/pods/{name}")
+        self.exempt("deleted by the test", [str(live["metadata"]["uid"])])
+        self.rest.request("DELETE", f"/api/v1/namespaces/{self.namespace}/pods/{name}")
+
+    # -- invariants --------------------------------------------------------------------------
+    def exempt(self, why: str, uids: Iterable[str], since: int | None = None, until: int | None = None) -> Exemption:
+        """Declare that the pods ``uids`` may lose their Ready pod without a replacement in
+        their slot, from observer mark ``since`` (default: now) to ``until`` (default: the
+        end): a gang termination the test provoked, a pod the test deleted itself."""
+        exemption = Exemption(why, frozenset(uids), self.observer.mark() if since is None else since, until)
+        self.exemptions.append(exemption)
+        return exemption
+
+    def wants(self, moment: Moment, slot: Slot) -> bool:
+        """Whether the render current at ``moment`` wants ``slot``."""
+        current: frozenset[Slot] = frozenset()
+        for mark, slots in self.targets:
+            if mark > moment.index:
+                break
+            current = slots
+        return slot in current
+
+    def _exempt(self, moment: Moment, pod: PodView) -> bool:
+        return pod.uid in self.kubelet.injected or any(e.covers(moment, pod) for e in self.exemptions)
+
+    def invariant_problems(self, since: int = 0, settle: bool = True) -> list[str]:
+        """Every invariant broken at a moment after ``since`` (see :meth:`assert_invariants`)."""
+        if settle:
+            self.settle(timeout=10)
+        moments = self.observer.since(since)
+        gangs = self.observer.gang_history()
+        found: list[tuple[str, O.Problem]] = []
+        found += [("partial gang release", p) for p in O.partial_releases(moments, gangs)]
+        found += [("partial gang left waiting", p)
+                  for p in O.lingering_partial_releases(moments, gangs, LINGER_SECONDS, time.monotonic())]
+        found += [("slot emptied before its replacement existed", p)
+                  for p in O.emptied_slots(moments, self.wants, self._exempt)]
+        found += [("bystander disturbed", p) for p in O.disturbed(moments, self.bystanders)]
+        return [f"{kind}: {message}\n{moment.describe()}" for kind, (moment, message) in found]
+
+    def assert_invariants(self, since: int = 0) -> None:
+        """Every scenario ends with this: over every moment since ``since`` (default: the
+        first), (a) no pod was released from a podgroup below its ``minReplicas`` and no
+        podgroup stayed partially released, (b) no wanted slot lost its Ready pod (other than
+        by a declared or injected failure) while it held no replacement, (c) no pod of a
+        bystander PodCliqueSet was deleted or re-created."""
+        problems = self.invariant_problems(since)
+        assert not problems, f"{len(problems)} invariant violation(s); the first:\n{problems[0]}"
+        if since == 0:
+            self.checked_through = self.observer.mark()
+
+    def invariants_unchecked(self) -> bool:
+        """Whether moments arrived after the last clean check from the first moment (or none ran)."""
+        return self.checked_through is None or self.observer.mark() > self.checked_through
+
 
 @contextlib.contextmanager
 def day2_env(
@@ -317,16 +441,27 @@ def day2_env(
     agent: bool = True,
     background_sync: bool = True,
     agent_config: dict[str, Any] | None = None,
+    bystander: bool = True,
+    wave_delay: float = 0.0,
+    pods_first: bool = False,
+    holds: Iterable[Hold] = (),
 ) -> Iterator[Day2Env]:
     """Build a scenario's world and tear it down (every thread joined, the server stopped).
 
     Order: server, namespace, observer (so it sees every pod from the first), kubelet, first
     render and sync, then the agent and the periodic applier (when asked).
+
+    ``bystander``: also deploy the second PodCliqueSet (:data:`BYSTANDER`; ``edit`` does not
+    apply to it). ``wave_delay``, ``pods_first`` and ``holds`` configure the applier from its
+    first sync on (see :class:`~tests.day2.applier.Applier`).
     """
     work = tmp / "src"
     shutil.copytree(source, work)
     if edit is not None:
         edit_pcs(work, edit)
+    if bystander:
+        (work / BYSTANDER_PATH).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(BYSTANDER_SOURCE, work / BYSTANDER_PATH)
     server = start_server()
     env: Day2Env | None = None
     try:
@@ -341,8 +476,13 @@ def day2_env(
             mode,
             KubeletConfig(namespace=namespace, ready_delay=ready_delay, termination_delay=termination_delay),
             sync_interval,
+            wave_delay,
+            pods_first,
         )
         env.agent_config = dict(agent_config or {})
+        env.applier.holds.extend(holds)
+        if bystander:
+            env.bystanders.append(BYSTANDER)
         env.observer.start()
         env.kubelet.start()
         env.render()

@@ -12,7 +12,11 @@ It watches pods over HTTP and plays the node side of a pod's life:
   that long, as on a real node. ``termination_delay=None`` adds no finalizer (deletes are
   immediate);
 - test hooks: :meth:`fail` (evicted: phase Failed), :meth:`crash` (not Ready, a container
-  restarted with a non-zero exit code), :meth:`set_ready`.
+  restarted with a non-zero exit code), :meth:`set_ready`; :attr:`injected` holds the uid of
+  every pod a hook changed (a failure the test caused, not the agent);
+- :meth:`withhold`: the pods a predicate selects are neither bound nor started until the
+  returned :class:`Withheld` is released (a node that never comes, an image pull that hangs).
+  Such a pod stays Pending and unscheduled whether or not its gate was removed.
 
 Timers are keyed by pod uid, so a pod re-created under the same name starts afresh.
 """
@@ -26,7 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import kubernetes.client
@@ -42,6 +46,23 @@ Key = tuple[str, str]
 
 def now_rfc3339() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(eq=False)
+class Withheld:
+    """Pods ``match`` selects are not bound or started until :meth:`release` (see
+    :meth:`Kubelet.withhold`); ``seen`` holds the uid of every pod it kept back."""
+
+    match: Callable[[Raw], bool]
+    what: str = ""
+    released: bool = False
+    seen: set[str] = field(default_factory=set)
+    _kubelet: Kubelet | None = None
+
+    def release(self) -> None:
+        self.released = True
+        if self._kubelet is not None:
+            self._kubelet.touch_all()
 
 
 @dataclass
@@ -107,6 +128,7 @@ class Kubelet:
         self._seq = 0
         self._scheduled: set[tuple[str, str]] = set()  # (action, uid) with a pending timer
         self._held: set[str] = set()  # uids the tests keep from starting (failed / crashed)
+        self.withheld: list[Withheld] = []
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -204,6 +226,35 @@ class Kubelet:
 
         return self._hold_and_update(namespace, name, change)
 
+    @property
+    def injected(self) -> set[str]:
+        """The uids of the pods :meth:`fail`, :meth:`crash` or :meth:`set_ready` changed."""
+        with self._lock:
+            return set(self._held)
+
+    def withhold(self, match: Callable[[Raw], bool], what: str = "") -> Withheld:
+        """Keep the pods ``match`` selects from being bound or started until released."""
+        held = Withheld(match, what, _kubelet=self)
+        with self._lock:
+            self.withheld.append(held)
+        return held
+
+    def touch_all(self) -> None:
+        """Reconcile every pod again (a withheld pod released)."""
+        with self._lock:
+            self._dirty.update(self.pods)
+            self._wake.notify_all()
+
+    def _withholding(self, pod: Raw) -> bool:
+        with self._lock:
+            holds = [w for w in self.withheld if not w.released]
+        kept = False
+        for held in holds:
+            if held.match(pod):
+                held.seen.add(str(pod["metadata"]["uid"]))
+                kept = True
+        return kept
+
     def _hold_and_update(self, namespace: str, name: str, change: Callable[[Raw], Raw]) -> Raw:
         pod = self.rest.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
         with self._lock:
@@ -271,7 +322,7 @@ class Kubelet:
                 with self._lock:
                     self._schedule(0.0 if terminal else self.config.termination_delay or 0.0, "finish", key, uid)
             return
-        if spec.get("schedulingGates"):
+        if spec.get("schedulingGates") or self._withholding(pod):
             return
         if not spec.get("nodeName"):
             self._bind(key, pod)
@@ -287,7 +338,7 @@ class Kubelet:
             held = uid in self._held
         if pod is None or pod["metadata"].get("uid") != uid:
             return
-        if action == "start" and not held and not pod["metadata"].get("deletionTimestamp"):
+        if action == "start" and not held and not pod["metadata"].get("deletionTimestamp") and not self._withholding(pod):
             if (pod.get("status") or {}).get("phase") == "Pending":
                 self._update_status(
                     *key,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -153,3 +154,60 @@ def test_a_changed_podgang_gets_git_spec_and_keeps_its_status(tmp_path: Path) ->
         assert live is not None
         assert live["spec"]["podgroups"] == gang["spec"]["podgroups"]
         assert live["status"] == status
+
+
+def _rv(rest: Rest, kind: str, name: str) -> int:
+    api_version = "v1" if kind == "Pod" else "scheduler.grove.io/v1alpha1"
+    live = rest.get(api_version, kind, NS, name)
+    assert live is not None
+    return int(live["metadata"]["resourceVersion"])
+
+
+def _bump_router_and_gang(out: Path) -> tuple[str, str]:
+    """A rollout step in Git: router-0 gets a new pod name, its PodGang lists it."""
+    pod_file = _file(out, "*-pod--llama-disagg-0-router-0-*.yaml")
+    pod = yaml.safe_load(pod_file.read_text())
+    old_name = pod["metadata"]["name"]
+    new_name = "llama-disagg-0-router-0-newpod00"
+    pod["metadata"]["name"] = new_name
+    pod_file.unlink()
+    (pod_file.parent / f"30-pod--{new_name}.yaml").write_text(yaml.safe_dump(pod))
+    gang_file = _file(out, "*-podgang.scheduler.grove.io--llama-disagg-0.yaml")
+    gang_file.write_text(gang_file.read_text().replace(old_name, new_name))
+    return old_name, new_name
+
+
+@pytest.mark.parametrize("pods_first", [False, True], ids=["waves", "pods-first"])
+def test_waves_apply_in_order_with_a_delay_only_between_waves_that_write(tmp_path: Path, pods_first: bool) -> None:
+    with applied(tmp_path, "argocd") as (applier, rest, out):
+        applier.wave_delay, applier.pods_first = 0.5, pods_first
+        _, new_name = _bump_router_and_gang(out)
+        began = time.monotonic()
+        result = applier.sync()
+        took = time.monotonic() - began
+        assert GANG in result.updated and ("v1", "Pod", NS, new_name) in result.created
+        pod_rv, gang_rv = _rv(rest, "Pod", new_name), _rv(rest, "PodGang", GANG[3])
+        assert (pod_rv < gang_rv) == pods_first  # Argo CD: the PodGang (wave 0) first
+        assert took >= 0.5  # the wave delay passed between the two writing waves
+        applier.wave_delay = 30.0
+        began = time.monotonic()
+        assert applier.sync().created == []
+        assert time.monotonic() - began < 30.0  # nothing to write: no wave waits
+
+
+def test_a_hold_stalls_matching_writes_until_released_or_its_time_is_up(tmp_path: Path) -> None:
+    with applied(tmp_path, "argocd") as (applier, rest, out):
+        _, new_name = _bump_router_and_gang(out)
+        pod_ref = ("v1", "Pod", NS, new_name)
+        forever = applier.hold(lambda o: o["metadata"]["name"] == new_name)
+        briefly = applier.hold(lambda o: o["kind"] == "PodGang", seconds=0.3)
+        result = applier.sync()
+        assert set(result.held) == {pod_ref, GANG}
+        assert new_name not in _pods(rest)
+        time.sleep(0.35)
+        result = applier.sync()
+        assert (result.held, result.updated) == ([pod_ref], [GANG])  # the PodGang's stall is over
+        assert briefly.held == {GANG} and set(briefly.applied) == {GANG}
+        forever.release()
+        assert applier.sync().created == [pod_ref]
+        assert new_name in _pods(rest) and forever.applied.keys() == {pod_ref}

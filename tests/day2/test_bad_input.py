@@ -37,6 +37,7 @@ def test_pod_without_hostname_is_left_alone(day2: Callable[..., Day2Env], caplog
     time.sleep(2.5)  # more than the grace period (1 s in the harness) and several resyncs
     assert "llama-disagg-0-router-x-abcdefgh" in _names(env)
     assert any("has no spec.hostname" in r.getMessage() for r in caplog.records)
+    env.assert_invariants()
 
 
 def test_slot_with_two_released_old_pods_deletes_neither(
@@ -66,6 +67,7 @@ def test_slot_with_two_released_old_pods_deletes_neither(
     views = {v.name: v for v in env.views()}
     assert views[new[slot]].gated
     assert any("released old pods" in r.getMessage() for r in caplog.records)
+    env.assert_invariants()
 
 
 def test_podgang_listing_a_pod_of_another_podcliqueset(
@@ -89,3 +91,4 @@ def test_podgang_listing_a_pod_of_another_podcliqueset(
     assert victim in _names(env)
     assert any("which belongs to PodCliqueSet 'llama-disagg'" in r.getMessage() for r in caplog.records)
     assert env.converged()
+    env.assert_invariants()

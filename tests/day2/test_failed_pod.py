@@ -33,3 +33,4 @@ def test_failed_pod_is_replaced_under_the_same_name(day2: Callable[..., Day2Env]
     assert worst == 0, describe(at)
     conflicts = env.observer.hostname_conflicts(mark)
     assert conflicts == [], describe(conflicts[0][0])
+    env.assert_invariants()

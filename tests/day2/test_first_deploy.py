@@ -14,8 +14,9 @@ from tests.day2.harness import Day2Env, describe
 @pytest.mark.parametrize("mode", ["argocd", "flux"])
 def test_example_first_deploy_ends_ready_without_shared_hostnames(day2: Callable[..., Day2Env], mode: Mode) -> None:
     env = day2(mode=mode)
-    desired = env.desired_pods()
-    assert len(desired) == 12
+    assert len(env.desired_pods()) == 12
+    desired = env.all_desired_pods()  # with the bystander PodCliqueSet's
+    assert len(desired) == 16
     env.wait_until(env.converged, timeout=10, what="every slot Ready with its rendered pod")
     env.settle()
     moments = env.observer.since(0)
@@ -31,3 +32,4 @@ def test_example_first_deploy_ends_ready_without_shared_hostnames(day2: Callable
     writes_before = env.applier.rest.writes
     env.sync()
     assert env.applier.rest.writes == writes_before
+    env.assert_invariants()

@@ -46,3 +46,4 @@ def test_on_delete_replaces_exactly_the_deleted_slot(day2: Callable[..., Day2Env
     assert conflicts == [], describe(conflicts[0][0])
     deleted = [m.pod for m in env.observer.since(mark) if m.event == "DELETED"]
     assert deleted == [old[slot]]
+    env.assert_invariants()

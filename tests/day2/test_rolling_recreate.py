@@ -42,6 +42,7 @@ def test_image_bump_rolls_one_unit_at_a_time(day2: Callable[..., Day2Env]) -> No
     assert done is not None and (done["status"], done["reason"]) == ("False", "UpdateComplete"), done
     _assert_idle_when_converged(env)
     _assert_progress_metrics(env, retired=len(old))
+    env.assert_invariants()
 
 
 def _assert_idle_when_converged(env: Day2Env) -> None:
@@ -89,6 +90,7 @@ def test_a_clique_only_change_touches_only_its_slots(day2: Callable[..., Day2Env
     assert worst == 1, describe(at)
     deleted = {m.pod for m in env.observer.since(mark) if m.event == "DELETED"}
     assert deleted == {old[s] for s in changed}
+    env.assert_invariants()
 
 
 def test_agent_killed_mid_rollout_resumes(day2: Callable[..., Day2Env]) -> None:
@@ -102,3 +104,4 @@ def test_agent_killed_mid_rollout_resumes(day2: Callable[..., Day2Env]) -> None:
     violation = env.observer.rolling_bound_violation(new, since=mark, strict=True)
     assert violation is None, f"{violation[1]}\n{describe(violation[0])}"
     assert {m.pod for m in env.observer.since(mark) if m.event == "DELETED"} == set(old.values())
+    env.assert_invariants()

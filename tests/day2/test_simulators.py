@@ -48,7 +48,7 @@ def test_kubelet_runs_released_pods_and_terminates_deleted_ones_gracefully(day2:
     assert [(s["started"], s["ready"]) for s in live["status"]["containerStatuses"]] == [(True, True)]
 
     deleted_at = time.monotonic()
-    env.rest.request("DELETE", f"/api/v1/namespaces/{env.namespace}/pods/{name}")
+    env.delete_pod(name)
     assert _view(env, name)["metadata"]["deletionTimestamp"]  # terminating, not gone
     env.wait_until(lambda: name not in {v.name for v in env.views()}, timeout=5, what="the pod to go")
     assert time.monotonic() - deleted_at >= 0.4
@@ -60,6 +60,7 @@ def test_kubelet_runs_released_pods_and_terminates_deleted_ones_gracefully(day2:
     assert env.agent_requests("delete") == 0
     assert env.agent_requests("patch") == 0
     assert env.agent_requests("create", "pods/binding") == 0
+    env.assert_invariants()
 
 
 def test_fail_crash_and_set_ready(day2: Callable[..., Day2Env]) -> None:
@@ -131,3 +132,21 @@ def test_resource_of_matches_the_servers_log() -> None:
     assert resource_of("/api/v1/namespaces") == "namespaces"
     assert resource_of("/apis/scheduler.grove.io/v1alpha1/namespaces/ns/podgangs/g/status") == "podgangs/status"
     assert resource_of("/apis/grove.io/v1alpha1/clustertopologybindings/x") == "clustertopologybindings"
+
+
+def test_kubelet_withholds_a_chosen_pod_until_released(day2: Callable[..., Day2Env]) -> None:
+    env = day2(agent=False, background_sync=False)
+    kept_pod, other = _router(env, 0), _router(env, 1)
+    kept_name = kept_pod["metadata"]["name"]
+    held = env.kubelet.withhold(lambda p: p["metadata"]["name"] == kept_name, "router-0")
+    for pod in (kept_pod, other):
+        _ungate(env, pod)
+    env.wait_until(lambda: any(v.name == other["metadata"]["name"] and v.available for v in env.views()),
+                   what="router-1 Ready")
+    time.sleep(0.3)
+    live = _view(env, kept_name)
+    assert not live["spec"].get("nodeName") and live["status"].get("phase") == "Pending"  # released, not bound
+    assert held.seen == {live["metadata"]["uid"]}
+    held.release()
+    env.wait_until(lambda: any(v.name == kept_name and v.available for v in env.views()), what="router-0 Ready")
+    env.assert_invariants()

@@ -67,6 +67,7 @@ def test_hand_over_mid_rollout_takes_no_step_twice(day2: Callable[..., Day2Env])
         assert sorted(deleted) == sorted(old.values())  # each old pod retired exactly once
         # No step taken twice: one DELETE per old pod across both agents.
         assert env.agent_requests("delete") - deletes_before == len(old)
+        env.assert_invariants()
     finally:
         for r in replicas.values():
             r.kill()

@@ -21,7 +21,7 @@ def test_second_bump_mid_rollout_converges_to_the_second_target(day2: Callable[.
     assert all(final[s] != middle[s] for s in final)
     env.wait_until(env.converged, timeout=40, what="every slot Ready on the second target")
     env.wait_until(
-        lambda: {v.name for v in env.views()} == set(final.values()),
+        lambda: {v.name for v in env.views()} == set(env.all_desired_pods().values()),
         timeout=15,
         what="no pod of an earlier target left (superseded gated pods deleted after the grace period)",
     )
@@ -34,3 +34,4 @@ def test_second_bump_mid_rollout_converges_to_the_second_target(day2: Callable[.
     deleted = [m.pod for m in env.observer.since(mark) if m.event == "DELETED"]
     assert set(first_pods.values()) <= set(deleted)
     assert len(deleted) == len(set(deleted))
+    env.assert_invariants()
