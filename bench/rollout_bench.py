@@ -47,7 +47,7 @@ from bench.lifter_bench import workload, write_source
 
 
 def run(gangs: int, pods: int, resync: float = 2.0) -> dict[str, float | int]:
-    from tests.day2.harness import day2_env
+    from tests.day2.harness import bump_image, day2_env
 
     pcss = workload(gangs, pods)
     for pcs in pcss:
@@ -55,10 +55,10 @@ def run(gangs: int, pods: int, resync: float = 2.0) -> dict[str, float | int]:
     with tempfile.TemporaryDirectory() as tmp:
         source = write_source(Path(tmp) / "source", pcss)
         with day2_env(Path(tmp) / "world", source=source, namespace="bench", ready_delay=0.0,
-                      termination_delay=None, sync_interval=0.5, agent=False) as env, \
+                      termination_delay=None, sync_interval=0.5, agent=False, bystander=False) as env, \
                 _agent_process(env.server, Path(tmp) / "kubeconfig", resync) as agent:
             env.wait_until(env.converged, timeout=300, what="the first deploy", interval=0.25)
-            old = env.desired_pods()
+            old = env.all_desired_pods()
             mark = env.observer.mark()
             kinds = [("delete", "pods"), ("patch", "pods"), ("patch", "podgangs/status"), ("patch", "podgangs"),
                      ("post", "events")]
@@ -66,8 +66,9 @@ def run(gangs: int, pods: int, resync: float = 2.0) -> dict[str, float | int]:
             start_metrics = agent.metrics()
             cpu_before = agent.cpu()
             started = time.monotonic()
-            env.bump_image()
-            new = env.desired_pods()
+            bump_image(env.source)  # every PodCliqueSet of the bench
+            env.render()
+            new = env.all_desired_pods()
             # Polled every 0.25 s: each poll lists every pod, work the measured agent's API
             # server should not be doing a hundred times a second.
             env.wait_until(env.converged, timeout=900, what="every pod replaced", interval=0.25)
