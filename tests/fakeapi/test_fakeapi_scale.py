@@ -34,6 +34,8 @@ from kubernetes.client import ApiException
 
 from tests.fakeapi.fakeapi_helpers import podgang_manifest, raw
 from tests.fakeserver import FakeApiServer
+from tests.fakeserver.resources import ScaleSubresource
+from tests.fakeserver.scale import AccessorError, nested_int64, scale_of, set_nested
 
 PCLQ = ("grove.io", "v1alpha1", "default", "podcliques")
 PCSG = ("grove.io", "v1alpha1", "default", "podcliquescalinggroups")
@@ -571,3 +573,24 @@ def test_any_replica_value_round_trips_or_is_refused_leaving_the_object_untouche
 
         check()
         assert server.internal_errors == []
+
+
+def test_scale_mapping_follows_go_conversions() -> None:
+    """The pure mapping: ``int32()`` wraps values stored behind the API's back, as the Go code does,
+    and ``SetNestedField`` creates missing maps but refuses to cross a non-map."""
+    paths = ScaleSubresource(".spec.replicas", ".status.replicas", ".status.selector")
+    obj: dict[str, Any] = {"metadata": {"name": "x"}, "spec": {"replicas": 2**32 + 5}, "status": {"replicas": 2**32}}
+    scale, found = scale_of(paths, obj)
+    assert found and scale["spec"] == {"replicas": 5} and scale["status"] == {"replicas": 0}
+    scale, found = scale_of(paths, {"metadata": {"name": "x"}, "spec": {"replicas": 2**32}})
+    assert found and scale["spec"] == {}  # int32(2^32) == 0, omitted like any 0
+    target: dict[str, Any] = {"spec": None}
+    set_nested(target, ".spec.a.b", 3)
+    assert target == {"spec": {"a": {"b": 3}}}
+    with pytest.raises(AccessorError, match=r"value cannot be set because \.spec\.a is not a map"):
+        set_nested({"spec": {"a": [1]}}, ".spec.a.b", 3)
+    with pytest.raises(AccessorError, match=r"2\.5 is of the type float64, expected int64"):
+        nested_int64({"spec": {"replicas": 2.5}}, ".spec.replicas")
+    with pytest.raises(AccessorError, match=r"9223372036854775808 is of the type float64"):
+        nested_int64({"spec": {"replicas": 2**63}}, ".spec.replicas")
+    assert nested_int64({"spec": {}}, ".spec.replicas") == (0, False)

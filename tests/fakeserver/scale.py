@@ -225,7 +225,7 @@ def scale_of(spec: ScaleSubresource, obj: JsonObj) -> tuple[JsonObj, bool]:
     status: JsonObj = {"replicas": _int32(status_replicas)}
     if selector:
         status["selector"] = selector
-    scale_spec: JsonObj = {"replicas": _int32(spec_replicas)} if spec_replicas else {}
+    scale_spec: JsonObj = {"replicas": _int32(spec_replicas)} if _int32(spec_replicas) else {}
     scale = {
         "kind": SCALE_KIND,
         "apiVersion": SCALE_API_VERSION,
