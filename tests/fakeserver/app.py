@@ -24,12 +24,14 @@ from tests.fakeserver.errors import (
     from_code,
     internal,
     method_not_allowed,
+    not_found,
     path_not_found,
 )
 from tests.fakeserver.faults import FaultInjector, RequestLog, RequestRecord
 from tests.fakeserver.handlers import ApiHandlers
 from tests.fakeserver.resources import ResourceRegistry, ResourceType
 from tests.fakeserver.routing import RequestInfo, parse_request
+from tests.fakeserver.scale_api import ScaleApi
 from tests.fakeserver.watch import WatchStream
 
 JsonObj = dict[str, Any]
@@ -69,6 +71,7 @@ class ApiApp:
     ) -> None:
         self.registry = registry
         self.handlers = handlers
+        self.scale = ScaleApi(handlers)
         self.faults = faults
         self.request_log = request_log
         self.kubernetes_version = kubernetes_version
@@ -123,9 +126,13 @@ class ApiApp:
             raise path_not_found()
         if info.subresource:
             allowed = {"status"} if rt.has_status else set()
+            if rt.scale is not None:
+                allowed.add("scale")
             if rt.group == "" and rt.plural == "pods":
                 allowed.add("binding")
             if info.subresource not in allowed:
+                if not rt.builtin and info.name:  # apiextensions' crdHandler: an unserved subresource
+                    raise not_found(rt.group_resource, info.name)
                 raise path_not_found()
             verbs = ("create",) if info.subresource == "binding" else ("get", "update", "patch")
             if info.verb not in verbs:
@@ -136,6 +143,8 @@ class ApiApp:
     def _dispatch(self, request: HttpRequest, info: RequestInfo, rt: ResourceType) -> HttpResponse:
         h = self.handlers
         q = request.query
+        if info.subresource == "scale":
+            return self._dispatch_scale(request, info, rt)
         if info.verb == "get":
             return HttpResponse(200, h.get(rt, info.namespace, info.name or ""))
         if info.verb == "list":
@@ -166,6 +175,17 @@ class ApiApp:
         if info.verb == "deletecollection":
             return HttpResponse(200, h.delete_collection(rt, info.namespace, q))
         raise method_not_allowed(info.verb, rt.group_resource)
+
+    def _dispatch_scale(self, request: HttpRequest, info: RequestInfo, rt: ResourceType) -> HttpResponse:
+        name = info.name or ""
+        if info.verb == "get":
+            return HttpResponse(200, self.scale.get(rt, info.namespace, name))
+        if info.verb == "update":
+            return HttpResponse(200, self.scale.update(rt, info.namespace, name, self._body(request), request.query))
+        content_type = request.headers.get("Content-Type", "")
+        return HttpResponse(
+            200, self.scale.patch(rt, info.namespace, name, request.body, content_type, request.query)
+        )
 
     @staticmethod
     def _body(request: HttpRequest) -> Any:

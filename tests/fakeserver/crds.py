@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from tests.fakeserver import scale
 from tests.fakeserver.errors import FieldError
 from tests.fakeserver.resources import GroupResource, ResourceRegistry, ResourceType
 from tests.fakeserver.store import PreconditionFailed, Store
@@ -55,7 +56,8 @@ def resource_types_from_crd(crd: JsonObj) -> list[ResourceType]:
     """One :class:`ResourceType` per served version of ``crd``.
 
     Raises ``ValueError`` for a CRD missing the fields a real server requires (group, names,
-    scope, versions), so a broken fixture fails loudly at server start.
+    scope, versions) or with scale paths it refuses, so a broken fixture fails loudly at server
+    start and a CRD posted over HTTP gets a 422.
     """
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
@@ -66,10 +68,11 @@ def resource_types_from_crd(crd: JsonObj) -> list[ResourceType]:
         raise ValueError(f"CRD {crd.get('metadata', {}).get('name')!r} lacks group, names or versions")
     namespaced = spec.get("scope", "Namespaced") == "Namespaced"
     out = []
-    for version in spec["versions"]:
+    for index, version in enumerate(spec["versions"]):
         if not version.get("served", True):
             continue
         subresources = version.get("subresources") or spec.get("subresources") or {}
+        where = f"spec.versions[{index}].subresources" if version.get("subresources") else "spec.subresources"
         schema = (version.get("schema") or spec.get("validation") or {}).get("openAPIV3Schema")
         out.append(
             ResourceType(
@@ -85,6 +88,7 @@ def resource_types_from_crd(crd: JsonObj) -> list[ResourceType]:
                 returns_deleted_object=True,
                 schema=schema,
                 categories=tuple(names.get("categories") or ()),
+                scale=scale.parse_scale(subresources, where),
             )
         )
     return out
@@ -127,6 +131,8 @@ def crd_errors(rt: ResourceType, obj: JsonObj) -> list[FieldError]:
         return [FieldError("Invalid", "metadata.name", 'must be spec.names.plural+"."+spec.group', name)]
     try:
         resource_types_from_crd(obj)
+    except scale.ScalePathError as error:
+        return error.errors
     except (ValueError, KeyError, TypeError) as error:
         return [FieldError("Invalid", "spec", str(error), None)]
     return []

@@ -70,6 +70,18 @@ def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> J
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        if rt.scale is not None:  # what apiextensions' discovery controller lists for a CRD's scale
+            resources.append(
+                {
+                    "name": f"{rt.plural}/scale",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         if rt.group == "" and rt.plural == "pods":
             resources.append(
                 {

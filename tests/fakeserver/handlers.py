@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakeserver import crds, pods
+from tests.fakeserver import crds, pods, scale
 from tests.fakeserver.errors import (
     ApiError,
     FieldError,
@@ -121,9 +121,13 @@ class ApiHandlers:
     def _ns_key(rt: ResourceType, namespace: str | None) -> str:
         return (namespace or "") if rt.namespaced else ""
 
-    def _validate(self, rt: ResourceType, obj: JsonObj) -> list[FieldError]:
+    def _validate(self, rt: ResourceType, obj: JsonObj, subresource: str = "") -> list[FieldError]:
         validator = self.builtin_validator if rt.builtin else self.cr_validator
-        return [*metadata_errors(rt, obj), *(parse_message(m) for m in validator(obj))]
+        return [
+            *metadata_errors(rt, obj),
+            *(parse_message(m) for m in validator(obj)),
+            *scale.field_errors(rt, obj, subresource),
+        ]
 
     @staticmethod
     def _decode(rt: ResourceType, body: Any) -> JsonObj:
@@ -344,6 +348,23 @@ class ApiHandlers:
 
         return self._write(rt, namespace, name, mutate, subresource, query)
 
+    def update_via(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        mutate: Callable[[JsonObj], JsonObj],
+        subresource: str,
+        query: Query,
+    ) -> JsonObj:
+        """Update the stored object to ``mutate(current)`` through the whole update pipeline.
+
+        For subresources whose REST storage rewrites the main object (``scale``): ``mutate`` may
+        run several times (once per compare-and-swap attempt) and must derive everything from
+        the object it is given.
+        """
+        return self._write(rt, namespace, name, mutate, subresource, query)
+
     def _write(
         self,
         rt: ResourceType,
@@ -418,7 +439,7 @@ class ApiHandlers:
             if _spec_changed(rt, current, new):
                 meta["generation"] = int(current_meta.get("generation", 0)) + 1
             errors += [
-                *([] if _only_gates_removed(current, new) else self._validate(rt, new)),
+                *([] if _only_gates_removed(current, new) else self._validate(rt, new, subresource)),
                 *self.strategies.update_errors(rt, new, current, subresource),
                 *crds.crd_errors(rt, new),
             ]

@@ -53,12 +53,26 @@ class GroupKind(NamedTuple):
 
 
 @dataclass(frozen=True)
+class ScaleSubresource:
+    """A CRD version's ``subresources.scale``: where ``/scale`` reads and writes its numbers.
+
+    Paths are the CRD's simple JSON paths (``.spec.replicas``); ``label_selector_path`` is
+    ``None`` when the CRD sets none (the Scale's ``status.selector`` is then always empty).
+    """
+
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str | None = None
+
+
+@dataclass(frozen=True)
 class ResourceType:
     """One served (group, version, plural) and the per-type switches the handlers consult.
 
     ``builtin`` types are validated by the built-in (Kubernetes schema) validator and accept
     strategic merge patch; the others are custom resources validated against ``schema`` (the
     CRD's ``openAPIV3Schema``) and reject strategic merge with 415, as a real server does.
+    ``scale`` is set for a custom resource version that declares a scale subresource.
     """
 
     group: str
@@ -74,6 +88,7 @@ class ResourceType:
     returns_deleted_object: bool = False
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
     categories: tuple[str, ...] = ()
+    scale: ScaleSubresource | None = None
 
     @property
     def api_version(self) -> str:
