@@ -105,6 +105,8 @@ def run(gangs: int, pods: int, resync: float = 2.0) -> dict[str, float | int]:
                 "ready_to_next_s_median": round(statistics.median(gaps), 3) if gaps else 0.0,
                 "ready_to_next_s_p95": round(gaps[int(0.95 * (len(gaps) - 1))], 3) if gaps else 0.0,
                 "ready_to_next_s_max": round(gaps[-1], 3) if gaps else 0.0,
+                "ready_to_next_over_1s": sum(1 for g in gaps if g > 1.0),
+                "ready_to_next_count": len(gaps),
             }
 
 
