@@ -244,7 +244,8 @@ def replica_units(wl: Workload, day2: Day2, idx: Index | None = None) -> list[Un
 # --------------------------------------------------------------------------- persisted condition
 
 
-def _iso(t: float) -> str:
+def iso(t: float) -> str:
+    """Epoch seconds as the RFC 3339 UTC time condition messages carry (whole seconds)."""
     return dt.datetime.fromtimestamp(int(t), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -273,7 +274,7 @@ def breach_message(units: Iterable[Unit], since: Mapping[str, float]) -> str:
     Stable while the set of breached units is stable (one API write per change), and read back
     by a restarted agent (:func:`_resume`).
     """
-    parts = [f"{u.kind} {u.name} since {_iso(since[u.id])}" for u in sorted(units, key=lambda u: (u.kind, u.name))]
+    parts = [f"{u.kind} {u.name} since {iso(since[u.id])}" for u in sorted(units, key=lambda u: (u.kind, u.name))]
     return "minAvailable breached: " + "; ".join(parts)
 
 

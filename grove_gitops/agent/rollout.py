@@ -32,11 +32,10 @@ deletes it.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from grove_gitops.agent import intent
+from grove_gitops.agent import healing, intent
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
 from grove_gitops.agent.order import ReplicaRank, SlotRef, Step, order_replicas, steps_for_replica
 from grove_gitops.agent.snapshot import ON_DELETE, PodView, Slot, Workload
@@ -374,7 +373,7 @@ def _wait_for_replacements(wl: Workload, memory: Memory, now: float, replica: in
     # pods still missing would rewrite the condition each time the GitOps tool creates one).
     first = memory.missing_message is None
     message = memory.missing_message or (
-        f"rolling replica {replica}, step {progress.step + 1} of {progress.total}: waiting since {_iso(since)} for "
+        f"rolling replica {replica}, step {progress.step + 1} of {progress.total}: waiting since {healing.iso(since)} for "
         f"pod {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
         + " to be created by the GitOps tool (Argo CD sync / Flux apply) before retiring the old pod")
     memory.missing_message = message
@@ -390,7 +389,3 @@ def _forget_found(memory: Memory, progress: Progress) -> None:
     memory.missing_since = {n: t for n, t in memory.missing_since.items() if n in waiting}
     if not waiting:
         memory.missing_message = None
-
-
-def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(int(t), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import kubernetes
 
+from grove_gitops.agent import intent
 from grove_gitops.agent.drift import DriftChecker
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.leader import LeaderElector
@@ -56,7 +57,7 @@ class ServiceOptions:
     concurrency: int
     drift_interval: float
     grace: float = 60.0
-    unordered_grace: float = 1800.0
+    unordered_grace: float = intent.UNORDERED_GRACE
     day2: bool = True
     resync: float = 2.0
     lease_duration: float = 15.0
