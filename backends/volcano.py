@@ -184,6 +184,9 @@ class VolcanoBackend(SchedulerBackend):
             if obj.get("apiVersion") == QUEUE_API_VERSION and obj.get("kind") == "Queue"
         )
 
+    def reads_source_object(self, obj: Mapping[str, Any]) -> bool:
+        return obj.get("apiVersion") == QUEUE_API_VERSION and obj.get("kind") == "Queue"
+
     def validate(self, pcs: PodCliqueSet) -> list[BackendFinding]:
         """Grove's ``ValidatePodCliqueSet``: topology (extended with HyperNode tiers), then queues."""
         return self._topology_findings(pcs) + self._queue_findings(pcs)

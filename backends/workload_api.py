@@ -50,6 +50,7 @@ from grove_gitops.api.podcliqueset import PodCliqueSet, TopologyConstraint
 from grove_gitops.backendapi import K8sObject, PodPlacement
 from grove_gitops.expand import names
 from grove_gitops.expand.plan import CliqueInstance, Planner
+from grove_gitops.expand.scaling import max_counts
 
 KubeVersion = Literal["1.35", "1.36", "1.37"]
 
@@ -258,7 +259,9 @@ class ReplicaIndex:
 
     @staticmethod
     def build(pcs: PodCliqueSet, replica: int, instances: list[CliqueInstance] | None = None) -> ReplicaIndex:
-        found = Planner(pcs).instances(replica) if instances is None else instances
+        # Without the expansion's instances, plan every count up to the autoscaling maximum:
+        # a PodGang the agent renders at a live count names PodCliques above the floor.
+        found = Planner(pcs, max_counts(pcs, replica)).instances(replica) if instances is None else instances
         return ReplicaIndex(
             pcs,
             replica,

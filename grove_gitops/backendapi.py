@@ -100,6 +100,12 @@ class SchedulerBackend:
         """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``)."""
         return []
 
+    def reads_source_object(self, obj: Mapping[str, Any]) -> bool:
+        """True for a pass-through source object :meth:`validate` or :meth:`gang_objects` reads
+        (a Volcano Queue): it travels with the render inputs the agent expands live counts
+        from (docs/autoscaling.md), so the agent's render judges it as the controller's did."""
+        return False
+
     def validate_binding(self, binding: ClusterTopologyBinding) -> list[BackendFinding]:
         """Checks of a ClusterTopologyBinding that this scheduler's topology object imposes."""
         return []

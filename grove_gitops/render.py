@@ -21,8 +21,12 @@ from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_
 from grove_gitops.cache import RenderCache, digest
 from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.expand.context import ExpandContext
+from grove_gitops.expand.gitsplit import git_objects
+from grove_gitops.expand.hpa import hpas
 from grove_gitops.expand.resourceclaims import validate_templates
+from grove_gitops.expand.scaling import Counts
 from grove_gitops.expand.workload import expand_pcs
+from grove_gitops.expand.workloadobject import workload_object
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
 from grove_gitops.validation.config import validate_binding, validate_operator_config
@@ -248,7 +252,38 @@ class RenderPlan:
             raise InvalidInputError(_problems(item.file, errs))
         return dataclasses.replace(item, pcs=pcs)
 
-    def expand(self, item: PlannedPCS) -> tuple[list[RenderedObject], list[str]]:
+    def render_inputs(self, item: PlannedPCS) -> list[dict[str, Any]]:
+        """The source documents ``item``'s objects depend on: its PodCliqueSet document, the
+        render and operator configurations, the topology bindings, ResourceClaimTemplates and
+        what a backend reads. Rendered alone (:func:`plan_source` of a
+        :class:`~grove_gitops.load.memory.MemorySource` of them) they expand ``item`` exactly
+        as this render does: the agent renders live counts from them (docs/autoscaling.md)."""
+        if item.raw is None:
+            raise ValueError(f"{item.file}: PodCliqueSet {item.key} has no source document")
+        src = self.inputs.source
+        docs: list[dict[str, Any]] = [item.raw.obj]
+        if src.render_config is not None:
+            docs.append(src.render_config.obj.model_dump(mode="json", exclude_none=True))
+        if src.operator_config is not None:
+            docs.append(src.operator_config.obj.model_dump(mode="json", exclude_none=True))
+        for binding in self.inputs.bindings.values():
+            obj = binding.model_dump(mode="json", exclude_none=True)
+            obj.pop("status", None)
+            docs.append(obj)
+        backends = list(self.inputs.backends.values())
+        for passthrough in src.passthrough:
+            obj = passthrough.obj
+            claim = obj.get("kind") == "ResourceClaimTemplate" and str(obj.get("apiVersion", "")).startswith(
+                _CLAIM_TEMPLATE_GROUP
+            )
+            if claim or any(b.reads_source_object(obj) for b in backends):
+                docs.append(obj)
+        return docs
+
+    def expand(self, item: PlannedPCS, counts: Counts | None = None) -> tuple[list[RenderedObject], list[str]]:
+        """Git's objects of ``item`` (autoscaled units at their floor, without what depends on a
+        live count), or with ``counts`` every object of the workload at those counts: what the
+        cluster holds once the agent has materialised them (:mod:`grove_gitops.expand.gitsplit`)."""
         pcs = item.pcs
         if pcs is None:
             raise ValueError(f"{item.file}: PodCliqueSet {item.key} is only in the cache")
@@ -262,9 +297,13 @@ class RenderPlan:
             self.claim_templates,
             mnnvl_enabled=opcfg.network.autoMNNVLEnabled,
         )
-        expansion = expand_pcs(pcs, ctx)
+        from grove_gitops import __version__
+
+        expansion = expand_pcs(pcs, ctx, counts)
+        workload = expansion.objects if counts is not None else git_objects(pcs, ctx, expansion)
+        workload = [*workload, *hpas(pcs), workload_object(pcs, __version__, self.render_inputs(item))]
         shard = f"{pcs.namespace}/{pcs.name}"
-        objects = [RenderedObject(_shard_of(o, shard), o) for o in expansion.objects]
+        objects = [RenderedObject(_shard_of(o, shard), o) for o in workload]
         return objects, [f"{item.file}: {f}: {m}" for f, m in expansion.warnings]
 
 

@@ -134,7 +134,9 @@ EXAMPLE_DAY2 = {
     "terminationDelaySeconds": 1800,
     "cliques": [{"name": "llama-disagg-0-router", "minAvailable": 1, "replicas": 2}],
     "scalingGroups": [
-        {"name": "llama-disagg-0-prefill", "minAvailable": 1, "replicas": 2, "cliques": ["pleader", "pworker"]},
+        # autoscaled (scaleConfig): replicas is the floor, the live count is on the scale target
+        {"name": "llama-disagg-0-prefill", "minAvailable": 1, "replicas": 2, "cliques": ["pleader", "pworker"],
+         "scaleTarget": True},
         {"name": "llama-disagg-0-decode", "minAvailable": 1, "replicas": 1, "cliques": ["dleader", "dworker"]},
     ],
 }

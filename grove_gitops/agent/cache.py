@@ -66,6 +66,9 @@ class WatchCache:
         self.podgangs: dict[Key, Raw] = {}
         self.by_workload: dict[WorkloadKey, tuple[set[Key], set[Key]]] = {}  # -> (pods, podgangs)
         self.dirty: set[WorkloadKey] = set()
+        #: Called (outside the lock) with the workload of every changed object: the
+        #: autoscaling loop wakes on the pods and PodGangs it created.
+        self.listeners: list[Callable[[WorkloadKey], None]] = []
         # Every pod any PodGang lists, counted: such a pod is never retired or scaled in, even
         # when the listing PodGang belongs to another workload (a bad reference).
         self.ref_count: dict[Key, int] = {}
@@ -118,7 +121,17 @@ class WatchCache:
             self.by_workload.setdefault(wl, (set(), set()))[slot].add(key)
             self.dirty.add(wl)
 
+    def _tell(self, objs: list[Raw]) -> None:
+        if self.listeners:
+            for wl in {workload_of(o) for o in objs}:
+                for listener in self.listeners:
+                    listener(wl)
+
     def apply(self, kind: str, event_type: str, obj: Raw) -> None:
+        self._apply(kind, event_type, obj)
+        self._tell([obj])
+
+    def _apply(self, kind: str, event_type: str, obj: Raw) -> None:
         key = key_of(obj)
         with self.lock:
             store = self.pods if kind == "pods" else self.podgangs
@@ -139,6 +152,8 @@ class WatchCache:
             old = self.pods.pop(key, None)
             self._index("pods", key, None, old)
             self.wake.notify_all()
+        if old is not None:
+            self._tell([old])
 
     def replace(self, kind: str, items: list[Raw]) -> None:
         with self.lock:
@@ -151,6 +166,7 @@ class WatchCache:
                 store[key] = item
                 self._index(kind, key, item, None)
             self.wake.notify_all()
+        self._tell(items)
 
     def cost(self, wl: WorkloadKey) -> int:
         """What deriving one workload costs, roughly: its objects plus the pod references its

@@ -56,11 +56,11 @@ class Kube:
         # error the loops retry with backoff, never in a thread blocked forever.
         self.timeout = (min(5.0, request_timeout), request_timeout)
 
-    def raw(self, method: str, path: str, body: Raw | None = None) -> Raw:
+    def raw(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Raw:
         """A request the generated API classes do not offer, as raw JSON; errors raise ApiException."""
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         m, url, hdrs, data, _ = self.api_client.param_serialize(
             method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
         )
@@ -276,6 +276,70 @@ class Kube:
             if exc.status == 404:
                 return None
             raise
+
+    # -- any object (the autoscaling half creates what a render at live counts holds) ------
+    def path(self, api_version: str, kind: str, namespace: str, name: str | None = None) -> str | None:
+        """The REST path of a namespaced object (or its collection); None if not served."""
+        plural = self.plural(api_version, kind)
+        if plural is None:
+            return None
+        root = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        base = f"{root}/namespaces/{namespace}/{plural}"
+        return f"{base}/{name}" if name is not None else base
+
+    def _need(self, api_version: str, kind: str, namespace: str, name: str | None = None) -> str:
+        found = self.path(api_version, kind, namespace, name)
+        if found is None:
+            raise ApiException(status=404, reason=f"{kind}.{api_version} is not served by the API server")
+        return found
+
+    def create(self, obj: Raw) -> Raw:
+        meta = obj["metadata"]
+        return self.raw("POST", self._need(obj["apiVersion"], obj["kind"], meta["namespace"]) +
+                        f"?fieldManager={self.field_manager}", obj)
+
+    def list_objects(self, api_version: str, kind: str, namespace: str | None, selector: str) -> Raw:
+        from urllib.parse import quote
+
+        if namespace:
+            path = self._need(api_version, kind, namespace)
+        else:
+            plural = self.plural(api_version, kind)
+            if plural is None:
+                raise ApiException(status=404, reason=f"{kind}.{api_version} is not served by the API server")
+            path = (f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}") + f"/{plural}"
+        return self.raw("GET", f"{path}?labelSelector={quote(selector)}")
+
+    def patch_object(self, api_version: str, kind: str, namespace: str, name: str, body: Any, *,
+                     subresource: str = "", patch_type: str = "application/merge-patch+json") -> Raw:
+        path = self._need(api_version, kind, namespace, name) + (f"/{subresource}" if subresource else "")
+        return self.raw("PATCH", f"{path}?fieldManager={self.field_manager}", body, patch_type)
+
+    def delete_object(self, api_version: str, kind: str, namespace: str, name: str, uid: str) -> None:
+        """Delete one object only if it still has ``uid``; gone already is success."""
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid},
+                "propagationPolicy": "Background"}
+        try:
+            self.raw("DELETE", self._need(api_version, kind, namespace, name), body)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def watch_objects(self, api_version: str, kind: str, namespace: str | None, selector: str,
+                      resource_version: str, timeout: int, read_timeout: float,
+                      on_connect: Callable[[], None] | None = None) -> Iterator[Raw]:
+        plural = self.plural(api_version, kind)
+        if plural is None or "/" not in api_version:
+            raise ApiException(status=404, reason=f"{kind}.{api_version} is not served by the API server")
+        group, version = api_version.split("/", 1)
+        func: Any
+        if namespace:
+            func = self.custom.list_namespaced_custom_object
+            args: tuple[str, ...] = (group, version, namespace, plural)
+        else:
+            func = self.custom.list_cluster_custom_object
+            args = (group, version, plural)
+        return self._stream(func, args, selector, resource_version, timeout, read_timeout, on_connect)
 
     def emit_event(self, namespace: str, involved: Raw, reason: str, note: str, event_type: str = "Warning") -> None:
         meta = involved.get("metadata") or {}

@@ -37,6 +37,7 @@ from grove_gitops.agent.actions import Action, DeletePod, Event, Memories, SetCo
 from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey, workload_of
 from grove_gitops.agent.execute import Executor
 from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.scaling.scaler import Scaler
 from grove_gitops.agent.snapshot import Snapshot, Views, build
 from grove_gitops.gitops.metrics import Registry
 
@@ -70,6 +71,8 @@ class AgentConfig:
     backoff_max: float = 2.0
     stale_after: float = 30.0  # /healthz fails when a loop has not made progress for this long
     batch_window: float = 0.02  # after an event, wait this long so one pass takes the whole burst
+    # scale targets and the objects above the autoscaling floor (docs/autoscaling.md)
+    autoscaling: bool = True
 
 
 class Agent:
@@ -130,6 +133,11 @@ class Agent:
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
         self._asked_s = 0.0  # time spent asking the API server whether backend objects exist
         self.pass_max = 0.0  # the longest pass (seconds): the rollout benchmark reports it
+        self.scaler = (
+            Scaler(kube, self.cache, config.namespace, self.registry, active, resync=config.resync,
+                   watch_read_timeout=config.watch_read_timeout)
+            if config.autoscaling else None
+        )
 
     # -- compatibility with the gate-lifter's surface ----------------------------------
     @property
@@ -597,6 +605,8 @@ class Agent:
             threading.Thread(target=self.cache.list_watch, args=(kind, stop), name=f"watch-{kind}", daemon=True)
             for kind in ("pods", "podgangs")
         ]
+        if self.scaler is not None:
+            watchers.append(threading.Thread(target=self.scaler.run, args=(stop,), name="scaler", daemon=True))
         self._threads = [*watchers, threading.current_thread()]
         for t in watchers:
             t.start()

@@ -23,6 +23,7 @@ from grove_gitops.api.podcliqueset import (
     PodCliqueTemplateSpec,
 )
 from grove_gitops.expand import names
+from grove_gitops.expand.scaling import CountOf, Counts
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class CliqueInstance:
     group_replica: int
     starts_after: tuple[Dependency, ...]
     group_fqn: str | None = None
+    #: Pods of this PodClique: the template's replicas, or the live count of an autoscaled
+    #: standalone clique (:mod:`.scaling`).
+    pods: int = 0
 
 
 def _min_available(t: PodCliqueTemplateSpec) -> int:
@@ -57,8 +61,9 @@ def _group_replicas(g: PodCliqueScalingGroupConfig) -> int:
 
 
 class Planner:
-    def __init__(self, pcs: PodCliqueSet) -> None:
+    def __init__(self, pcs: PodCliqueSet, counts: Counts | None = None) -> None:
         self.pcs = pcs
+        self.count = CountOf(pcs, counts)
         self.by_name = {c.name: c for c in pcs.cliques}
         self.index = {c.name: i for i, c in enumerate(pcs.cliques)}
         self.group_of: dict[str, PodCliqueScalingGroupConfig] = {}
@@ -128,11 +133,12 @@ class Planner:
                     None,
                     0,
                     self._deps(replica, template, None, 0, scaled=False),
+                    pods=self.count(replica, template.name, template.spec.replicas),
                 )
             )
         for group in self.pcs.scaling_groups:
             minimum = _group_min(group)
-            for j in range(_group_replicas(group)):
+            for j in range(self.count(replica, group.name, _group_replicas(group))):
                 scaled = j >= minimum
                 gang = names.scaled_podgang_name(pcs, replica, group.name, j - minimum) if scaled else base_gang
                 for cname in group.cliqueNames:
@@ -148,6 +154,7 @@ class Planner:
                             j,
                             self._deps(replica, template, group, j, scaled),
                             names.pcsg_name(pcs, replica, group.name),
+                            template.spec.replicas,
                         )
                     )
         return out

@@ -28,6 +28,7 @@ from grove_gitops.api.podgang import (
 from grove_gitops.expand import labels as L
 from grove_gitops.expand import names
 from grove_gitops.expand.plan import CliqueInstance
+from grove_gitops.expand.scaling import scale_units
 from grove_gitops.expand.topology import Translator
 from grove_gitops.validation.defaulting import DEFAULT_TERMINATION_DELAY
 from grove_gitops.validation.k8snames import parse_go_duration
@@ -56,8 +57,12 @@ def day2_annotation(pcs: PodCliqueSet, replica: int) -> str:
     ``podCliqueSet``, ``replicaIndex``, ``updateStrategy``, ``terminationDelaySeconds``,
     ``cliques`` (the standalone PodCliques ``P-i-<clique>``: name, minAvailable, replicas) and
     ``scalingGroups`` (``P-i-<group>``: name, minAvailable, replicas and the template clique
-    names; replica ``j``'s PodClique of clique ``c`` is ``<name>-<j>-<c>``).
+    names; replica ``j``'s PodClique of clique ``c`` is ``<name>-<j>-<c>``). An autoscaled
+    entry says ``"scaleTarget": true`` and its ``replicas`` is the floor: the live count is
+    on the scale target of the same name, so the annotation, and every PodGang carrying it, is
+    the same at every count (docs/autoscaling.md).
     """
+    floors = {u.name: u.min_replicas for u in scale_units(pcs)}
     grouped = {c for g in pcs.scaling_groups for c in g.cliqueNames}
     strategy = pcs.spec.updateStrategy.type if pcs.spec.updateStrategy is not None else None
     value = {
@@ -69,7 +74,8 @@ def day2_annotation(pcs: PodCliqueSet, replica: int) -> str:
             {
                 "name": names.pclq_name(pcs.name, replica, c.name),
                 "minAvailable": c.spec.minAvailable if c.spec.minAvailable is not None else c.spec.replicas,
-                "replicas": c.spec.replicas,
+                "replicas": floors.get(c.name, c.spec.replicas),
+                **({"scaleTarget": True} if c.name in floors else {}),
             }
             for c in pcs.cliques
             if c.name not in grouped
@@ -78,8 +84,9 @@ def day2_annotation(pcs: PodCliqueSet, replica: int) -> str:
             {
                 "name": names.pcsg_name(pcs.name, replica, g.name),
                 "minAvailable": g.minAvailable if g.minAvailable is not None else 1,
-                "replicas": g.replicas if g.replicas is not None else 1,
+                "replicas": floors.get(g.name, g.replicas if g.replicas is not None else 1),
                 "cliques": list(g.cliqueNames),
+                **({"scaleTarget": True} if g.name in floors else {}),
             }
             for g in pcs.scaling_groups
         ],

@@ -119,7 +119,7 @@ def build_pods(
         del proto_meta["annotations"]
     shared_spec: dict[str, Any] | None = None
     pods = []
-    for k in range(inst.template.spec.replicas):
+    for k in range(inst.pods):
         claims = claims_for_pod[k] if k < len(claims_for_pod) else []
         if claims:  # this pod mounts its own claims: its own copy of the spec
             spec = json_copy(base_spec)

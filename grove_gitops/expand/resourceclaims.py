@@ -180,7 +180,7 @@ class ClaimPlanner:
         clique_labels = {L.PODCLIQUE: inst.fqn}
         refs = inst.template.resourceSharing or []
         all_claims = [self._make(r, f"{inst.fqn}-all-{r.name}", clique_labels) for r in refs if r.scope == ALL]
-        for k in range(inst.template.spec.replicas):
+        for k in range(inst.pods):
             per = [self._scoped(r, inst.fqn, k, clique_labels, L.POD_INDEX) for r in refs if r.scope != ALL]
             per_pod.append(shared + all_claims + per)
         return per_pod

@@ -2,9 +2,9 @@
 
 Follows the render algorithm of ``spec/grove-desired-state.md`` (appendix) with the GitOps
 differences documented in ``pods.py`` and ``podgangs.py``. PodClique and
-PodCliqueScalingGroup objects are operator internals and are not emitted; neither are
-HorizontalPodAutoscalers, whose targets are those objects — replicas come from Git and a
-warning names the autoscaling field.
+PodCliqueScalingGroup objects are operator internals and are not emitted. The count of an
+autoscaled clique or scaling group is ``counts`` (:mod:`.scaling`): the floor for Git, the live
+count for the agent; which objects each holds is :mod:`.gitsplit`'s, the HPAs :mod:`.hpa`'s.
 """
 
 from __future__ import annotations
@@ -18,17 +18,14 @@ from grove_gitops.expand import labels as L
 from grove_gitops.expand.children import headless_service, rbac_objects
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.hashing import pod_template_hash
+from grove_gitops.expand.hpa import unit_warnings
 from grove_gitops.expand.mnnvl import compute_domains
 from grove_gitops.expand.plan import Planner
 from grove_gitops.expand.podgangs import build_podgangs, day2_annotation
 from grove_gitops.expand.pods import build_pods
 from grove_gitops.expand.resourceclaims import ClaimPlanner
+from grove_gitops.expand.scaling import Counts
 from grove_gitops.expand.topology import Translator
-
-AUTOSCALING_WARNING = (
-    "autoscaling needs Grove's operator (the HPA scales PodClique / PodCliqueScalingGroup objects that are "
-    "not rendered); replicas are rendered from Git and no HorizontalPodAutoscaler is created"
-)
 
 
 @dataclass
@@ -47,21 +44,11 @@ def _template_hash(pcs: PodCliqueSet, template: PodCliqueTemplateSpec) -> str:
     return pod_template_hash({"labels": template.labels, "annotations": template.annotations, "spec": spec})
 
 
-def autoscaling_warnings(pcs: PodCliqueSet) -> list[tuple[str, str]]:
-    out = []
-    for i, clique in enumerate(pcs.cliques):
-        if clique.spec.autoScalingConfig is not None:
-            out.append((f"spec.template.cliques[{i}].spec.autoScalingConfig", AUTOSCALING_WARNING))
-    for i, group in enumerate(pcs.scaling_groups):
-        if group.scaleConfig is not None:
-            out.append((f"spec.template.podCliqueScalingGroups[{i}].scaleConfig", AUTOSCALING_WARNING))
-    return out
-
-
-def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext) -> Expansion:
-    result = Expansion(warnings=autoscaling_warnings(pcs))
+def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext, counts: Counts | None = None) -> Expansion:
+    """Every workload object at ``counts`` (default: autoscaled units at their floor); no HPAs."""
+    result = Expansion(warnings=unit_warnings(pcs))
     result.objects.extend(rbac_objects(pcs))
-    planner = Planner(pcs)
+    planner = Planner(pcs, counts)
     claims = ClaimPlanner(pcs, ctx.claim_templates)
     translator = Translator(pcs, ctx)
     hashes = {c.name: _template_hash(pcs, c) for c in pcs.cliques}

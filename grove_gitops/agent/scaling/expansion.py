@@ -1,0 +1,129 @@
+"""The objects a workload holds at live counts: the controller's render, run in the agent.
+
+The inputs are the render inputs Git holds on the ``gitops.grove.io`` PodCliqueSet
+(``spec.source``); the code is :func:`grove_gitops.render.plan_source` and
+:meth:`~grove_gitops.render.RenderPlan.expand`, the controller's own. What the agent owns at
+counts ``N`` is the render at ``N`` minus what Git holds (the render at the floor without its
+count-dependent objects, :mod:`grove_gitops.expand.gitsplit`): so Git plus the agent is the
+render of ``N``, object for object (tests/agent/test_scaling_property.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from grove_gitops import __version__
+from grove_gitops.agent.scaling.workload import BadWorkload, ScaledWorkload
+from grove_gitops.errors import GroveGitopsError, InvalidInputError
+from grove_gitops.expand import labels as L
+from grove_gitops.expand.gitsplit import ObjectKey, object_key
+from grove_gitops.load.memory import MemorySource
+from grove_gitops.output.gitopsmeta import annotate, wave_of
+
+Counts = tuple[tuple[tuple[int, str], int], ...]  # sorted ((replica, template), count) pairs
+#: Renders kept: one per (inputs, counts) a scale step goes through.
+CACHE_SIZE = 16
+
+
+@dataclass(frozen=True)
+class Desired:
+    """What the agent must hold for one workload at one set of counts."""
+
+    #: Objects only the agent creates, by key, in render order.
+    objects: dict[ObjectKey, dict[str, Any]]
+    #: Keys of the objects Git holds (never touched by the agent).
+    git: frozenset[ObjectKey]
+    #: Per scale target, the units of its count at these counts: each the (pod name, slot)
+    #: pairs of one scaling-group replica, or the one pod of one clique replica.
+    units: dict[str, list[list[tuple[str, str]]]] = field(default_factory=dict)
+
+
+def _render(workload: ScaledWorkload, counts: Counts) -> Desired:
+    from grove_gitops.render import plan_source
+
+    if workload.renderer_version != __version__:
+        raise BadWorkload(
+            f"spec.rendererVersion: rendered by grove-gitops {workload.renderer_version}, this agent is "
+            f"{__version__}; it creates objects only from its own version's render (upgrade the controller "
+            "and the agent together)"
+        )
+    text = yaml.safe_dump_all(list(workload.source), sort_keys=True)
+    try:
+        plan = plan_source(MemorySource(f"{workload.namespace}/{workload.name}", {"source.yaml": text.encode()}))
+    except InvalidInputError as exc:
+        raise BadWorkload(f"spec.source: does not render: {exc.problems[0] if exc.problems else exc}") from None
+    items = [i for i in plan.items if i.key == (workload.namespace, workload.name)]
+    if len(plan.items) != 1 or not items:
+        raise BadWorkload(f"spec.source: expected exactly the PodCliqueSet {workload.namespace}/{workload.name}")
+    item = items[0]
+    git, _ = plan.expand(item)
+    full, _ = plan.expand(item, dict(counts))
+    git_keys = frozenset(object_key(o.obj) for o in git)
+    objects: dict[ObjectKey, dict[str, Any]] = {}
+    targets = {t.name: t for t in workload.targets}
+    units: dict[str, dict[int, list[tuple[str, str]]]] = {name: {} for name in targets}
+    for rendered in full:
+        obj = rendered.obj
+        key = object_key(obj)
+        if key[1] == "Pod" and key[0] == "v1":
+            _count_unit(obj, targets, units)
+        if key in git_keys:
+            continue
+        if key[2] != workload.namespace:
+            raise BadWorkload(f"spec.source: renders {key[1]} {key[3]} outside namespace {workload.namespace}")
+        # The output stage's GitOps annotations, as Git's copy of this object would carry them.
+        obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
+        annotate(obj, wave_of(obj, False), plan.config.gitops)
+        objects[key] = obj
+    return Desired(objects, git_keys, {n: [u[j] for j in sorted(u)] for n, u in units.items()})
+
+
+def _count_unit(pod: dict[str, Any], targets: dict[str, Any], units: dict[str, dict[int, list[tuple[str, str]]]]) -> None:
+    labels = pod["metadata"].get("labels") or {}
+    slot = str((pod.get("spec") or {}).get("hostname") or "")
+    name = str(pod["metadata"]["name"])
+    group = labels.get(L.PCSG)
+    if group in targets:
+        j = int(labels.get(L.PCSG_REPLICA_INDEX, "0"))
+        units[group].setdefault(j, []).append((name, slot))
+        return
+    clique = labels.get(L.PODCLIQUE)
+    if clique in targets:
+        k = int(labels.get(L.POD_INDEX, "0"))
+        units[clique].setdefault(k, []).append((name, slot))
+
+
+class Expander:
+    """:func:`_render` with a small LRU cache: a pass re-renders only when the inputs or the
+    counts changed (a render of thousands of pods takes a second)."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self._cache: OrderedDict[tuple[str, Counts], Desired | GroveGitopsError] = OrderedDict()
+        self._lock = threading.Lock()
+        self.size = size
+        self.renders = 0
+
+    def desired(self, workload: ScaledWorkload, counts: dict[tuple[int, str], int]) -> Desired:
+        key = (workload.digest + workload.renderer_version, tuple(sorted(counts.items())))
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+        if found is None:
+            try:
+                found = _render(workload, key[1])
+            except GroveGitopsError as exc:
+                found = exc
+            self.renders += 1
+            with self._lock:
+                self._cache[key] = found
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        if isinstance(found, GroveGitopsError):
+            raise found
+        return found

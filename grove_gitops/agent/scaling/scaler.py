@@ -1,0 +1,447 @@
+"""The autoscaling loop: scale targets, objects above the floor, status (docs/autoscaling.md).
+
+Runs beside the day-2 loop in the agent, on the leader only. Per workload (a
+``gitops.grove.io`` PodCliqueSet Git holds), each pass:
+
+1. creates the missing scale targets (count = Grove's start value, once; never written
+   again: the count belongs to scalers) and keeps their bounds equal to Git's;
+2. reads the live counts and renders the workload's inputs at them (:mod:`.expansion`);
+3. creates, replaces and deletes its own objects (:mod:`.plan`): whole gangs, or nothing
+   when a ResourceQuota refuses a pod (condition ``ScaleBlocked`` and a Warning Event);
+4. writes the status of the scale targets and of the workload.
+
+Bursts of scale writes coalesce by construction: a pass reads the latest count, and an
+intermediate count nobody saw is never materialised. A workload that leaves Git takes its
+scale targets and every object the agent created for it along (ownerReferences; the agent
+also deletes them itself, pods first).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from grove_gitops.agent.cache import WatchCache
+from grove_gitops.agent.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, Raw
+from grove_gitops.agent.scaling import status as S
+from grove_gitops.agent.scaling.expansion import Desired, Expander
+from grove_gitops.agent.scaling.plan import GangCreate, owned_by, plan
+from grove_gitops.agent.scaling.watch import GitopsCache
+from grove_gitops.agent.scaling.workload import BadWorkload, ScaledWorkload, Target, parse
+from grove_gitops.expand import labels as L
+from grove_gitops.expand.gitsplit import ObjectKey, object_key
+from grove_gitops.expand.scaling import API_VERSION, PCS_KIND, PCSG_KIND
+from grove_gitops.gitops.metrics import Registry
+
+log = logging.getLogger("grove_gitops.agent")
+WorkloadKey = tuple[str, str]
+#: How long a refused gang waits before the next try (doubling up to the maximum).
+BLOCKED_BACKOFF, BLOCKED_BACKOFF_MAX = 2.0, 60.0
+#: Other owned kinds (backend objects, claims) are listed again this often.
+RELIST_SECONDS = 30.0
+PODGANG_API_VERSION = f"{PODGANG_GROUP}/{PODGANG_VERSION}"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class _Memory:
+    """What the loop keeps between passes of one workload (all of it re-derivable)."""
+
+    uid: str = ""
+    others: dict[ObjectKey, Raw] = field(default_factory=dict)
+    listed_at: float = -1e9
+    blocked_until: float = 0.0
+    blocked_for: float = 0.0
+    blocked: dict[str, str] = field(default_factory=dict)  # target -> message
+    problem: str = ""
+
+
+class Scaler:
+    def __init__(self, kube: Kube, cache: WatchCache, namespace: str | None, registry: Registry,
+                 active: Callable[[], bool] = lambda: True, *, resync: float = 1.0, workers: int = 8,
+                 watch_read_timeout: float = 30.0) -> None:
+        self.kube = kube
+        self.cache = cache
+        self.namespace = namespace
+        self.registry = registry
+        self.active = active
+        self.resync = resync
+        self.workers = workers
+        self.expander = Expander()
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.dirty: set[WorkloadKey] = set()
+        self.memory: dict[WorkloadKey, _Memory] = {}
+        self.gitops = GitopsCache(kube, namespace, self.notify, watch_read_timeout=watch_read_timeout)
+        self.writes = 0
+        self.progress = time.monotonic()
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="scaler-write")
+        cache.listeners.append(self.notify)
+
+    # -- wiring ------------------------------------------------------------------------
+    def notify(self, key: WorkloadKey) -> None:
+        with self.wake:
+            self.dirty.add(key)
+            self.wake.notify()
+
+    def run(self, stop: threading.Event) -> None:
+        threads = [
+            threading.Thread(target=self.gitops.list_watch, args=(kind, stop), name=f"scaler-{kind}", daemon=True)
+            for kind in self.gitops.objects
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while not stop.is_set():
+                with self.wake:
+                    if not self.dirty:
+                        self.wake.wait(self.resync)
+                    dirty, self.dirty = self.dirty, set()
+                self.progress = time.monotonic()
+                if not self.gitops.ready() or not self.cache.ready() or not self.active():
+                    continue
+                workloads = {k for k, _ in self.gitops.items(PCS_KIND)}
+                # Every workload on every resync (the live counts are also a level to reach).
+                for key in sorted(dirty | workloads | set(self.memory)):
+                    if stop.is_set() or not self.active():
+                        break
+                    try:
+                        self.sync(key)
+                    except (ApiException, HTTPError, OSError) as exc:
+                        log.warning("autoscaling pass of %s/%s failed: %s", key[0], key[1],
+                                    getattr(exc, "status", type(exc).__name__))
+                        self.notify(key)
+                        stop.wait(0.5)
+        finally:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- one workload -----------------------------------------------------------------
+    def sync(self, key: WorkloadKey) -> None:
+        obj = self.gitops.get(PCS_KIND, key)
+        memory = self.memory.setdefault(key, _Memory())
+        if obj is None:
+            self._gone(key, memory)
+            return
+        try:
+            workload = parse(obj)
+        except BadWorkload as exc:
+            self._report(obj, memory, f"{key[0]}/{key[1]}: {exc}")
+            return
+        memory.uid = workload.uid
+        targets = self._targets(workload, obj)
+        counts = {(t.replica, t.template): self._count(t, targets.get(t.name)) for t in workload.targets}
+        desired: Desired | None = None
+        if workload.targets:
+            try:
+                desired = self.expander.desired(workload, counts)
+            except BadWorkload as exc:
+                self._report(obj, memory, f"{key[0]}/{key[1]}: {exc}")
+                return
+            self._apply(workload, desired, memory)
+        memory.problem = ""
+        self._status(workload, obj, desired, targets, memory)
+
+    def _count(self, target: Target, live: Raw | None) -> int:
+        """The live count, clamped into Git's bounds (a count outside them was written before
+        Git moved them; the CRD refuses new ones)."""
+        if live is None:
+            return target.initial
+        value = (live.get("spec") or {}).get("replicas")
+        if isinstance(value, bool) or not isinstance(value, int):
+            return target.initial
+        return max(target.min_replicas, min(value, target.max_replicas))
+
+    def _targets(self, workload: ScaledWorkload, owner: Raw) -> dict[str, Raw]:
+        """Create missing scale targets, keep bounds in step with Git, delete stale ones."""
+        out: dict[str, Raw] = {}
+        wanted = {t.name for t in workload.targets}
+        for target in workload.targets:
+            live = self.gitops.get(target.kind, (workload.namespace, target.name))
+            if live is not None and not owned_by(live, workload.uid):
+                live = None  # someone else's object of that name: never adopted
+                self._report(owner, self.memory[(workload.namespace, workload.name)],
+                             f"{target.kind} {workload.namespace}/{target.name} exists and is not this workload's")
+                continue
+            bounds = {"minAvailable": target.min_available, "minReplicas": target.min_replicas,
+                      "maxReplicas": target.max_replicas}
+            if live is None:
+                body = {
+                    "apiVersion": API_VERSION, "kind": target.kind,
+                    "metadata": {
+                        "name": target.name, "namespace": workload.namespace,
+                        "labels": {L.MANAGED_BY: L.MANAGED_BY_VALUE, L.PART_OF: workload.name,
+                                   L.PCS_REPLICA_INDEX: str(target.replica),
+                                   L.COMPONENT: "pcsg-scale-target" if target.kind == PCSG_KIND
+                                   else "pclq-scale-target"},
+                        "ownerReferences": [workload.owner_reference],
+                    },
+                    "spec": {"replicas": target.initial, **bounds},
+                }
+                try:
+                    live = self.kube.create(body)
+                    self.writes += 1
+                except ApiException as exc:
+                    if exc.status != 409:
+                        raise
+                    continue
+                self.gitops.put(target.kind, live)
+            elif any((live.get("spec") or {}).get(k) != v for k, v in bounds.items()):
+                live = self.kube.patch_object(API_VERSION, target.kind, workload.namespace, target.name,
+                                              {"spec": bounds})
+                self.writes += 1
+                self.gitops.put(target.kind, live)
+            out[target.name] = live
+        for kind in (PCSG_KIND, "PodClique"):
+            for (ns, name), live in self.gitops.items(kind):
+                if ns == workload.namespace and name not in wanted and owned_by(live, workload.uid):
+                    uid = str((live.get("metadata") or {}).get("uid", ""))
+                    self.kube.delete_object(API_VERSION, kind, ns, name, uid)
+                    self.writes += 1
+        return out
+
+    # -- objects -----------------------------------------------------------------------
+    def _live(self, workload: ScaledWorkload, desired: Desired, memory: _Memory) -> dict[ObjectKey, Raw]:
+        live = _cached(self.cache, (workload.namespace, workload.name))
+        kinds = {(k[0], k[1]) for k in desired.objects} - {("v1", "Pod")}
+        kinds = {k for k in kinds if k[1] != "PodGang"}
+        if time.monotonic() - memory.listed_at > RELIST_SECONDS or any(
+                k not in {(o[0], o[1]) for o in memory.others} for k in kinds):
+            others: dict[ObjectKey, Raw] = {}
+            for api_version, kind in sorted(kinds | {(o[0], o[1]) for o in memory.others}):
+                try:
+                    listed = self.kube.list_objects(api_version, kind, workload.namespace,
+                                                    f"{L.PART_OF}={workload.name}")
+                except ApiException as exc:
+                    if exc.status == 404:
+                        continue
+                    raise
+                for item in listed.get("items") or []:
+                    item.setdefault("apiVersion", api_version)
+                    item.setdefault("kind", kind)
+                    others[object_key(item)] = item
+            memory.others = others
+            memory.listed_at = time.monotonic()
+        live.update(memory.others)
+        return live
+
+    def _apply(self, workload: ScaledWorkload, desired: Desired, memory: _Memory) -> None:
+        live = self._live(workload, desired, memory)
+        todo = plan(desired.objects, live, workload.uid)
+        if todo.empty:
+            return
+        now = time.monotonic()
+        owner = workload.owner_reference
+        for obj in todo.loose:
+            self._create(obj, owner, memory)
+        if todo.gangs and now >= memory.blocked_until:
+            refused: list[tuple[GangCreate, str]] = []
+            stop = threading.Event()
+
+            def build(gang: GangCreate) -> None:
+                if stop.is_set():
+                    return
+                problem = self._create_gang(gang, owner, memory)
+                if problem is not None:
+                    stop.set()
+                    refused.append((gang, problem))
+
+            list(self.pool.map(build, sorted(todo.gangs, key=_gang_order)))
+            self._blocked(workload, memory, refused)
+        for pod in todo.join:
+            self._create(pod, owner, memory)
+        for obj in todo.replace:
+            meta = obj["metadata"]
+            body = [{"op": "replace", "path": "/spec", "value": obj.get("spec", {})}]
+            self.kube.patch_object(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"], body,
+                                   patch_type="application/json-patch+json")
+            self.writes += 1
+        deletes = list(self.pool.map(lambda kv: self._delete(kv[0], kv[1], memory), todo.delete))
+        self.writes += sum(deletes)
+
+    def _create(self, obj: dict[str, Any], owner: Raw, memory: _Memory) -> Raw | None:
+        body = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner]}}
+        try:
+            created = self.kube.create(body)
+        except ApiException as exc:
+            if exc.status == 409:
+                return None  # exists (Git applied it, or a previous pass did)
+            raise
+        self.writes += 1
+        if obj["kind"] not in ("Pod", "PodGang"):
+            memory.others[object_key(created)] = created
+        return created
+
+    def _create_gang(self, gang: GangCreate, owner: Raw, memory: _Memory) -> str | None:
+        """Pods, then backend objects, then the PodGang; a refused pod undoes the gang's pods."""
+        made: list[Raw] = []
+        for pod in gang.pods:
+            try:
+                created = self._create(pod, owner, memory)
+            except ApiException as exc:
+                if exc.status in (403, 422):
+                    for done in made:
+                        meta = done["metadata"]
+                        self._delete(("v1", "Pod", meta["namespace"], meta["name"]), meta["uid"], memory)
+                    return _api_message(exc)
+                raise
+            if created is not None:
+                made.append(created)
+        for obj in gang.objects:
+            self._create(obj, owner, memory)
+        return None
+
+    def _delete(self, key: ObjectKey, uid: str, memory: _Memory) -> bool:
+        try:
+            self.kube.delete_object(key[0], key[1], key[2], key[3], uid)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False  # replaced under the same name since: not ours to delete
+            raise
+        memory.others.pop(key, None)
+        return True
+
+    def _blocked(self, workload: ScaledWorkload, memory: _Memory, refused: list[tuple[GangCreate, str]]) -> None:
+        if not refused:
+            memory.blocked_for = 0.0
+            memory.blocked = {}
+            return
+        gang, message = refused[0]
+        memory.blocked_for = min(BLOCKED_BACKOFF_MAX, max(BLOCKED_BACKOFF, memory.blocked_for * 2))
+        memory.blocked_until = time.monotonic() + memory.blocked_for
+        target = _target_of(workload, gang)
+        note = (f"gang {gang.name} was not created: {message}; its pods were removed again so that no partial "
+                f"gang holds quota; retrying in {memory.blocked_for:.0f}s")
+        if memory.blocked.get(target) != note:
+            live = self.gitops.get(PCSG_KIND, (workload.namespace, target)) or self.gitops.get(
+                "PodClique", (workload.namespace, target))
+            if live is not None:
+                self.kube.emit_event(workload.namespace, live, "GangCreationRefused", note)
+        memory.blocked = {target: note}
+
+    # -- status ------------------------------------------------------------------------
+    def _status(self, workload: ScaledWorkload, obj: Raw, desired: Desired | None, targets: dict[str, Raw],
+                memory: _Memory) -> None:
+        pods, gangs = self.cache.workload((workload.namespace, workload.name))
+        pod_list, gang_list = list(pods.values()), list(gangs.values())
+        index = S.SlotIndex.of(pod_list)
+        now = _now()
+        for target in workload.targets:
+            live = targets.get(target.name)
+            if live is None or desired is None:
+                continue
+            count = self._count(target, live)
+            counted = index.count(desired.units.get(target.name, [])[:count])
+            old = live.get("status") or {}
+            blocked = memory.blocked.get(target.name)
+            conditions = [
+                S.condition("ScaleBlocked", blocked is not None, "QuotaExceeded" if blocked else "GangsCreated",
+                            blocked or "every gang of the count was created", now,
+                            int((live.get("metadata") or {}).get("generation", 0) or 0), old.get("conditions") or []),
+            ]
+            new = {"replicas": counted.replicas, "readyReplicas": counted.ready, "updatedReplicas": counted.updated,
+                   "availableReplicas": counted.ready, "selector": target.selector,
+                   "observedGeneration": int((live.get("metadata") or {}).get("generation", 0) or 0),
+                   "conditions": conditions}
+            if _changed(old, new):
+                done = self.kube.patch_object(API_VERSION, target.kind, workload.namespace, target.name,
+                                              {"status": new}, subresource="status")
+                self.writes += 1
+                self.gitops.put(target.kind, done)
+        slots = {p.name: p.slot for p in index.by_name.values()}
+        per_replica = S.replica_units(gang_list, slots)
+        replicas = int((obj.get("spec") or {}).get("replicas", 0) or 0)
+        counted = index.count([per_replica.get(i, []) for i in range(min(replicas, len(per_replica) + 1))])
+        old = obj.get("status") or {}
+        generation = workload.generation
+        ready = counted.ready >= replicas
+        conditions = [
+            S.condition("Ready", ready and not memory.problem, "Available" if ready else "ReplicasNotReady",
+                        memory.problem or f"{counted.ready} of {replicas} replicas have every pod Ready", now,
+                        generation, old.get("conditions") or []),
+            S.condition("ScaleBlocked", bool(memory.blocked), "QuotaExceeded" if memory.blocked else "GangsCreated",
+                        next(iter(memory.blocked.values()), "every gang of every count was created"), now,
+                        generation, old.get("conditions") or []),
+        ]
+        new = {"observedGeneration": generation, "replicas": replicas, "availableReplicas": counted.ready,
+               "updatedReplicas": counted.updated, "conditions": conditions}
+        if _changed(old, new):
+            done = self.kube.patch_object(API_VERSION, PCS_KIND, workload.namespace, workload.name,
+                                          {"status": new}, subresource="status")
+            self.writes += 1
+            self.gitops.put(PCS_KIND, done)
+
+    def _report(self, obj: Raw, memory: _Memory, problem: str) -> None:
+        if memory.problem != problem:
+            log.error("autoscaling: %s", problem)
+            self.kube.emit_event(str((obj.get("metadata") or {}).get("namespace", "default")), obj,
+                                 "InvalidWorkload", problem)
+        memory.problem = problem
+
+    def _gone(self, key: WorkloadKey, memory: _Memory) -> None:
+        """The workload left Git: delete what the agent created for it, pods first."""
+        if not memory.uid:
+            self.memory.pop(key, None)
+            return
+        live = _cached(self.cache, key)
+        live.update(memory.others)
+        todo = plan({}, live, memory.uid)
+        for k, uid in todo.delete:
+            self._delete(k, uid, memory)
+        for kind in (PCSG_KIND, "PodClique"):
+            for (ns, name), obj in self.gitops.items(kind):
+                if ns == key[0] and owned_by(obj, memory.uid):
+                    self.kube.delete_object(API_VERSION, kind, ns, name, str(obj["metadata"].get("uid", "")))
+        if not any(owned_by(o, memory.uid) for o in live.values()):
+            self.memory.pop(key, None)
+
+
+def _cached(cache: WatchCache, key: WorkloadKey) -> dict[ObjectKey, Raw]:
+    """The workload's pods and PodGangs from the day-2 loop's cache, by object key."""
+    pods, gangs = cache.workload(key)
+    live: dict[ObjectKey, Raw] = {}
+    for (ns, name), raw in pods.items():
+        live[("v1", "Pod", ns, name)] = raw
+    for (ns, name), raw in gangs.items():
+        live[(PODGANG_API_VERSION, "PodGang", ns, name)] = raw
+    return live
+
+
+def _changed(old: Raw, new: Raw) -> bool:
+    def strip(conds: Iterable[Raw]) -> list[tuple[Any, ...]]:
+        return [(c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conds]
+
+    if any(old.get(k) != v for k, v in new.items() if k != "conditions"):
+        return True
+    return strip(old.get("conditions") or []) != strip(new.get("conditions") or [])
+
+
+def _gang_order(gang: GangCreate) -> tuple[int, str]:
+    tail = gang.name.rsplit("-", 1)[-1]
+    return (int(tail) if tail.isdigit() else -1, gang.name)
+
+
+def _target_of(workload: ScaledWorkload, gang: GangCreate) -> str:
+    for target in sorted(workload.targets, key=lambda t: -len(t.name)):
+        if gang.name.startswith(f"{target.name}-") or gang.name == target.name:
+            return target.name
+    return workload.targets[0].name if workload.targets else workload.name
+
+
+def _api_message(exc: ApiException) -> str:
+    import json
+
+    try:
+        return str(json.loads(exc.body or "{}").get("message") or exc.reason)[:512]
+    except ValueError:
+        return str(exc.reason)[:512]

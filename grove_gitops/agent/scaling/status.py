@@ -1,0 +1,115 @@
+"""What scale targets and the ``gitops.grove.io`` PodCliqueSet report, from the live pods.
+
+Derived, never remembered: every pass recomputes it from the cache. Counting is by *slot*
+(``spec.hostname``, the pod's place in its PodClique), so an old pod still serving during a
+rolling update counts as existing and ready; "updated" needs the pod the current render names.
+
+- ``replicas``: units of the count whose every slot holds a pod that is not terminating
+  (a scaling-group replica counts once all its pods exist, as Grove's scheduled replicas);
+- ``readyReplicas``: units whose every slot holds a Ready pod;
+- ``updatedReplicas``: units whose every pod is the current render's pod, and Ready.
+
+The ``/scale`` subresource reads ``status.replicas`` and ``status.selector``; an HPA's
+"current replicas" is ``spec.replicas`` (Kubernetes' rule), so a unit still starting never
+makes it scale again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grove_gitops.agent.scaling.plan import gang_members
+
+Raw = Mapping[str, Any]
+DAY2 = "gitops.grove.io/day2"
+
+
+@dataclass(frozen=True)
+class PodState:
+    name: str
+    slot: str
+    ready: bool
+    terminating: bool
+
+
+def pod_state(pod: Raw) -> PodState:
+    meta = pod.get("metadata") or {}
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    ready = any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return PodState(str(meta.get("name", "")), str((pod.get("spec") or {}).get("hostname") or ""), ready,
+                    bool(meta.get("deletionTimestamp")))
+
+
+@dataclass
+class Counted:
+    replicas: int = 0
+    ready: int = 0
+    updated: int = 0
+
+
+@dataclass
+class SlotIndex:
+    """The live pods of one workload by slot and by name."""
+
+    by_slot: dict[str, list[PodState]] = field(default_factory=dict)
+    by_name: dict[str, PodState] = field(default_factory=dict)
+
+    @staticmethod
+    def of(pods: Iterable[Raw]) -> SlotIndex:
+        out = SlotIndex()
+        for pod in pods:
+            state = pod_state(pod)
+            out.by_name[state.name] = state
+            out.by_slot.setdefault(state.slot, []).append(state)
+        return out
+
+    def count(self, units: Iterable[list[tuple[str, str]]]) -> Counted:
+        """Count units, each a list of (pod name, slot) the current render wants."""
+        out = Counted()
+        for unit in units:
+            alive = [[p for p in self.by_slot.get(slot, []) if not p.terminating] for _, slot in unit]
+            if unit and all(alive):
+                out.replicas += 1
+                if all(any(p.ready for p in ps) for ps in alive):
+                    out.ready += 1
+            current = [self.by_name.get(name) for name, _ in unit]
+            if unit and all(p is not None and p.ready and not p.terminating for p in current):
+                out.updated += 1
+        return out
+
+
+def replica_units(podgangs: Iterable[Raw], pods: Mapping[str, str]) -> dict[int, list[tuple[str, str]]]:
+    """Per PodCliqueSet replica (from each PodGang's day-2 annotation), the pods its PodGangs
+    list as (name, slot); ``pods`` maps a pod name to its slot where the pod is known."""
+    out: dict[int, list[tuple[str, str]]] = {}
+    for gang in podgangs:
+        raw = ((gang.get("metadata") or {}).get("annotations") or {}).get(DAY2)
+        try:
+            replica = json.loads(raw).get("replicaIndex") if isinstance(raw, str) else None
+        except (ValueError, AttributeError):
+            replica = None
+        if not isinstance(replica, int):
+            continue
+        for name in gang_members(gang):
+            out.setdefault(replica, []).append((name, pods.get(name, slot_of(name))))
+    return out
+
+
+def slot_of(pod_name: str) -> str:
+    """A rendered pod's slot from its name ``<podclique>-<index>-<hash8>``."""
+    return pod_name.rsplit("-", 1)[0]
+
+
+def condition(kind: str, status: bool, reason: str, message: str, now: str, generation: int,
+              old: Iterable[Raw] = ()) -> dict[str, Any]:
+    """A metav1.Condition; ``lastTransitionTime`` kept from ``old`` while the status holds."""
+    value = "True" if status else "False"
+    since = now
+    for c in old:
+        if isinstance(c, Mapping) and c.get("type") == kind and c.get("status") == value:
+            since = str(c.get("lastTransitionTime") or now)
+    return {"type": kind, "status": value, "reason": reason, "message": message[:1024],
+            "lastTransitionTime": since, "observedGeneration": generation}
