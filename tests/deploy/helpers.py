@@ -31,6 +31,7 @@ GATE_LIFTER = OVERLAYS / "gate-lifter"
 GATE_LIFTER_BASE = GATE_LIFTER / "base"
 NAMESPACED = GATE_LIFTER / "namespaced"
 CONTROLLER = OVERLAYS / "controller"
+CRDS = OVERLAYS / "crds"
 DOCKERFILE = PROJECT / "Dockerfile"
 DOCKERIGNORE = PROJECT / ".dockerignore"
 DEPLOY_DOC = PROJECT / "docs" / "deploy.md"
@@ -41,6 +42,7 @@ OVERLAY_DIRS = {
     "gate-lifter/base": GATE_LIFTER_BASE,
     "gate-lifter/namespaced": NAMESPACED,
     "controller": CONTROLLER,
+    "crds": CRDS,
 }
 KUBE_VERSIONS = ("1.35", "1.36", "1.37")
 
