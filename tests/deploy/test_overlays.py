@@ -55,6 +55,7 @@ EXPECTED_KINDS = {
     ),
     "controller": Counter({"ServiceAccount": 1, "Deployment": 1}),
     "crds": Counter({"CustomResourceDefinition": 3}),
+    "scalers": Counter({"ClusterRole": 1, "RoleBinding": 1}),
 }
 
 
