@@ -53,12 +53,39 @@ def test_no_wait_or_force_anywhere_in_the_overlay() -> None:
             assert "kustomize.toolkit.fluxcd.io/force" not in text, path.name
 
 
-def test_shard_depends_on_prereqs() -> None:
+def crds_documents() -> tuple[dict[str, Any], dict[str, Any]]:
+    docs = load_docs(FLUX / "kustomization-crds.yaml")
+    source = next(d for d in docs if d["kind"] == "GitRepository")
+    kustomization = next(d for d in docs if d["kind"] == "Kustomization")
+    return source, kustomization
+
+
+def test_shard_depends_on_prereqs_which_depend_on_the_crds() -> None:
     prereqs = flux_kustomization("kustomization-prereqs.yaml")
     shard = flux_kustomization("kustomization-shard.yaml")
+    _, crds = crds_documents()
     assert prereqs["spec"]["path"] == "./_cluster"
     assert shard["spec"]["dependsOn"] == [{"name": prereqs["metadata"]["name"]}]
-    assert "dependsOn" not in prereqs["spec"]
+    assert prereqs["spec"]["dependsOn"] == [{"name": crds["metadata"]["name"]}]
+    assert "dependsOn" not in crds["spec"]
+
+
+def test_crds_kustomization_waits_for_the_crds_and_never_prunes() -> None:
+    """CRDs before workloads: Ready once the three gitops.grove.io CRDs are Established; never
+    pruned (that would delete every workload's record and, by ownerReference, the agent's pods)."""
+    source, crds = crds_documents()
+    spec = crds["spec"]
+    assert spec["prune"] is False and spec["force"] is False and spec.get("wait", False) is False
+    assert spec["sourceRef"] == {"kind": "GitRepository", "name": source["metadata"]["name"]}
+    assert spec["path"] == "./overlays/crds"
+    assert (PROJECT / spec["path"] / "kustomization.yaml").is_file()
+    names = {d["metadata"]["name"] for d in yaml.safe_load_all(
+        "\n---\n".join(p.read_text() for p in sorted((PROJECT / "overlays" / "crds").glob("gitops.grove.io_*.yaml")))
+    ) if d}
+    assert {(c["apiVersion"], c["kind"], c["name"]) for c in spec["healthChecks"]} == {
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition", n) for n in names
+    }
+    assert "!/overlays/crds/" in source["spec"]["ignore"]
 
 
 GITOPS_GROUP = "gitops.grove.io"
@@ -140,7 +167,9 @@ def test_kubectl_kustomize_builds_the_overlay() -> None:
     assert proc.returncode == 0, proc.stderr
     docs = [d for d in yaml.safe_load_all(proc.stdout) if d is not None]
     assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == [
+        ("GitRepository", "grove-gitops"),
         ("GitRepository", "grove-rendered"),
+        ("Kustomization", "grove-gitops-crds"),
         ("Kustomization", "grove-inference-llama-disagg"),
         ("Kustomization", "grove-prereqs"),
     ]
@@ -194,10 +223,10 @@ def test_flux_kustomizations_validate_against_the_flux_crd() -> None:
     """kustomize.toolkit.fluxcd.io/v1 Kustomization's CRD (shared/crds/gitops): field names, the
     required `current`, types."""
     registry = CRDRegistry.from_dir(PROJECT.parent / "shared" / "crds" / "gitops")
-    for name in KUSTOMIZATIONS:
-        doc = flux_kustomization(name)
+    docs = [flux_kustomization(name) for name in KUSTOMIZATIONS] + [crds_documents()[1]]
+    for doc in docs:
         doc["metadata"].setdefault("namespace", "flux-system")
-        assert registry.validate(doc) == [], name
+        assert registry.validate(doc) == [], doc["metadata"]["name"]
     broken = flux_kustomization("kustomization-shard.yaml")
     broken["metadata"]["namespace"] = "flux-system"
     del broken["spec"]["healthCheckExprs"][-1]["current"]
