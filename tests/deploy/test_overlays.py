@@ -27,6 +27,7 @@ from .helpers import (
 EXPECTED_KINDS = {
     "gate-lifter": Counter(
         {
+            "CustomResourceDefinition": 3,  # overlays/crds: the agent needs them
             "Namespace": 1,
             "ServiceAccount": 1,
             "ClusterRole": 1,
@@ -40,6 +41,7 @@ EXPECTED_KINDS = {
     ),
     "gate-lifter/namespaced": Counter(
         {
+            "CustomResourceDefinition": 3,
             "Namespace": 1,
             "ServiceAccount": 1,
             "ClusterRole": 1,
@@ -52,6 +54,8 @@ EXPECTED_KINDS = {
         }
     ),
     "controller": Counter({"ServiceAccount": 1, "Deployment": 1}),
+    "crds": Counter({"CustomResourceDefinition": 3}),
+    "scalers": Counter({"ClusterRole": 1, "RoleBinding": 1}),
 }
 
 
@@ -95,7 +99,7 @@ def test_namespaced_objects_live_in_known_namespaces() -> None:
     ):
         for obj in build(overlay):
             ns = obj["metadata"].get("namespace")
-            if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+            if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
                 assert ns is None, obj["metadata"]
             else:
                 assert ns in allowed, (overlay.name, obj["kind"], obj["metadata"])

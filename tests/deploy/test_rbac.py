@@ -16,6 +16,8 @@ import backends.workload_api
 from grove_gitops.agent import drift, kube
 
 from .helpers import (
+    AUTOSCALING_PERMISSIONS,
+    BACKEND_GANG_RESOURCES,
     CLUSTER_EVENT_NAMESPACE,
     CLUSTER_SCOPED,
     DEPLOY_DOC,
@@ -26,12 +28,15 @@ from .helpers import (
     LIFTER_SA,
     PROJECT,
     RBAC_TABLE,
+    SCALERS,
     WATCHED_NAMESPACE,
     Authorizer,
     Permission,
     Request,
+    build,
     find,
     one,
+    pending_autoscaling_permissions,
     pending_day2_permissions,
     rule_permissions,
 )
@@ -39,8 +44,11 @@ from .helpers import (
 Objects = list[dict[str, Any]]
 RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 DANGEROUS_VERBS = {"*", "escalate", "bind", "impersonate", "delete", "deletecollection"}
-#: The one dangerous verb the agent needs (day 2: it retires, heals and scales in pods).
-ALLOWED_DANGEROUS = {("", "pods", "delete")}
+#: The deletes the agent needs: day 2 (it retires, heals and scales in pods) and autoscaling (it
+#: deletes what it created above the floor on scale-in: pods, PodGangs, backend gang objects,
+#: ResourceClaims, and the scale targets of a replica or workload that left Git). Never the
+#: gitops.grove.io PodCliqueSets: Git owns them.
+ALLOWED_DANGEROUS = {("", "pods", "delete")} | {p for p in AUTOSCALING_PERMISSIONS if p[2] == "delete"}
 SENSITIVE_RESOURCES = {"*", "secrets", "configmaps", "serviceaccounts/token", "pods/exec", "pods/attach", "nodes"}
 
 
@@ -199,9 +207,13 @@ def test_gang_and_topology_groups_come_from_the_backends() -> None:
     def group(api_version: str) -> str:
         return api_version.split("/", 1)[0]
 
+    own = {"gitops.grove.io", "resource.k8s.io"}  # our CRDs, and the claims of scaled replicas
     gang_gets = {
-        (g, r) for g, r, v in LIFTER_PERMISSIONS if v == "get" and r != "pods" and (g, r) not in CLUSTER_SCOPED
+        (g, r)
+        for g, r, v in LIFTER_PERMISSIONS
+        if v == "get" and r != "pods" and (g, r) not in CLUSTER_SCOPED and g not in own
     }
+    assert gang_gets == BACKEND_GANG_RESOURCES
     wapi = backends.workload_api.GROUP
     assert gang_gets == {
         (group(backends.kai.PODGROUP_API_VERSION), "podgroups"),
@@ -220,7 +232,7 @@ def test_gang_and_topology_groups_come_from_the_backends() -> None:
 
 #: Every API client method the gate-lifter touches, and what RBAC it needs. A method missing here
 #: fails test_every_client_call_is_in_the_table: review the RBAC before adding it.
-GANG_GETS = frozenset(p for p in LIFTER_PERMISSIONS if p[2] == "get" and p[1] not in ("pods", "topologies"))
+GANG_GETS = frozenset(p for p in LIFTER_PERMISSIONS if p[2] == "get" and (p[0], p[1]) in BACKEND_GANG_RESOURCES)
 CLIENT_CALLS: dict[str, frozenset[Permission]] = {
     "list_namespaced_pod": frozenset({("", "pods", "list"), ("", "pods", "watch")}),
     "list_pod_for_all_namespaces": frozenset({("", "pods", "list"), ("", "pods", "watch")}),
@@ -302,8 +314,10 @@ def test_every_client_call_is_in_the_table() -> None:
     assert raws <= set(RAW_CALLS), f"review RBAC for new raw requests: {sorted(raws - set(RAW_CALLS))}"
     needed = set().union(*(CLIENT_CALLS[m] for m in methods), *(RAW_CALLS[r] for r in raws))
     # Nothing the code needs is missing, and nothing is granted that no call needs (the agent's
-    # pods delete counts as needed only once grove_gitops/agent is in the tree).
-    assert needed | pending_day2_permissions() == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
+    # pods delete counts as needed only once grove_gitops/agent is in the tree, the autoscaling
+    # grants once the agent's autoscaling code is).
+    pending = pending_day2_permissions() | pending_autoscaling_permissions()
+    assert needed | pending == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
 
 
 def test_podgangs_are_never_fetched_one_by_one() -> None:
@@ -319,3 +333,72 @@ def test_podgangs_are_never_fetched_one_by_one() -> None:
         if isinstance(node, ast.Attribute) and re.fullmatch(r"get_(namespaced|cluster)_custom_object", node.attr)
     }
     assert readers == {"object_exists", "get_cluster_object"}
+
+
+# -- autoscaling (issue 23) ------------------------------------------------------------------------
+def test_autoscaling_grants(lifter_objs: Objects) -> None:
+    """What the agent needs to materialise replicas above the floor, and nothing that writes a count."""
+    authz = Authorizer(lifter_objs)
+    ns, gitops = WATCHED_NAMESPACE, "gitops.grove.io"
+    for verb in ("get", "list", "watch"):
+        assert authz.allows(Request(verb, gitops, "podcliquesets", ns, None if verb != "get" else "x"))
+    assert authz.allows(Request("patch", gitops, "podcliquesets/status", ns, "x"))
+    for resource in ("podcliquescalinggroups", "podcliques"):
+        for verb in ("get", "list", "watch", "create", "patch", "delete"):
+            assert authz.allows(Request(verb, gitops, resource, ns, "x")), (resource, verb)
+        assert authz.allows(Request("patch", gitops, f"{resource}/status", ns, "x"))
+        # Scalers write counts through /scale; the agent never does.
+        for verb in ("get", "update", "patch"):
+            assert not authz.allows(Request(verb, gitops, f"{resource}/scale", ns, "x")), (resource, verb)
+        assert not authz.allows(Request("update", gitops, resource, ns, "x"))
+    for verb in ("create", "update", "patch", "delete"):
+        assert not authz.allows(Request(verb, gitops, "podcliquesets", ns, "x")), f"Git owns PodCliqueSets: {verb}"
+    assert not authz.allows(Request("update", gitops, "podcliquesets/status", ns, "x"))
+    for verb in ("create", "patch", "delete"):
+        assert authz.allows(Request(verb, "scheduler.grove.io", "podgangs", ns, "x"))
+    assert authz.allows(Request("create", "", "pods", ns, None))
+    for group, resource in sorted(BACKEND_GANG_RESOURCES):
+        granted = {v for g, r, v in LIFTER_PERMISSIONS if (g, r) == (group, resource)}
+        assert granted == {"get", "create", "delete"}, (group, resource)
+    granted = {v for g, r, v in LIFTER_PERMISSIONS if (g, r) == ("resource.k8s.io", "resourceclaims")}
+    assert granted == {"get", "create", "delete"}
+    assert not authz.allows(Request("get", "resource.k8s.io", "resourceclaimtemplates", ns, "x"))
+
+
+def test_no_wildcard_subresources_anywhere(lifter_objs: Objects, namespaced_objs: Objects) -> None:
+    for rule in _all_rules(lifter_objs) + _all_rules(namespaced_objs):
+        assert not any(r.endswith("/scale") or r.endswith("/*") for r in rule["resources"]), rule
+
+
+def test_scaler_example_grants_scale_and_reads_only() -> None:
+    """overlays/scalers: a planner may read and scale the targets of its namespace, nothing else."""
+    objs = build(SCALERS)
+    binding = one(objs, "RoleBinding")
+    subject = binding["subjects"][0]
+    authz = Authorizer(objs, subject["namespace"], subject["name"])
+    ns, other, gitops = binding["metadata"]["namespace"], "team-b", "gitops.grove.io"
+    for resource in ("podcliquescalinggroups", "podcliques"):
+        for verb in ("get", "update", "patch"):
+            assert authz.allows(Request(verb, gitops, f"{resource}/scale", ns, "x")), (resource, verb)
+            assert not authz.allows(Request(verb, gitops, f"{resource}/scale", other, "x")), (resource, verb)
+        for verb in ("get", "list", "watch"):
+            assert authz.allows(Request(verb, gitops, resource, ns, "x"))
+        for verb in ("create", "update", "patch", "delete"):
+            assert not authz.allows(Request(verb, gitops, resource, ns, "x")), (resource, verb)
+        assert not authz.allows(Request("patch", gitops, f"{resource}/status", ns, "x"))
+    assert authz.allows(Request("get", gitops, "podcliquesets", ns, "x"))
+    assert not authz.allows(Request("patch", gitops, "podcliquesets", ns, "x"))
+    assert not authz.allows(Request("update", "grove.io", "podcliquescalinggroups/scale", ns, "x"))
+    assert not authz.allows(Request("patch", "", "pods", ns, "x"))
+    role = one(objs, "ClusterRole", binding["roleRef"]["name"])
+    assert rule_permissions(role["rules"]) == {
+        (gitops, r, v)
+        for r, verbs in (
+            ("podcliquescalinggroups/scale", ("get", "update", "patch")),
+            ("podcliques/scale", ("get", "update", "patch")),
+            ("podcliquescalinggroups", ("get", "list", "watch")),
+            ("podcliques", ("get", "list", "watch")),
+            ("podcliquesets", ("get", "list", "watch")),
+        )
+        for v in verbs
+    }

@@ -41,6 +41,13 @@ GANG_KINDS: list[tuple[str, str, bool]] = [
     ("grove.io", "ClusterTopologyBinding", False),
 ]
 
+#: grove-gitops' own kinds (overlays/crds, docs/autoscaling.md): health reports the workload.
+GITOPS_KINDS: list[tuple[str, str, bool]] = [
+    ("gitops.grove.io", "PodCliqueSet", True),
+    ("gitops.grove.io", "PodCliqueScalingGroup", True),
+    ("gitops.grove.io", "PodClique", True),
+]
+
 HEALTH_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended"}
 
 _SANDBOX = """

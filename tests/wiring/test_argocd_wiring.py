@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .helpers import ARGOCD, GANG_KINDS, HEALTH, kubectl, load_docs, load_one, rendered_objects
+from .helpers import ARGOCD, GANG_KINDS, GITOPS_KINDS, HEALTH, kubectl, load_docs, load_one, rendered_objects
 
 HEALTH_PREFIX = "resource.customizations.health."
 KAI_RUNTIME_POINTERS = [
@@ -56,11 +56,11 @@ def test_health_configmap_embeds_the_lua_files_byte_for_byte() -> None:
 
 def test_every_gang_and_topology_kind_has_a_health_check() -> None:
     data = health_configmap()["data"]
-    for group, kind, _ in GANG_KINDS:
+    for group, kind, _ in GANG_KINDS + GITOPS_KINDS:
         key = f"{HEALTH_PREFIX}{group}_{kind}"
         assert key in data, f"no health check for {group}/{kind}"
         assert (HEALTH / f"{group}_{kind}.lua").is_file()
-    assert len(data) == len(GANG_KINDS)
+    assert len(data) == len(GANG_KINDS) + len(GITOPS_KINDS)
 
 
 # --- Application / ApplicationSet -----------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import GANG_KINDS, HEALTH, HEALTH_STATUSES, health_script, load_one, run_health
+from .helpers import GANG_KINDS, GITOPS_KINDS, HEALTH, HEALTH_STATUSES, health_script, load_one, run_health
 
 DELETING = {"deletionTimestamp": "2026-08-30T10:00:00Z", "finalizers": ["example.com/keep"]}
 
@@ -628,6 +628,153 @@ CASES: list[tuple[str, str, str, dict[str, Any], str, str]] = [
     ),
 ]
 
+# --- gitops.grove.io (docs/autoscaling.md): the workload's own health -----------------------------
+GITOPS = "gitops.grove.io/v1alpha1"
+WAITING = "Waiting for the grove-gitops agent"
+QUOTA = cond("ScaleBlocked", "True", "QuotaExceeded", 'pods "llama-0-prefill-3-x" is forbidden: exceeded quota: gpu')
+NOT_BLOCKED = cond("ScaleBlocked", "False", "GangsCreated", "every gang of the count was created")
+
+
+def pcs(status: dict[str, Any] | None, replicas: int = 2, generation: int = 1) -> dict[str, Any]:
+    return obj(GITOPS, "PodCliqueSet", status, metadata={"generation": generation}, spec={"replicas": replicas})
+
+
+def target(kind: str, status: dict[str, Any] | None, replicas: int = 2, generation: int = 1) -> dict[str, Any]:
+    spec = {"replicas": replicas, "minAvailable": 1, "minReplicas": 1, "maxReplicas": 8}
+    return obj(GITOPS, kind, status, metadata={"generation": generation}, spec=spec)
+
+
+def counts(replicas: int, ready: int, available: int, updated: int, gen: int = 1, *conds: Any) -> dict[str, Any]:
+    return {
+        "observedGeneration": gen,
+        "replicas": replicas,
+        "readyReplicas": ready,
+        "availableReplicas": available,
+        "updatedReplicas": updated,
+        "selector": "app.kubernetes.io/managed-by=grove-gitops",
+        "conditions": list(conds),
+    }
+
+
+def pcs_status(available: int, updated: int, gen: int = 1, *conds: Any) -> dict[str, Any]:
+    return {
+        "observedGeneration": gen,
+        "replicas": 2,
+        "availableReplicas": available,
+        "updatedReplicas": updated,
+        "conditions": list(conds),
+    }
+
+
+G = "gitops.grove.io"
+CASES += [
+    (G, "PodCliqueSet", "fresh", pcs(None), "Progressing", WAITING),
+    (G, "PodCliqueSet", "empty-status", pcs({}), "Progressing", WAITING),
+    (
+        G,
+        "PodCliqueSet",
+        "generation-lag",
+        pcs(pcs_status(2, 2, 1), generation=2),
+        "Progressing",
+        "Waiting for the grove-gitops agent to observe generation 2",
+    ),
+    (
+        G,
+        "PodCliqueSet",
+        "available",
+        pcs(pcs_status(2, 2, 1, cond("Ready", "True", "Available"), NOT_BLOCKED)),
+        "Healthy",
+        "2 of 2 replicas available and updated",
+    ),
+    (
+        G,
+        "PodCliqueSet",
+        "starting",
+        pcs(pcs_status(1, 2, 1, cond("Ready", "False", "ReplicasNotReady", "1 of 2 replicas have every pod Ready"))),
+        "Progressing",
+        "1 of 2 replicas available, 2 updated",
+    ),
+    (G, "PodCliqueSet", "rolling-update", pcs(pcs_status(2, 1)), "Progressing", "2 of 2 replicas available, 1 updated"),
+    (G, "PodCliqueSet", "counts-missing", pcs({"observedGeneration": 1}), "Progressing", "0 of 2 replicas available, 0 updated"),
+    (G, "PodCliqueSet", "zero-replicas", pcs({"observedGeneration": 1}, replicas=0), "Healthy", "0 of 0 replicas available and updated"),
+    (G, "PodCliqueSet", "quota", pcs(pcs_status(2, 2, 1, QUOTA)), "Degraded", QUOTA["message"]),
+    (
+        G,
+        "PodCliqueSet",
+        "quota-reason-only",
+        pcs(pcs_status(1, 1, 1, cond("ScaleBlocked", "True", "QuotaExceeded"))),
+        "Degraded",
+        "QuotaExceeded",
+    ),
+    (
+        G,
+        "PodCliqueSet",
+        "invalid-workload",
+        pcs(pcs_status(0, 0, 1, cond("Ready", "False", "InvalidWorkload", "spec.source: no PodCliqueSet document"))),
+        "Degraded",
+        "spec.source: no PodCliqueSet document",
+    ),
+]
+for _kind, _word, _ready in (("PodCliqueScalingGroup", "available", "availableReplicas"), ("PodClique", "ready", "readyReplicas")):
+    CASES += [
+        (G, _kind, "fresh", target(_kind, None), "Progressing", WAITING),
+        (G, _kind, "empty-status", target(_kind, {}), "Progressing", WAITING),
+        (
+            G,
+            _kind,
+            "scale-write-not-yet-observed",
+            target(_kind, counts(2, 2, 2, 2, 3), replicas=4, generation=4),
+            "Progressing",
+            "Waiting for the grove-gitops agent to observe generation 4",
+        ),
+        (
+            G,
+            _kind,
+            "scaling-out",
+            target(_kind, counts(4, 2, 2, 2, 4, NOT_BLOCKED), replicas=4, generation=4),
+            "Progressing",
+            f"2 of 4 replicas {_word}, 2 updated",
+        ),
+        (
+            G,
+            _kind,
+            "scaling-in",
+            target(_kind, counts(3, 3, 3, 3, 5), replicas=1, generation=5),
+            "Progressing",
+            "Scaling in: 3 replicas, 1 desired",
+        ),
+        (G, _kind, "scaled", target(_kind, counts(2, 2, 2, 2, 1, NOT_BLOCKED)), "Healthy", f"2 of 2 replicas {_word} and updated"),
+        (G, _kind, "rolling-update", target(_kind, counts(2, 2, 2, 1)), "Progressing", f"2 of 2 replicas {_word}, 1 updated"),
+        (G, _kind, "quota", target(_kind, counts(2, 2, 2, 2, 1, QUOTA), replicas=3), "Degraded", QUOTA["message"]),
+        (
+            G,
+            _kind,
+            "quota-reason-only",
+            target(_kind, counts(2, 2, 2, 2, 1, cond("ScaleBlocked", "True", "QuotaExceeded"))),
+            "Degraded",
+            "QuotaExceeded",
+        ),
+    ]
+# A group counts available replicas (every clique meets minAvailable), a clique ready pods.
+CASES += [
+    (
+        G,
+        "PodCliqueScalingGroup",
+        "ready-but-not-available",
+        target("PodCliqueScalingGroup", counts(2, 2, 1, 2)),
+        "Progressing",
+        "1 of 2 replicas available, 2 updated",
+    ),
+    (
+        G,
+        "PodClique",
+        "available-but-not-ready",
+        target("PodClique", counts(2, 1, 2, 2)),
+        "Progressing",
+        "1 of 2 replicas ready, 2 updated",
+    ),
+]
+
 # Koordinator and scheduler-plugins share the v1alpha1 PodGroup status: same table for both.
 for _group, _api in (("scheduling.sigs.k8s.io", KOORD_PG), ("scheduling.x-k8s.io", COSCHED_PG)):
     CASES += [
@@ -687,7 +834,7 @@ def test_health_claims(group: str, kind: str, obj_: dict[str, Any], status: str,
 def test_every_kind_has_claims_for_fresh_and_failure_paths() -> None:
     """The table covers every script; every script that has a Degraded claim is tested Degraded."""
     covered = {(g, k) for g, k, *_ in CASES}
-    assert covered == {(g, k) for g, k, _ in GANG_KINDS}
+    assert covered == {(g, k) for g, k, _ in GANG_KINDS + GITOPS_KINDS}
     for path in sorted(HEALTH.glob("*.lua")):
         group, kind = path.stem.rsplit("_", 1)
         statuses = {s for g, k, _, _, s, _ in CASES if (g, k) == (group, kind)}
@@ -707,7 +854,10 @@ def test_freshly_created_object_without_status_is_healthy(group: str, kind: str,
     assert result["message"]
 
 
-@pytest.mark.parametrize(("group", "kind", "namespaced"), GANG_KINDS, ids=[f"{g}_{k}" for g, k, _ in GANG_KINDS])
+ALL_KINDS = GANG_KINDS + GITOPS_KINDS
+
+
+@pytest.mark.parametrize(("group", "kind", "namespaced"), ALL_KINDS, ids=[f"{g}_{k}" for g, k, _ in ALL_KINDS])
 def test_object_being_deleted_is_progressing(group: str, kind: str, namespaced: bool) -> None:
     """Deletion wins over everything, like Argo CD's own rule, even over a failure signal."""
     failing = obj(
@@ -715,7 +865,8 @@ def test_object_being_deleted_is_progressing(group: str, kind: str, namespaced: 
         kind,
         {
             "phase": "Failed",
-            "conditions": [cond("Unschedulable", "True", "NoFit", "no fit")],
+            "observedGeneration": 1,
+            "conditions": [cond("Unschedulable", "True", "NoFit", "no fit"), QUOTA],
             "schedulingConditions": [KAI_UNSCHEDULABLE],
         },
         metadata=DELETING,
@@ -743,10 +894,15 @@ ODD_STATUSES: list[dict[str, Any]] = [
     {"schedulerTopologyStatuses": [{"inSync": False}]},
     {"phase": "Failed", "failed": 0},
     {"detailStatus": []},
+    {"observedGeneration": "1"},
+    {"observedGeneration": 1},
+    {"observedGeneration": 1, "replicas": "2", "readyReplicas": None, "availableReplicas": "x"},
+    {"observedGeneration": 1, "conditions": [{"type": "ScaleBlocked", "status": "True"}]},
+    {"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "False", "reason": "InvalidWorkload"}]},
 ]
 
 
-@pytest.mark.parametrize(("group", "kind", "namespaced"), GANG_KINDS, ids=[f"{g}_{k}" for g, k, _ in GANG_KINDS])
+@pytest.mark.parametrize(("group", "kind", "namespaced"), ALL_KINDS, ids=[f"{g}_{k}" for g, k, _ in ALL_KINDS])
 def test_partial_statuses_never_break_a_script(group: str, kind: str, namespaced: bool) -> None:
     """Half-written statuses (missing fields, empty lists) give a valid answer, never a Lua error."""
     for status in ODD_STATUSES:
@@ -782,3 +938,26 @@ def test_scripts_use_only_libraries_argo_cd_opens(path: Path) -> None:
     assert not re.search(r"\b(string|math|io|os|debug|coroutine|utf8)\s*\.", code)
     assert not re.search(r"[\w)\]\"']\s*:\s*[A-Za-z_]\w*\s*\(", code), "method call (string library)"
     assert "Claims" in path.read_text(), "every script documents its claims in its header"
+
+
+@pytest.mark.parametrize(("group", "kind", "namespaced"), GITOPS_KINDS, ids=[f"{g}_{k}" for g, k, _ in GITOPS_KINDS])
+def test_gitops_kinds_without_spec_or_generation_never_break(group: str, kind: str, namespaced: bool) -> None:
+    """A half-built object (no spec, no generation) still gets an answer."""
+    bare = {"apiVersion": f"{group}/v1alpha1", "kind": kind, "metadata": {"name": "x"}, "status": {"observedGeneration": 1}}
+    result = run_health(health_script(group, kind), bare)
+    assert result["status"] == "Healthy" and result["message"]
+
+
+def test_podcliqueset_is_in_the_last_sync_wave_of_its_shard(rendered_examples: Path) -> None:
+    """Its health waits for the Pods (wave 10): in an earlier wave Argo CD would never reach them.
+    (Holds for every gitops.grove.io PodCliqueSet the renderer writes.)"""
+    wave = "argocd.argoproj.io/sync-wave"
+    shards: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(rendered_examples.rglob("*.yaml")):
+        if path.name != "kustomization.yaml":
+            shards.setdefault(path.parent.as_posix(), []).append(load_one(path))
+    for objects in shards.values():
+        waves = [int(o["metadata"].get("annotations", {}).get(wave, "0")) for o in objects]
+        for o, w in zip(objects, waves, strict=True):
+            if (o["apiVersion"], o["kind"]) == (GITOPS, "PodCliqueSet"):
+                assert w >= max(waves), (o["metadata"]["name"], w, max(waves))
