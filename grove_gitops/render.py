@@ -24,7 +24,7 @@ from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.gitsplit import git_objects
 from grove_gitops.expand.hpa import hpas
 from grove_gitops.expand.resourceclaims import validate_templates
-from grove_gitops.expand.scaling import Counts
+from grove_gitops.expand.scaling import Counts, counts_at
 from grove_gitops.expand.workload import expand_pcs
 from grove_gitops.expand.workloadobject import workload_object
 from grove_gitops.load.memory import MemorySource
@@ -407,17 +407,21 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
     return RenderPlan(inputs.render, inputs.warnings, items, extra, inputs, claim_templates)
 
 
-def render_source(root: Path, feasibility: bool = False) -> RenderResult:
+def render_source(root: Path, feasibility: bool = False, at: str = "git") -> RenderResult:
     """Render a whole source tree into objects (all in memory; see :func:`plan_source` for
     the streaming path), or raise :class:`InvalidInputError` with every problem.
 
     With ``feasibility`` and a node inventory in the source, the gangs are placed on it
     (docs/feasibility.md): a gang that does not fit raises under ``feasibility: enforce``.
+    ``at`` is ``"git"`` (what Git holds: autoscaled counts at their floor, without what
+    depends on a live count), or every object of the workloads with every autoscaled count at
+    ``"floor"``, ``"initial"`` or ``"max"`` (Git plus what the agent creates at those counts).
     """
     plan = plan_source(root)
     result = RenderResult(config=plan.config, warnings=list(plan.warnings))
     for item in plan.items:
-        objects, warnings = plan.expand(item)
+        counts = None if at == "git" or item.pcs is None else counts_at(item.pcs, at)
+        objects, warnings = plan.expand(item, counts)
         result.warnings += item.warnings + warnings
         result.objects += objects
         result.podcliquesets[item.key] = item.file

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.schemas import CRDRegistry
-from tests.support import CRDS
+from tests.support import CRDS, OUR_CRDS
 
 # Fuzz tests (tests/test_fuzz.py): a fixed, bounded search in CI; ``--hypothesis-profile long``
 # for a longer random one.
@@ -20,4 +20,4 @@ settings.load_profile("ci")
 
 @pytest.fixture(scope="session")
 def crds() -> CRDRegistry:
-    return CRDRegistry.from_dir(CRDS)
+    return CRDRegistry.from_dirs(CRDS, OUR_CRDS)

@@ -707,7 +707,8 @@ class CRDRegistry:
         self._versions: dict[tuple[str, str, str], CRDVersion] = {}
         self._validators: dict[tuple[str, str, str], Any] = {}
         self._lock = threading.Lock()
-        for crd in crds:
+        self.crds = list(crds)
+        for crd in self.crds:
             self._add(crd)
         self._groups = frozenset(group for group, _, _ in self._versions)
 
@@ -728,6 +729,11 @@ class CRDRegistry:
                 d for d in docs if isinstance(d, Mapping) and d.get("kind") == "CustomResourceDefinition"
             )
         return cls(crds)
+
+    @classmethod
+    def from_dirs(cls, *paths: Path) -> CRDRegistry:
+        """:meth:`from_dir` of several directories in one registry."""
+        return cls([crd for path in paths for crd in cls.from_dir(path).crds])
 
     def _add(self, crd: Mapping[str, Any]) -> None:
         spec = crd.get("spec") or {}

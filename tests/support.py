@@ -15,6 +15,8 @@ PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
 SAMPLES = SHARED / "samples" / "grove"
 CRDS = SHARED / "crds"
+#: Our own CRDs (gitops.grove.io): the workload record and the scale targets.
+OUR_CRDS = PROJECT / "overlays" / "crds"
 
 
 def write_source(root: Path, files: dict[str, str]) -> Path:
@@ -26,8 +28,10 @@ def write_source(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def render_files(tmp_path: Path, files: dict[str, str]) -> RenderResult:
-    return render_source(write_source(tmp_path / "src", files))
+def render_files(tmp_path: Path, files: dict[str, str], at: str = "git") -> RenderResult:
+    """Render ``files``; ``at="initial"`` gives Git's objects plus what the agent creates at
+    the autoscaled counts' start values (``render_source``'s ``at``)."""
+    return render_source(write_source(tmp_path / "src", files), at=at)
 
 
 def objects_by_kind(result: RenderResult, kind: str) -> dict[str, dict[str, Any]]:

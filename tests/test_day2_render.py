@@ -303,7 +303,9 @@ def _flux_kustomizations() -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_flux_wiring_has_kustomizations() -> None:
-    assert {name for name, _ in _flux_kustomizations()} == {"kustomization-prereqs.yaml", "kustomization-shard.yaml"}
+    assert {name for name, _ in _flux_kustomizations()} == {
+        "kustomization-crds.yaml", "kustomization-prereqs.yaml", "kustomization-shard.yaml"
+    }
 
 
 @pytest.mark.parametrize(("name", "doc"), _flux_kustomizations())

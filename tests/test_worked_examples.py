@@ -28,13 +28,21 @@ def init_args(pod: dict) -> list[str] | None:
 
 
 def test_simple3_objects_gangs_and_init_args(tmp_path: Path) -> None:
-    result = render_files(tmp_path, {"simple3.yaml": sample_text("simple/simple3-explicit-startup-order.yaml")})
+    # pca is autoscaled, so the base PodGang (whose podReferences follow its live count) is the
+    # agent's: the whole workload at the start counts is Git's objects plus the agent's.
+    result = render_files(tmp_path, {"simple3.yaml": sample_text("simple/simple3-explicit-startup-order.yaml")},
+                          at="initial")
     assert set(objects_by_kind(result, "ServiceAccount")) == {"simple3"}
     assert set(objects_by_kind(result, "Role")) == {"grove.io:pcs:simple3"}
     assert set(objects_by_kind(result, "RoleBinding")) == {"grove.io:pcs:simple3"}
     assert set(objects_by_kind(result, "Secret")) == {"simple3-ic-sat"}
     assert set(objects_by_kind(result, "Service")) == {"simple3-0"}
-    assert not objects_by_kind(result, "HorizontalPodAutoscaler")
+    # pca is autoscaled: Grove's HPA, aimed at our scale target (docs/autoscaling.md)
+    hpa = objects_by_kind(result, "HorizontalPodAutoscaler")["simple3-0-pca"]
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "PodClique",
+                                             "name": "simple3-0-pca"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (3, 5)
+    assert hpa["metadata"]["labels"]["app.kubernetes.io/component"] == "pcs-hpa"
     assert not objects_by_kind(result, "PodClique")
     gangs = objects_by_kind(result, "PodGang")
     assert set(gangs) == {"simple3-0", "simple3-0-sga-0"}
@@ -155,7 +163,7 @@ def test_simple3_objects_gangs_and_init_args(tmp_path: Path) -> None:
 
 def test_simple2_standalone_and_two_replicas(tmp_path: Path) -> None:
     text = sample_text("simple/simple2-explicit-startup-order.yaml")
-    result = render_files(tmp_path, {"simple2.yaml": text})
+    result = render_files(tmp_path, {"simple2.yaml": text}, at="initial")
     gangs = objects_by_kind(result, "PodGang")
     assert podgroups(gangs["simple2-0"]) == [
         ("simple2-0-pca", 3),
@@ -176,7 +184,8 @@ def test_simple2_standalone_and_two_replicas(tmp_path: Path) -> None:
         names = [e["name"] for c in pod["spec"]["containers"] for e in c["env"]]
         assert not any(n.startswith("GROVE_PCSG") for n in names)
 
-    two = render_files(tmp_path / "two", {"simple2.yaml": text.replace("replicas: 1\n", "replicas: 2\n", 1)})
+    two = render_files(tmp_path / "two", {"simple2.yaml": text.replace("replicas: 1\n", "replicas: 2\n", 1)},
+                       at="initial")
     gangs2 = objects_by_kind(two, "PodGang")
     assert set(gangs2) == {"simple2-0", "simple2-1"}
     assert set(objects_by_kind(two, "Service")) == {"simple2-0", "simple2-1"}

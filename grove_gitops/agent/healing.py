@@ -221,7 +221,7 @@ def replica_units(wl: Workload, day2: Day2, idx: Index | None = None) -> list[Un
         units.append(Unit(unit_id(ns, wl.pcs, PODCLIQUE, c.name), PODCLIQUE, c.name, i, state.breach, state.healthy))
     for g in day2.scaling_groups:
         available = fresh_available = 0
-        for j in range(g.replicas):
+        for j in range(g.count(idx.min_available)):
             complete = fresh_ok = True
             for clique in g.cliques:
                 fqn = g.podclique(j, clique)
@@ -415,7 +415,8 @@ def _terminations(wl: Workload, day2: Day2, units: list[Unit], memory: Memory, n
             else:
                 waiting.add(u.scaling_group_replica)
         waiting -= set(expired)
-        if not expired or g.replicas - len(expired) - len(waiting) < g.min_available:
+        live = len({u.scaling_group_replica for u in units if u.scaling_group == g.name})
+        if not expired or max(g.replicas, live) - len(expired) - len(waiting) < g.min_available:
             continue  # the group itself breaches: the PodCliqueSet-replica scope handles it
         for j in sorted(expired):
             out += _terminate_group_replica(wl, day2, g.name, j, expired[j], base)

@@ -57,6 +57,19 @@ class ScalingGroupSpec:
     min_available: int
     replicas: int
     cliques: tuple[str, ...]  # template clique names; replica j's PodClique is f"{name}-{j}-{clique}"
+    #: Autoscaled (docs/autoscaling.md): ``replicas`` is the floor Git renders; the replicas
+    #: above it are those whose PodGangs exist (:meth:`count`).
+    scale_target: bool = False
+
+    def count(self, known: Collection[str]) -> int:
+        """The replicas this group has now: ``replicas``, or for an autoscaled group also every
+        further replica some of whose PodCliques a live PodGang names (``known``)."""
+        if not self.scale_target:
+            return self.replicas
+        j = self.replicas
+        while j < G.MAX_GANG_PODS and any(self.podclique(j, c) in known for c in self.cliques):
+            j += 1
+        return j
 
     def podclique(self, replica: int, clique: str) -> str:
         return f"{self.name}-{replica}-{clique}"
@@ -141,6 +154,7 @@ def parse_day2(podgang: Raw) -> Day2 | None:
                 _int(g.get("minAvailable"), f"{w}.minAvailable"),
                 _int(g.get("replicas"), f"{w}.replicas"),
                 tuple(_str(c, f"{w}.cliques") for c in g["cliques"]),
+                g.get("scaleTarget") is True,
             )
         )
     # Each scaling-group replica has at least one pod per clique: more PodCliques than pods

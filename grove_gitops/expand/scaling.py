@@ -120,6 +120,15 @@ def floor_counts(pcs: PodCliqueSet) -> dict[tuple[int, str], int]:
     return {(i, u.name): u.min_replicas for i in range(pcs.spec.replicas) for u in units}
 
 
+def counts_at(pcs: PodCliqueSet, at: str) -> dict[tuple[int, str], int]:
+    """Every scale unit of every replica at ``"floor"``, ``"initial"`` (Grove's start value,
+    what the agent creates a scale target with) or ``"max"``."""
+    def pick(u: ScaleUnit) -> int:
+        return {"floor": u.min_replicas, "initial": u.initial, "max": u.max_replicas}[at]
+
+    return {(i, u.name): pick(u) for i in range(pcs.spec.replicas) for u in scale_units(pcs)}
+
+
 def max_counts(pcs: PodCliqueSet, replica: int) -> dict[tuple[int, str], int]:
     """Every scale unit of ``replica`` at its maximum: a plan with these counts holds every
     PodClique any live count can have (a backend looks PodCliques up by name)."""

@@ -74,7 +74,9 @@ def wave_of(obj: dict[str, Any], cluster_scoped: bool) -> int:
         return WAVE_NAMESPACE
     if kind == "Secret" and obj.get("apiVersion") == "v1" and obj.get("type") == SA_TOKEN_TYPE:
         return WAVE_SA_TOKEN
-    if kind == "Pod":
+    if kind == "Pod" or (kind == "PodCliqueSet" and str(obj.get("apiVersion", "")).startswith("gitops.grove.io/")):
+        # The workload's gitops.grove.io record is Healthy only once its pods run: in an
+        # earlier wave Argo CD would wait for it and never apply the pods.
         return WAVE_POD
     if cluster_scoped or kind in _PREREQ_KINDS:
         return WAVE_PREREQ

@@ -25,9 +25,8 @@ from grove_gitops.expand.scaling import API_VERSION, PCSG_KIND
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.render import CLUSTER_SHARD, RenderedObject, plan_source
 from tests.fakeserver import FakeApiServer
-from tests.support import CRDS, PROJECT
+from tests.support import CRDS, OUR_CRDS
 
-OUR_CRDS = PROJECT / "overlays" / "crds"
 #: Fields the API server owns, and what the agent changes on every released pod.
 SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences")
 
