@@ -47,8 +47,17 @@ def hpa(pcs: PodCliqueSet, replica: int, unit: ScaleUnit) -> dict[str, Any]:
     }
 
 
+#: PodCliqueSet annotation: ``external`` renders no HPA, for KEDA or a planner that owns the
+#: count through the same scale targets (two autoscalers on one ``/scale`` would fight).
+AUTOSCALER_ANNOTATION = "gitops.grove.io/autoscaler"
+EXTERNAL = "external"
+
+
 def hpas(pcs: PodCliqueSet) -> list[dict[str, Any]]:
-    """Every HPA of the PodCliqueSet, per replica, in Grove's order (``hpa.go:128-166``)."""
+    """Every HPA of the PodCliqueSet, per replica, in Grove's order (``hpa.go:128-166``);
+    none when the PodCliqueSet says another autoscaler owns its counts."""
+    if (pcs.metadata.annotations or {}).get(AUTOSCALER_ANNOTATION) == EXTERNAL:
+        return []
     units = scale_units(pcs)
     return [hpa(pcs, i, u) for i in range(pcs.spec.replicas) for u in units]
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grove_gitops.api.podcliqueset import (
+    AutoScalingConfig,
     EXPLICIT,
     IN_ORDER,
     PodCliqueScalingGroupConfig,
@@ -62,15 +63,34 @@ def pods_per_replica(pcs: PodCliqueSet) -> list[tuple[str, int, int]]:
     A clique in a scaling group gets ``group replicas x clique replicas`` pods; the field
     named is the clique's ``replicas`` (the usual culprit).
     """
-    groups: dict[str, int] = {}
-    for group in pcs.scaling_groups:
+    groups: dict[str, tuple[int, str | None, int]] = {}  # clique -> (replicas, autoscaling field, its value)
+    for g, group in enumerate(pcs.scaling_groups):
+        top = _scale_max(group.scaleConfig)
+        field = f"spec.template.podCliqueScalingGroups[{g}].scaleConfig.maxReplicas" if top > _count(
+            group.replicas, 1) else None
         for name in group.cliqueNames:
-            groups[name] = _count(group.replicas, 1)
+            groups[name] = (max(_count(group.replicas, 1), top), field, top)
     out = []
     for i, clique in enumerate(pcs.cliques):
-        pods = _count(clique.spec.replicas) * groups.get(clique.name, 1)
-        out.append((f"spec.template.cliques[{i}].spec.replicas", clique.spec.replicas, pods))
+        # An autoscaled clique or group counts at its autoscaling maximum: the agent creates
+        # that many when a scaler asks (docs/autoscaling.md), so the bound must hold there;
+        # the field named is then the maximum.
+        top = _scale_max(clique.spec.autoScalingConfig)
+        replicas = max(_count(clique.spec.replicas), top)
+        times, group_field, group_top = groups.get(clique.name, (1, None, 0))
+        field, value = f"spec.template.cliques[{i}].spec.replicas", clique.spec.replicas
+        if top > _count(clique.spec.replicas):
+            field, value = f"spec.template.cliques[{i}].spec.autoScalingConfig.maxReplicas", top
+        elif group_field is not None and group_top >= replicas:
+            field, value = group_field, group_top
+        out.append((field, value, replicas * times))
     return out
+
+
+def _scale_max(config: AutoScalingConfig | None) -> int:
+    if config is None:
+        return 0
+    return max(_count(config.maxReplicas), _count(config.minReplicas))
 
 
 def count_pods(pcs: PodCliqueSet) -> int:
@@ -139,6 +159,18 @@ def estimate_pod_bytes(pcs: PodCliqueSet) -> int:
     return _Size.of(pcs).pod_bytes
 
 
+def _scale_fields(config: AutoScalingConfig | None, path: str, limit: int) -> list[FieldError]:
+    """An autoscaling bound above the pod limit: the agent would loop that far."""
+    if config is None:
+        return []
+    above = f"must be no more than {limit}, the most pods this PodCliqueSet may have ({LIMIT_NAME})"
+    return [
+        invalid(f"{path}.{name}", value, above)
+        for name, value in (("minReplicas", config.minReplicas), ("maxReplicas", config.maxReplicas))
+        if value is not None and value > limit
+    ]
+
+
 def _count_fields(pcs: PodCliqueSet, limit: int) -> list[FieldError]:
     """Each count on its own: none may exceed the pod limit, and a scaling group's
     ``minAvailable`` (how many replicas every startup wait and base PodGang names) not its
@@ -150,9 +182,11 @@ def _count_fields(pcs: PodCliqueSet, limit: int) -> list[FieldError]:
     for i, clique in enumerate(pcs.cliques):
         if clique.spec.replicas > limit:
             errs.append(invalid(f"spec.template.cliques[{i}].spec.replicas", clique.spec.replicas, above))
+        errs += _scale_fields(clique.spec.autoScalingConfig, f"spec.template.cliques[{i}].spec.autoScalingConfig", limit)
     for i, group in enumerate(pcs.scaling_groups):
         path = f"spec.template.podCliqueScalingGroups[{i}]"
         replicas, minimum = _group_replicas(group), _group_min(group)
+        errs += _scale_fields(group.scaleConfig, f"{path}.scaleConfig", limit)
         if replicas > limit:
             errs.append(invalid(f"{path}.replicas", replicas, above))
         elif minimum > replicas:
@@ -230,12 +264,13 @@ class _Size:
         gangs = 1  # per PCS replica: the base PodGang, then the scaled ones
         for c in cliques:
             if c.name not in group_of:
+                count = max(c.spec.replicas, 1, _scale_max(c.spec.autoScalingConfig))  # at the maximum
                 podcliques += 1
-                waits += max(c.spec.replicas, 1) * waits_of(c)[0]
-                claims += max(c.spec.replicas, 1) * (shared.applying(c.name) + len(c.resourceSharing or []))
-                pod_bytes += max(c.spec.replicas, 1) * pod_size(c)
+                waits += count * waits_of(c)[0]
+                claims += count * (shared.applying(c.name) + len(c.resourceSharing or []))
+                pod_bytes += count * pod_size(c)
         for g in pcs.scaling_groups:
-            replicas = max(_group_replicas(g), 0)
+            replicas = max(_group_replicas(g), 0, _scale_max(g.scaleConfig))
             base = min(max(_group_min(g), 0), replicas)
             podcliques += replicas * len(g.cliqueNames)
             gangs += replicas - base

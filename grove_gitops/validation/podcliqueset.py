@@ -465,6 +465,18 @@ def _scaling_groups(pcs: PodCliqueSet, internal: set[str]) -> list[FieldError]:
                     "scaleConfig.minReplicas must be greater than or equal to minAvailable",
                 )
             )
+        # Grove validates no PCSG maxReplicas (spec/grove-autoscaling.md §6.2): an absent one
+        # reaches the API server as 0 and the HPA is refused. Refused here instead, with the
+        # clique rule's wording.
+        if sc is not None and sc.minReplicas is not None and sc.maxReplicas < max(sc.minReplicas, 1):
+            errs.append(
+                invalid(
+                    f"{path}.scaleConfig.maxReplicas",
+                    sc.maxReplicas,
+                    "must be greater than or equal to scaleConfig.minReplicas (grove-gitops; Grove accepts it and "
+                    "the API server then refuses its HorizontalPodAutoscaler)",
+                )
+            )
         errs += validate_annotations(group.annotations, f"{path}.annotations")
         errs += _sharing_common(group.resourceSharing or [], f"{path}.resourceSharing", internal)
         for k, ref in enumerate(group.resourceSharing or []):

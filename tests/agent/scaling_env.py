@@ -40,10 +40,15 @@ def crd_dir(tmp: Path) -> Path:
     return out
 
 
-def start_server(tmp: Path) -> FakeApiServer:
-    server = FakeApiServer(crd_dir=crd_dir(tmp)).start()
+def serve_hpas(server: FakeApiServer) -> None:
+    """``autoscaling/v2`` HorizontalPodAutoscalers (the render writes them into Git)."""
     server.register_resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
                              has_status=True)
+
+
+def start_server(tmp: Path) -> FakeApiServer:
+    server = FakeApiServer(crd_dir=crd_dir(tmp)).start()
+    serve_hpas(server)
     return server
 
 

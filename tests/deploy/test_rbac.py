@@ -17,6 +17,7 @@ from grove_gitops.agent import drift, kube
 
 from .helpers import (
     AUTOSCALING_PERMISSIONS,
+    AUTOSCALING_PERMISSIONS,
     BACKEND_GANG_RESOURCES,
     CLUSTER_EVENT_NAMESPACE,
     CLUSTER_SCOPED,
@@ -241,9 +242,13 @@ CLIENT_CALLS: dict[str, frozenset[Permission]] = {
     "delete_namespaced_pod": frozenset({("", "pods", "delete")}),
     "list_namespaced_custom_object": frozenset(
         {("scheduler.grove.io", "podgangs", "list"), ("scheduler.grove.io", "podgangs", "watch")}
+        # Kube.watch_objects: the gitops.grove.io records and scale targets
+        | {("gitops.grove.io", r, "watch") for r in ("podcliquesets", "podcliquescalinggroups", "podcliques")}
     ),
     "list_cluster_custom_object": frozenset(
         {("scheduler.grove.io", "podgangs", "list"), ("scheduler.grove.io", "podgangs", "watch")}
+        # Kube.watch_objects: the gitops.grove.io records and scale targets
+        | {("gitops.grove.io", r, "watch") for r in ("podcliquesets", "podcliquescalinggroups", "podcliques")}
     ),
     "patch_namespaced_custom_object_status": frozenset({("scheduler.grove.io", "podgangs/status", "patch")}),
     "get_namespaced_custom_object": GANG_GETS,
@@ -263,6 +268,16 @@ RAW_CALLS: dict[tuple[str, str], frozenset[Permission]] = {
     ("DELETE", "/api/v1/namespaces/"): frozenset({("", "pods", "delete")}),
     ("GET", "<variable>"): frozenset(),
     ("GET", "/api/"): frozenset(),
+    # Kube.create / list_objects / patch_object / delete_object (autoscaling, docs/autoscaling.md):
+    # the path is built from discovery, so the table names every kind the agent writes that way.
+    ("POST", "<variable>"): frozenset(p for p in AUTOSCALING_PERMISSIONS if p[2] == "create"),
+    ("GET", ""): frozenset(
+        {(g, r, "list") for g, r in BACKEND_GANG_RESOURCES}
+        | {("resource.k8s.io", "resourceclaims", "list")}
+        | {("gitops.grove.io", r, "list") for r in ("podcliquesets", "podcliquescalinggroups", "podcliques")}
+    ),
+    ("PATCH", ""): frozenset(p for p in AUTOSCALING_PERMISSIONS if p[2] == "patch"),
+    ("DELETE", "<variable>"): frozenset(p for p in AUTOSCALING_PERMISSIONS if p[2] == "delete"),
 }
 CLIENT_OBJECTS = {"core", "custom", "events", "api"}
 
@@ -340,11 +355,12 @@ def test_autoscaling_grants(lifter_objs: Objects) -> None:
     """What the agent needs to materialise replicas above the floor, and nothing that writes a count."""
     authz = Authorizer(lifter_objs)
     ns, gitops = WATCHED_NAMESPACE, "gitops.grove.io"
-    for verb in ("get", "list", "watch"):
-        assert authz.allows(Request(verb, gitops, "podcliquesets", ns, None if verb != "get" else "x"))
+    for verb in ("list", "watch"):
+        assert authz.allows(Request(verb, gitops, "podcliquesets", ns, None))
+    assert not authz.allows(Request("get", gitops, "podcliquesets", ns, "x"))  # the watch cache answers
     assert authz.allows(Request("patch", gitops, "podcliquesets/status", ns, "x"))
     for resource in ("podcliquescalinggroups", "podcliques"):
-        for verb in ("get", "list", "watch", "create", "patch", "delete"):
+        for verb in ("list", "watch", "create", "patch", "delete"):
             assert authz.allows(Request(verb, gitops, resource, ns, "x")), (resource, verb)
         assert authz.allows(Request("patch", gitops, f"{resource}/status", ns, "x"))
         # Scalers write counts through /scale; the agent never does.
@@ -359,9 +375,9 @@ def test_autoscaling_grants(lifter_objs: Objects) -> None:
     assert authz.allows(Request("create", "", "pods", ns, None))
     for group, resource in sorted(BACKEND_GANG_RESOURCES):
         granted = {v for g, r, v in LIFTER_PERMISSIONS if (g, r) == (group, resource)}
-        assert granted == {"get", "create", "delete"}, (group, resource)
+        assert granted == {"get", "list", "create", "delete"}, (group, resource)
     granted = {v for g, r, v in LIFTER_PERMISSIONS if (g, r) == ("resource.k8s.io", "resourceclaims")}
-    assert granted == {"get", "create", "delete"}
+    assert granted == {"list", "create", "delete"}
     assert not authz.allows(Request("get", "resource.k8s.io", "resourceclaimtemplates", ns, "x"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from pathlib import Path
 from typing import Any
 
 import kubernetes.client
@@ -30,10 +31,12 @@ from grove_gitops.expand import ownership
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
+from tests.agent.scaling_env import crd_dir, serve_hpas
 from tests.fakeserver import FakeApiServer
 from tests.fakeserver.server import DEFAULT_NAMESPACES
 
 from .helpers import (
+    BACKEND_GANG_RESOURCES,
     GATE_LIFTER,
     LEASE_NAME,
     LEASE_PERMISSIONS,
@@ -189,6 +192,7 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None) -> None:
             lambda: all(p["metadata"]["name"] != "stray-0-abcdefgh" for p in server.store.list_objects("pods", WATCHED_NAMESPACE)),
             timeout=20,
         )
+        _exercise_autoscaling(server)
     finally:
         stop.set()
         worker.join(timeout=20)
@@ -203,16 +207,65 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None) -> None:
     leader._release()
 
 
+SCALE_TARGET = "llama-disagg-0-prefill"
+#: Autoscaling grants the example (a KAI scaling group) cannot use: a standalone clique's scale
+#: target and base PodGang, ResourceClaims and the other backends' gang objects. The property test
+#: (tests/agent/test_scaling_property.py) drives them through the same Kube calls, every backend.
+ELSEWHERE: frozenset[tuple[str, str, str]] = frozenset(
+    {("gitops.grove.io", "podcliques", v) for v in ("create", "patch", "delete")}
+    | {("gitops.grove.io", "podcliques/status", "patch"), ("scheduler.grove.io", "podgangs", "patch")}
+    | {("resource.k8s.io", "resourceclaims", v) for v in ("list", "create", "delete")}
+    | {(g, r, v) for g, r in BACKEND_GANG_RESOURCES if g != "scheduling.run.ai" for v in ("list", "create", "delete")}
+)
+
+
+def _exercise_autoscaling(server: FakeApiServer) -> None:
+    """Scale the example's prefill group out and in, move its bounds in Git, then drop it. The
+    test's own reads and writes go to the store directly: only the agent's requests are traced."""
+    groups, records = "podcliquescalinggroups.gitops.grove.io", "podcliquesets.gitops.grove.io"
+
+    def pods() -> int:
+        return len(server.store.list_objects("pods", WATCHED_NAMESPACE))
+
+    def target() -> dict[str, Any] | None:
+        return server.get_object(groups, WATCHED_NAMESPACE, SCALE_TARGET)
+
+    def write(resource: str, name: str, change: Any) -> None:  # a scaler's /scale write, or Git's
+        obj = server.get_object(resource, WATCHED_NAMESPACE, name)
+        assert obj is not None
+        change(obj)
+        server.put_object(obj)
+
+    assert server.wait_for(lambda: target() is not None, timeout=20)
+    before = pods()
+    write(groups, SCALE_TARGET, lambda o: o["spec"].update(replicas=3))
+    assert server.wait_for(lambda: pods() == before + 4, timeout=20), pods()
+    write(groups, SCALE_TARGET, lambda o: o["spec"].update(replicas=2))
+    def gangs() -> list[str]:
+        return sorted(g["metadata"]["name"] for g in server.store.list_objects("podgangs.scheduler.grove.io",
+                                                                              WATCHED_NAMESPACE))
+
+    assert server.wait_for(lambda: pods() == before and len(gangs()) == 2, timeout=20), (
+        pods(), before, gangs(), [r for r in server.requests if "prefill-1" in r.path and r.verb == "delete"][:3])
+    write(records, "llama-disagg", lambda o: o["spec"]["scaleTargets"][0].update(maxReplicas=5))
+    assert server.wait_for(lambda: (target() or {}).get("spec", {}).get("maxReplicas") == 5, timeout=20)
+    write(records, "llama-disagg", lambda o: o["spec"].update(scaleTargets=[]))
+    assert server.wait_for(lambda: target() is None, timeout=20)
+
+
 @pytest.mark.parametrize(
     ("overlay", "watch_namespace"),
     [(GATE_LIFTER, None), (NAMESPACED, WATCHED_NAMESPACE)],
     ids=["cluster", "namespaced"],
 )
-def test_every_request_is_allowed_and_every_grant_used(overlay: Any, watch_namespace: str | None) -> None:
+def test_every_request_is_allowed_and_every_grant_used(
+    overlay: Any, watch_namespace: str | None, tmp_path: Path
+) -> None:
     require_kubectl()
     authz = Authorizer(build(overlay))
     objs = _rendered_examples()
-    with FakeApiServer(namespaces=(*DEFAULT_NAMESPACES, LIFTER_NAMESPACE)) as server:
+    with FakeApiServer(crd_dir(tmp_path), namespaces=(*DEFAULT_NAMESPACES, LIFTER_NAMESPACE)) as server:
+        serve_hpas(server)
         _serve_workload_api(server)
         setup = Kube(server.api_client())
         for obj in objs:
@@ -238,9 +291,13 @@ def test_every_request_is_allowed_and_every_grant_used(overlay: Any, watch_names
     assert denied == []
     # Every grant used, the agent's pod delete included (the autoscaling grants once the agent's
     # autoscaling code is in the tree: then this run must exercise it).
-    assert used | pending_autoscaling_permissions() == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
+    assert used | pending_autoscaling_permissions() | ELSEWHERE == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
+    assert not used & ELSEWHERE - {("scheduler.grove.io", "podgangs", "patch")}  # keep ELSEWHERE honest
     # Discovery is only per group-version (system:discovery covers it), never a resource.
-    assert discovery and all(p.startswith("/apis/") and p.count("/") == 3 for p in discovery), discovery
+    # (``/api/v1``: the core group's, read by the agent's pod creates above the floor.)
+    assert discovery and all(
+        (p.startswith("/apis/") and p.count("/") == 3) or p == "/api/v1" for p in discovery
+    ), discovery
     # The drift Event went to `default`, the conflicting pod was re-read in the watched namespace.
     events = [r for r in records if r.verb == "create" and "/events" in r.path]
     assert events and all("/namespaces/default/" in r.path for r in events)

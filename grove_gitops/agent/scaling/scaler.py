@@ -240,6 +240,8 @@ class Scaler:
         todo = plan(desired.objects, live, workload.uid)
         if todo.empty:
             return
+        log.debug("autoscaling %s/%s: %d gangs, %d pods joining, %d replaced, deletes %s", workload.namespace,
+                  workload.name, len(todo.gangs), len(todo.join), len(todo.replace), todo.delete)
         now = time.monotonic()
         owner = workload.owner_reference
         for obj in todo.loose:
@@ -270,6 +272,7 @@ class Scaler:
         self.writes += sum(deletes)
 
     def _create(self, obj: dict[str, Any], owner: Raw, memory: _Memory) -> Raw | None:
+        log.debug("creating %s %s", obj["kind"], obj["metadata"]["name"])
         body = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner]}}
         try:
             created = self.kube.create(body)
@@ -302,10 +305,12 @@ class Scaler:
         return None
 
     def _delete(self, key: ObjectKey, uid: str, memory: _Memory) -> bool:
+        log.debug("deleting %s", key)
         try:
             self.kube.delete_object(key[0], key[1], key[2], key[3], uid)
         except ApiException as exc:
             if exc.status == 409:
+                log.debug("not deleting %s %s/%s: %s", key[1], key[2], key[3], _api_message(exc))
                 return False  # replaced under the same name since: not ours to delete
             raise
         memory.others.pop(key, None)

@@ -1,0 +1,181 @@
+"""The autoscaling half's pure parts: which writes a scale step needs, and hostile workload records."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grove_gitops import __version__
+from grove_gitops.agent.scaling.expansion import Expander
+from grove_gitops.agent.scaling.plan import plan
+from grove_gitops.agent.scaling.workload import MAX_TARGETS, BadWorkload, parse
+from grove_gitops.expand.gitsplit import ObjectKey
+
+UID = "owner-uid"
+NS = "llm"
+GANG_API = "scheduler.grove.io/v1alpha1"
+
+
+def _pod(name: str, slot: str, gang: str, j: int, k: int, *, owned: bool = True, uid: str = "") -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name, "namespace": NS, "uid": uid or f"uid-{name}",
+        "labels": {"grove.io/podgang": gang, "grove.io/podcliquescalinggroup-replica-index": str(j),
+                   "grove.io/podclique-pod-index": str(k)},
+    }
+    if owned:
+        meta["ownerReferences"] = [{"uid": UID}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"hostname": slot}}
+
+
+def _gang(name: str, pods: list[str], *, owned: bool = True, objects: list[str] = ()) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "uid": f"uid-{name}", "annotations": {
+        "gitops.grove.io/gang-objects": json.dumps(
+            [{"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "name": o} for o in objects])}}
+    if owned:
+        meta["ownerReferences"] = [{"uid": UID}]
+    return {"apiVersion": GANG_API, "kind": "PodGang", "metadata": meta,
+            "spec": {"podgroups": [{"name": name, "podReferences": [{"name": p, "namespace": NS} for p in pods]}]}}
+
+
+def _group(name: str, *, owned: bool = True) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "uid": f"uid-{name}"}
+    if owned:
+        meta["ownerReferences"] = [{"uid": UID}]
+    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": meta, "spec": {"minMember": 2}}
+
+
+def _key(obj: dict[str, Any]) -> ObjectKey:
+    return (obj["apiVersion"], obj["kind"], NS, obj["metadata"]["name"])
+
+
+def _index(*objs: dict[str, Any]) -> dict[ObjectKey, dict[str, Any]]:
+    return {_key(o): o for o in objs}
+
+
+def _replica(j: int, *, owned: bool = True, suffix: str = "a") -> list[dict[str, Any]]:
+    """Scaled gang ``g-<j>`` with two pods and a backend PodGroup."""
+    gang = f"g-{j}"
+    pods = [_pod(f"p-{j}-{k}-{suffix}", f"p-{j}-{k}", gang, j, k, owned=owned) for k in range(2)]
+    return [*pods, _gang(gang, [p["metadata"]["name"] for p in pods], owned=owned, objects=[gang]),
+            _group(gang, owned=owned)]
+
+
+def test_scale_out_creates_each_missing_gang_whole_pods_first_and_the_podgang_last() -> None:
+    desired = _index(*_replica(2), *_replica(3))
+    live = _index(*_replica(2))
+    out = plan(desired, live, UID)
+    assert [g.name for g in out.gangs] == ["g-3"]
+    gang = out.gangs[0]
+    assert [p["metadata"]["name"] for p in gang.pods] == ["p-3-0-a", "p-3-1-a"]
+    assert [(o["kind"], o["metadata"]["name"]) for o in gang.objects] == [("PodGroup", "g-3"), ("PodGang", "g-3")]
+    assert not out.delete and not out.join and not out.replace and not out.loose
+
+
+def test_scale_in_deletes_pods_highest_index_first_and_the_gang_only_once_its_pods_are_gone() -> None:
+    desired = _index(*_replica(2))
+    live = _index(*_replica(2), *_replica(3), *_replica(4))
+    first = plan(desired, live, UID)
+    assert [k[3] for k, _ in first.delete] == ["p-4-1-a", "p-4-0-a", "p-3-1-a", "p-3-0-a"]
+    # pods gone: now the gangs and their backend objects
+    after = {k: o for k, o in live.items() if not (k[1] == "Pod" and k[3][2] in "34")}
+    second = plan(desired, after, UID)
+    assert sorted(k[3] for k, _ in second.delete) == ["g-3", "g-3", "g-4", "g-4"]
+    assert {k[1] for k, _ in second.delete} == {"PodGang", "PodGroup"}
+
+
+def test_objects_git_applied_or_of_someone_else_are_never_deleted_or_replaced() -> None:
+    desired = _index(*_replica(2))
+    live = _index(*_replica(2), *_replica(3, owned=False))
+    changed = _replica(2)[2]
+    changed["spec"]["podgroups"][0]["podReferences"] = []
+    live[_key(changed)] = {**changed, "metadata": {**changed["metadata"], "ownerReferences": []}}
+    out = plan(desired, live, UID)
+    assert out.delete == [] and out.replace == []
+
+
+def test_an_old_pod_in_a_wanted_slot_is_left_to_the_rolling_update() -> None:
+    desired = _index(*_replica(2, suffix="new"))
+    live = _index(*_replica(2, suffix="old"))
+    out = plan(desired, live, UID)
+    assert out.delete == []  # the day-2 loop retires p-2-*-old in Grove's order
+    assert sorted(p["metadata"]["name"] for p in out.join) == ["p-2-0-new", "p-2-1-new"]
+    assert [o["metadata"]["name"] for o in out.replace] == ["g-2"]  # its podReferences name the new pods
+
+
+def test_terminating_objects_are_not_deleted_twice() -> None:
+    live = _index(*_replica(3))
+    for obj in live.values():
+        obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert plan({}, live, UID).delete == []
+
+
+# ------------------------------------------------------------------------------ the record
+def _record(**spec: Any) -> dict[str, Any]:
+    base = {
+        "replicas": 1, "rendererVersion": __version__,
+        "scaleTargets": [{"kind": "PodCliqueScalingGroup", "name": "w-0-g", "podCliqueSetReplica": 0,
+                          "templateName": "g", "minAvailable": 1, "minReplicas": 1, "maxReplicas": 4,
+                          "initialReplicas": 2, "selector": "a=b"}],
+        "source": [{"kind": "PodCliqueSet"}],
+    }
+    base.update(spec)
+    return {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "PodCliqueSet",
+            "metadata": {"name": "w", "namespace": NS, "uid": UID, "generation": 1}, "spec": base}
+
+
+def test_a_record_as_the_render_writes_it_parses() -> None:
+    workload = parse(_record())
+    assert [(t.name, t.min_replicas, t.max_replicas, t.initial) for t in workload.targets] == [("w-0-g", 1, 4, 2)]
+    assert workload.owner_reference["uid"] == UID
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"scaleTargets": [{}] * (MAX_TARGETS + 1)}, "spec.scaleTargets"),
+        ({"scaleTargets": [{"kind": "Deployment"}]}, "spec.scaleTargets[0].kind"),
+        ({"source": "x"}, "spec.source"),
+        ({"source": [{"x": "y" * 2_000_000}]}, "spec.source"),
+        ({"source": []}, "spec.source"),
+    ],
+)
+def test_records_no_render_writes_are_refused_naming_the_field(spec: dict[str, Any], field: str) -> None:
+    with pytest.raises(BadWorkload, match=field.replace("[", r"\[").replace("]", r"\]")):
+        parse(_record(**spec))
+
+
+def test_a_target_outside_its_workload_or_with_a_huge_count_is_refused() -> None:
+    target = _record()["spec"]["scaleTargets"][0]
+    with pytest.raises(BadWorkload, match="name"):
+        parse(_record(scaleTargets=[{**target, "name": "other-0-g"}]))
+    with pytest.raises(BadWorkload, match="maxReplicas"):
+        parse(_record(scaleTargets=[{**target, "maxReplicas": 10**12}]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                    max_leaves=30))
+def test_any_hostile_record_is_parsed_or_refused_with_bad_workload(value: Any) -> None:
+    for record in (_record(scaleTargets=value), _record(source=value), _record(rendererVersion=value)):
+        try:
+            parse(record)
+        except BadWorkload:
+            pass
+
+
+def test_a_record_of_another_renderer_version_is_not_rendered() -> None:
+    workload = parse(_record(rendererVersion="0.0.0-other"))
+    with pytest.raises(BadWorkload, match="rendererVersion"):
+        Expander().desired(workload, {(0, "g"): 2})
+
+
+def test_a_record_whose_inputs_do_not_render_is_refused_with_the_problem() -> None:
+    workload = parse(_record(source=[{"apiVersion": "grove.io/v1alpha1", "kind": "PodCliqueSet",
+                                      "metadata": {"name": "w", "namespace": NS}, "spec": {"replicas": -1}}]))
+    with pytest.raises(BadWorkload, match="does not render"):
+        Expander().desired(workload, {(0, "g"): 2})
