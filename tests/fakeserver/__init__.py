@@ -20,7 +20,7 @@ termination and namespace Terminating (deletes are immediate), protobuf/CBOR.
 
 from tests.fakeserver.faults import Fault, FaultInjector, RequestRecord
 from tests.fakeserver.resources import GroupResource, ResourceType
-from tests.fakeserver.server import FakeApiServer, default_crd_dir
+from tests.fakeserver.server import FakeApiServer, default_crd_dir, project_crd_dir
 from tests.fakeserver.store import Store
 from tests.fakeserver.validation import KubernetesSchemaValidator, Validator
 
@@ -35,4 +35,5 @@ __all__ = [
     "Store",
     "Validator",
     "default_crd_dir",
+    "project_crd_dir",
 ]

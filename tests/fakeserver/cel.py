@@ -1,0 +1,232 @@
+"""Compile and run one CRD ``x-kubernetes-validations`` rule with ``cel-python`` (``celpy``), bounded.
+
+kube-apiserver evaluates these rules with cel-go plus the Kubernetes CEL libraries. celpy is a
+pure-Python CEL interpreter with the standard macros and functions only, so this module decides
+per rule whether the fake can evaluate it faithfully:
+
+- a rule (or ``messageExpression``) that does not parse, or that calls a function celpy does not
+  have (the Kubernetes libraries: ``isSorted``, ``lowerAscii``, ``split``, ``format``, ``quantity``,
+  ``url``, ``ip``/``cidr``, ``optional`` types such as ``oldSelf.hasValue()``, regex ``find`` …)
+  is *unsupported*: the fake skips it (it neither rejects objects nor crashes) and lists it in
+  :func:`skipped_rules`;
+- a rule with ``optionalOldSelf: true`` is unsupported too (it needs CEL optionals);
+- a rule that names ``oldSelf`` is a *transition rule* (the caller evaluates it on update only).
+
+Cost bound. cel-go meters a rule's runtime cost and stops it past the per-call limit (1,000,000
+units). The fake meters celpy's work instead: every AST node visited costs one unit, and a rule
+stops with kube's ``operation cancelled: actual cost limit exceeded`` once it spends
+:data:`PER_CALL_LIMIT` units; one object's rules share :data:`PER_OBJECT_BUDGET` units (kube's
+``RuntimeCELCostBudget``). One unit is about ten microseconds of Python, so a single rule is
+bounded to about a second and one write's rules to a few seconds, whatever the input size or
+nesting. The units are not cel-go's (a visit is finer-grained than a cel-go step), so a rule near
+kube's limit may stop earlier here; each rule in the project's CRDs costs well under a hundred units.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError, Evaluator, base_functions
+
+JsonObj = dict[str, Any]
+
+PER_CALL_LIMIT = 100_000
+PER_OBJECT_BUDGET = 300_000
+MAX_RULE_LENGTH = 64 * 1024  # a rule longer than this is not compiled (kube bounds it by cost estimation)
+
+# The standard CEL macros celpy implements (as methods or as ``has``/``dyn``), plus its functions.
+_MACROS = frozenset({"has", "dyn", "all", "exists", "exists_one", "map", "filter"})
+_SUPPORTED = frozenset(base_functions) | _MACROS
+
+COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+
+
+class CostExceeded(Exception):
+    """The rule spent more than its allowance (per call or per object)."""
+
+
+class Budget:
+    """Cost units left for one object's rules; each call also has :data:`PER_CALL_LIMIT`."""
+
+    def __init__(self, total: int = PER_OBJECT_BUDGET) -> None:
+        self.remaining = total
+        self._call_left = 0
+
+    def start_call(self) -> None:
+        self._call_left = PER_CALL_LIMIT
+
+    def spend(self) -> None:
+        self._call_left -= 1
+        self.remaining -= 1
+        if self._call_left < 0 or self.remaining < 0:
+            raise CostExceeded(COST_EXCEEDED)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.remaining <= 0
+
+
+class _MeteredEvaluator(Evaluator):
+    """celpy's tree-walking evaluator, charging one unit per node visited (macro bodies included)."""
+
+    def __init__(self, ast: lark.Tree[Any], activation: Any, budget: Budget) -> None:
+        super().__init__(ast, activation)
+        self._budget = budget
+
+    def _visit_tree(self, tree: lark.Tree[Any]) -> Any:
+        self._budget.spend()
+        return super()._visit_tree(tree)
+
+    def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
+        return _MeteredEvaluator(ast, self.activation, self._budget)
+
+
+@dataclass(frozen=True)
+class Expression:
+    """One compiled CEL expression (a rule or a messageExpression)."""
+
+    source: str
+    ast: lark.Tree[Any]
+    runner: Any  # celpy.Runner (untyped library object)
+    uses_old_self: bool
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A validation rule as the CRD states it, compiled; ``unsupported`` says why it is skipped."""
+
+    rule: str
+    message: str
+    message_expression: Expression | None
+    reason: str
+    field_path: str
+    program: Expression | None
+    unsupported: str = ""
+
+    @property
+    def uses_old_self(self) -> bool:
+        return self.program is not None and self.program.uses_old_self
+
+
+class Unsupported(ValueError):
+    """celpy cannot evaluate this expression the way cel-go with Kubernetes' libraries would."""
+
+
+_ENV = celpy.Environment()
+_LOCK = threading.Lock()
+_EXPRESSIONS: dict[str, Expression | Unsupported] = {}
+_SKIPPED: dict[str, str] = {}
+
+
+def _names_called(ast: lark.Tree[Any]) -> set[str]:
+    names: set[str] = set()
+    for node in ast.iter_subtrees():
+        if node.data == "member_dot_arg" and len(node.children) >= 2:
+            names.add(str(node.children[1]))
+        elif node.data == "ident_arg" and node.children:
+            names.add(str(node.children[0]))
+    return names
+
+
+def _uses_old_self(ast: lark.Tree[Any]) -> bool:
+    return any(
+        node.data == "ident" and node.children and str(node.children[0]) == "oldSelf"
+        for node in ast.iter_subtrees()
+    )
+
+
+def compile_expression(source: str) -> Expression:
+    """Compile ``source`` once per process (cached); raises :class:`Unsupported`."""
+    with _LOCK:
+        cached = _EXPRESSIONS.get(source)
+    if cached is None:
+        cached = _compile(source)
+        with _LOCK:
+            _EXPRESSIONS[source] = cached
+    if isinstance(cached, Unsupported):
+        raise cached
+    return cached
+
+
+def _compile(source: str) -> Expression | Unsupported:
+    if len(source) > MAX_RULE_LENGTH:
+        return Unsupported(f"longer than {MAX_RULE_LENGTH} characters")
+    try:
+        with _LOCK:
+            ast = _ENV.compile(source)
+            runner = _ENV.program(ast)
+    except Exception as error:  # celpy raises its own parse errors and, for odd input, lark's
+        return Unsupported(f"celpy cannot parse it: {type(error).__name__}: {str(error).splitlines()[0][:200]}")
+    missing = sorted(_names_called(ast) - _SUPPORTED)
+    if missing:
+        return Unsupported(f"uses functions celpy lacks: {', '.join(missing)}")
+    return Expression(source, ast, runner, _uses_old_self(ast))
+
+
+def compile_rule(rule: Any) -> CompiledRule:
+    """Compile one ``x-kubernetes-validations`` entry; never raises (bad rules become unsupported)."""
+    if not isinstance(rule, dict) or not isinstance(rule.get("rule"), str):
+        return CompiledRule(str(rule), "", None, "", "", None, "not a rule object with a string rule")
+    text = rule["rule"]
+    message = rule.get("message") if isinstance(rule.get("message"), str) else ""
+    reason = rule.get("reason") if isinstance(rule.get("reason"), str) else ""
+    field_path = rule.get("fieldPath") if isinstance(rule.get("fieldPath"), str) else ""
+    unsupported = ""
+    program: Expression | None = None
+    message_expression: Expression | None = None
+    if rule.get("optionalOldSelf") is True:
+        unsupported = "optionalOldSelf needs CEL optional types, which celpy lacks"
+    else:
+        try:
+            program = compile_expression(text)
+            if isinstance(rule.get("messageExpression"), str) and rule["messageExpression"]:
+                message_expression = compile_expression(rule["messageExpression"])
+        except Unsupported as error:
+            unsupported = str(error)
+            program = None
+    if unsupported:
+        with _LOCK:
+            _SKIPPED[text] = unsupported
+    return CompiledRule(text, message or "", message_expression, reason or "", field_path or "", program, unsupported)
+
+
+def skipped_rules() -> dict[str, str]:
+    """Every rule the fake has declined to evaluate so far in this process, with the reason."""
+    with _LOCK:
+        return dict(_SKIPPED)
+
+
+def to_cel(value: Any) -> Any:
+    """A JSON value as the CEL value cel-go would bind (objects become maps, numbers int/double)."""
+    return json_to_cel(value)
+
+
+def evaluate(expression: Expression, activation: JsonObj, budget: Budget) -> Any:
+    """Run ``expression`` with ``activation`` (``self``/``oldSelf`` as CEL values) under ``budget``.
+
+    Returns the CEL value; raises :class:`CELEvalError` for a runtime error (no such key, no such
+    overload, division by zero …) and :class:`CostExceeded` past the cost limits.
+    """
+    budget.start_call()
+    with _LOCK:  # celpy annotates the shared AST while it evaluates: one evaluation at a time
+        evaluator = _MeteredEvaluator(expression.ast, expression.runner.new_activation(), budget)
+        return evaluator.evaluate(activation)
+
+
+def is_true(value: Any) -> bool:
+    """CEL ``true`` (and nothing else: a rule yielding a non-bool fails, as cel-go's ``!= types.True``)."""
+    return isinstance(value, celtypes.BoolType) and bool(value)
+
+
+def eval_error_text(error: CELEvalError) -> str:
+    """celpy's error text, shaped like cel-go's where the meaning is the same."""
+    text = str(error.args[0]) if error.args else str(error)
+    if text.startswith("no such member in mapping: "):
+        return "no such key: " + text.removeprefix("no such member in mapping: ").strip("'")
+    return text
