@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.fakeapi.crd_fixtures import WIDGET_CRD, write_crds
 from tests.fakeapi.fakeapi_helpers import raw
@@ -24,6 +25,7 @@ from tests.fakeserver import cel as fake_cel
 from tests.fakeserver.crd_rules import CelRuleValidator
 
 WIDGETS = "/apis/test.grove.io/v1/namespaces/default/widgets"
+GROVE_SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "grove"
 
 
 def widget(name: str = "w", **spec: Any) -> dict[str, Any]:
@@ -180,17 +182,45 @@ def test_rules_celpy_cannot_run_are_skipped_and_listed(widgets: FakeApiServer) -
     assert "lowerAscii" in skipped["self.mode.lowerAscii() == self.mode"]
 
 
-def test_the_shared_crds_load_and_their_unsupported_rules_are_skipped() -> None:
-    """Every rule in the shared CRDs either compiles in celpy or is skipped with a reason (Grove's
-    ``optionalOldSelf`` rules need CEL optionals); none makes the fake crash."""
+def test_the_shared_crds_rules_all_run_in_the_fake() -> None:
+    """Every rule in the shared CRDs compiles in celpy or is skipped with a reason; today none is
+    skipped (Grove's ``optionalOldSelf`` rules use ``oldSelf`` only as ``oldSelf.hasValue()``)."""
     with FakeApiServer() as fake:
         validator = CelRuleValidator()
         for rt in fake.registry.all():
             if rt.schema is not None and validator.has_rules(rt.schema):
                 validator.errors(rt.schema, {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {}}, None)
-    skipped = fake_cel.skipped_rules()
-    assert any("oldSelf.hasValue()" in rule for rule in skipped)
-    assert all(reason for reason in skipped.values())
+    shared = {k: v for k, v in fake_cel.skipped_rules().items() if "lowerAscii" not in k}
+    assert shared == {}
+
+
+def _grove_pcs(pack_domain: bool) -> dict[str, Any]:
+    pcs = yaml.safe_load((GROVE_SAMPLES / "simple" / "simple1.yaml").read_text(encoding="utf-8"))
+    pcs["metadata"] = {"name": "pcs"}
+    if pack_domain:
+        pcs["spec"]["template"]["topologyConstraint"] = {"topologyName": "t", "packDomain": "rack"}
+    return dict(pcs)
+
+
+def test_optional_old_self_rules_run_on_create(server: FakeApiServer) -> None:
+    """``optionalOldSelf: true`` makes a transition rule run on create with ``oldSelf`` unset:
+    Grove refuses the deprecated ``packDomain`` on new workloads (reason FieldValueForbidden,
+    fieldPath ``.spec.template.topologyConstraint.packDomain``) but keeps accepting updates of
+    a workload that already has it (``oldSelf.hasValue()``)."""
+    path = "/apis/grove.io/v1alpha1/namespaces/default/podcliquesets"
+    status, body = raw(server, "POST", path, _grove_pcs(pack_domain=True))
+    assert status == 422, body
+    assert _causes(body) == [
+        (
+            "FieldValueForbidden",
+            "spec.template.topologyConstraint.packDomain",
+            "Forbidden: packDomain is deprecated and cannot be used on new workloads; use pack.required",
+        )
+    ]
+    server.put_object(dict(_grove_pcs(pack_domain=True), apiVersion="grove.io/v1alpha1", kind="PodCliqueSet"))
+    status, body = raw(server, "PATCH", f"{path}/pcs", {"metadata": {"labels": {"x": "y"}}}, "application/merge-patch+json")
+    assert status == 200, body
+    assert raw(server, "POST", path, dict(_grove_pcs(pack_domain=False), metadata={"name": "new"}))[0] == 201
 
 
 def test_a_shared_crd_transition_rule_is_enforced(server: FakeApiServer) -> None:

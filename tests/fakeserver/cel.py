@@ -9,7 +9,10 @@ per rule whether the fake can evaluate it faithfully:
   ``url``, ``ip``/``cidr``, ``optional`` types such as ``oldSelf.hasValue()``, regex ``find`` …)
   is *unsupported*: the fake skips it (it neither rejects objects nor crashes) and lists it in
   :func:`skipped_rules`;
-- a rule with ``optionalOldSelf: true`` is unsupported too (it needs CEL optionals);
+- a rule with ``optionalOldSelf: true`` runs on create too, with ``oldSelf`` a CEL optional;
+  celpy has no optionals, so the fake supports such a rule only when it uses ``oldSelf`` solely
+  as ``oldSelf.hasValue()`` (Grove's "deprecated on new workloads" rules), by binding that
+  call's result; any other use makes the rule unsupported;
 - a rule that names ``oldSelf`` is a *transition rule* (the caller evaluates it on update only).
 
 Cost bound. cel-go meters a rule's runtime cost and stops it past the per-call limit (1,000,000
@@ -24,6 +27,7 @@ kube's limit may stop earlier here; each rule in the project's CRDs costs well u
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +49,8 @@ _MACROS = frozenset({"has", "dyn", "all", "exists", "exists_one", "map", "filter
 _SUPPORTED = frozenset(base_functions) | _MACROS
 
 COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+HAS_VALUE_VARIABLE = "oldSelfHasValue__"  # what ``oldSelf.hasValue()`` becomes in optionalOldSelf rules
+_HAS_VALUE = re.compile(r"\boldSelf\s*\.\s*hasValue\s*\(\s*\)")
 
 
 class CostExceeded(Exception):
@@ -108,10 +114,11 @@ class CompiledRule:
     field_path: str
     program: Expression | None
     unsupported: str = ""
+    optional_old_self: bool = False  # runs without an old value; ``oldSelf.hasValue()`` is bound
 
     @property
     def uses_old_self(self) -> bool:
-        return self.program is not None and self.program.uses_old_self
+        return self.optional_old_self or (self.program is not None and self.program.uses_old_self)
 
 
 class Unsupported(ValueError):
@@ -180,20 +187,23 @@ def compile_rule(rule: Any) -> CompiledRule:
     unsupported = ""
     program: Expression | None = None
     message_expression: Expression | None = None
-    if rule.get("optionalOldSelf") is True:
-        unsupported = "optionalOldSelf needs CEL optional types, which celpy lacks"
-    else:
-        try:
-            program = compile_expression(text)
-            if isinstance(rule.get("messageExpression"), str) and rule["messageExpression"]:
-                message_expression = compile_expression(rule["messageExpression"])
-        except Unsupported as error:
-            unsupported = str(error)
-            program = None
+    optional = rule.get("optionalOldSelf") is True
+    source = _HAS_VALUE.sub(HAS_VALUE_VARIABLE, text) if optional else text
+    try:
+        program = compile_expression(source)
+        if optional and program.uses_old_self:
+            raise Unsupported("optionalOldSelf with oldSelf used beyond hasValue() needs CEL optionals")
+        if isinstance(rule.get("messageExpression"), str) and rule["messageExpression"]:
+            message_expression = compile_expression(rule["messageExpression"])
+    except Unsupported as error:
+        unsupported = str(error)
+        program = None
     if unsupported:
         with _LOCK:
             _SKIPPED[text] = unsupported
-    return CompiledRule(text, message or "", message_expression, reason or "", field_path or "", program, unsupported)
+    return CompiledRule(
+        text, message or "", message_expression, reason or "", field_path or "", program, unsupported, optional
+    )
 
 
 def skipped_rules() -> dict[str, str]:

@@ -8,7 +8,8 @@ CustomResourceDefinitions*, and ``apiextensions-apiserver/pkg/apiserver/schema/c
 - at the resource root ``self.metadata`` exposes ``name`` and ``generateName`` only, and the
   rest of ``metadata`` is not walked;
 - a rule naming ``oldSelf`` is a *transition rule*: it runs only on an update where the old
-  object has a correlatable value at the same place (through properties, map keys,
+  object has a correlatable value at the same place (with ``optionalOldSelf: true`` it runs on
+  create too, ``oldSelf.hasValue()`` being false) (through properties, map keys,
   ``x-kubernetes-list-type: map`` entries with the same keys and ``set`` entries; never through
   atomic lists);
 - validation ratcheting (CRDValidationRatcheting, on by default since 1.30): on update a failing
@@ -178,15 +179,18 @@ class CelRuleValidator:
         for rule in self._node_rules(schema):
             if rule.program is None:
                 continue  # unsupported by celpy: skipped, listed by cel.skipped_rules()
-            if rule.uses_old_self and old is None:
-                continue  # transition rules need a correlated old value
+            if rule.uses_old_self and old is None and not rule.optional_old_self:
+                continue  # transition rules need a correlated old value (unless optionalOldSelf)
             if not rule.uses_old_self and self.ratcheting and unchanged:
                 continue  # ratcheting: an unchanged value keeps passing
             if budget.exhausted:
                 out.append(self._type_error(schema, path, _OUT_OF_BUDGET))
                 raise _StopAll
             if activation is None:
-                activation = {"self": cel.to_cel(_root_view(value) if root else value)}
+                activation = {
+                    "self": cel.to_cel(_root_view(value) if root else value),
+                    cel.HAS_VALUE_VARIABLE: cel.to_cel(old is not None),
+                }
                 if old is not None:
                     activation["oldSelf"] = cel.to_cel(_root_view(old) if root else old)
             self._run_rule(rule, schema, value, path, activation, out, budget)

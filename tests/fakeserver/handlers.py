@@ -1,9 +1,11 @@
 """The verbs: what get/list/create/update/patch/delete/watch do to the store, type-independently.
 
 Every write goes through one pipeline, in the order the real apiserver runs it: decode and
-check identity → carry over server-owned metadata → status-subresource rules → type strategy
-(defaulting, admission) → generation bump → validation (metadata, schema, transition rules) →
-compare-and-swap commit. Because the commit is a CAS on the resourceVersion read at the start,
+check identity → CRD structural defaults → carry over server-owned metadata → status-subresource
+rules → type strategy (defaulting, admission) → generation bump → validation (metadata, schema,
+CRD CEL rules with the stored object as ``oldSelf``, transition rules) → admission that needs
+the store (ResourceQuota for pod creates) → compare-and-swap commit → bookkeeping (served CRD
+types, quota status) and, for an object removed, garbage collection of its dependents. Because the commit is a CAS on the resourceVersion read at the start,
 a stale PUT gets 409 and a patch racing another writer is retried against the new state, just
 like ``GuaranteedUpdate``.
 """
