@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from celpy.evaluation import CELEvalError
 
 from tests.fakeapi.crd_fixtures import WIDGET_CRD, write_crds
 from tests.fakeapi.fakeapi_helpers import raw
@@ -261,10 +262,9 @@ def test_budget_is_per_call_and_per_object() -> None:
     """The meter stops a call at PER_CALL_LIMIT units and an object at PER_OBJECT_BUDGET units."""
     budget = fake_cel.Budget(total=fake_cel.PER_CALL_LIMIT * 2)
     program = fake_cel.compile_expression("self.all(a, self.all(b, a + b >= 0))")
-    small = fake_cel.to_cel(list(range(10)))
-    assert fake_cel.is_true(fake_cel.evaluate(program, {"self": small}, budget))
+    assert fake_cel.is_true(fake_cel.evaluate(program, {"self": list(range(10))}, budget))
     with pytest.raises(fake_cel.CostExceeded):
-        fake_cel.evaluate(program, {"self": fake_cel.to_cel(list(range(1000)))}, budget)
+        fake_cel.evaluate(program, {"self": list(range(1000))}, budget)
 
 
 def test_blocking_schema_errors_skip_the_rules(widgets: FakeApiServer) -> None:
@@ -280,3 +280,21 @@ def test_blocking_schema_errors_skip_the_rules(widgets: FakeApiServer) -> None:
     )
     assert not any("failed rule" in m for m in messages)
 
+
+
+def test_memoised_results_cost_the_same_and_errors_stay_errors() -> None:
+    """CEL is a pure function of its inputs: a repeated evaluation is served from the memo but is
+    charged the units it cost, and a runtime error is raised again (a fresh exception each time)."""
+    program = fake_cel.compile_expression("self.all(a, a >= 0)")
+    first, second = fake_cel.Budget(), fake_cel.Budget()
+    assert fake_cel.is_true(fake_cel.evaluate(program, {"self": [1, 2, 3]}, first))
+    assert fake_cel.is_true(fake_cel.evaluate(program, {"self": [1, 2, 3]}, second))
+    assert first.remaining == second.remaining < fake_cel.PER_OBJECT_BUDGET
+    failing = fake_cel.compile_expression("self.nope > 1")
+    errors = []
+    for _ in range(2):
+        with pytest.raises(CELEvalError) as info:
+            fake_cel.evaluate(failing, {"self": {"a": 1}}, fake_cel.Budget())
+        errors.append(info.value)
+    assert errors[0] is not errors[1]
+    assert fake_cel.eval_error_text(errors[1]) == "no such key: nope"

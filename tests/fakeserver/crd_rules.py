@@ -187,12 +187,9 @@ class CelRuleValidator:
                 out.append(self._type_error(schema, path, _OUT_OF_BUDGET))
                 raise _StopAll
             if activation is None:
-                activation = {
-                    "self": cel.to_cel(_root_view(value) if root else value),
-                    cel.HAS_VALUE_VARIABLE: cel.to_cel(old is not None),
-                }
+                activation = {"self": _root_view(value) if root else value, cel.HAS_VALUE_VARIABLE: old is not None}
                 if old is not None:
-                    activation["oldSelf"] = cel.to_cel(_root_view(old) if root else old)
+                    activation["oldSelf"] = _root_view(old) if root else old
             self._run_rule(rule, schema, value, path, activation, out, budget)
 
     def _run_rule(
