@@ -6,7 +6,7 @@ per rule whether the fake can evaluate it faithfully:
 
 - a rule (or ``messageExpression``) that does not parse, or that calls a function celpy does not
   have (the Kubernetes libraries: ``isSorted``, ``lowerAscii``, ``split``, ``format``, ``quantity``,
-  ``url``, ``ip``/``cidr``, ``optional`` types such as ``oldSelf.hasValue()``, regex ``find`` …)
+  ``url``, ``ip``/``cidr``, CEL optionals such as ``orValue``, regex ``find`` …)
   is *unsupported*: the fake skips it (it neither rejects objects nor crashes) and lists it in
   :func:`skipped_rules`;
 - a rule with ``optionalOldSelf: true`` runs on create too, with ``oldSelf`` a CEL optional;
@@ -84,8 +84,10 @@ class Budget:
 
     def charge(self, units: int) -> None:
         """Charge what a memoised evaluation cost when it ran."""
-        for _ in range(min(units, PER_CALL_LIMIT + 1)):
-            self.spend()
+        self._call_left -= units
+        self.remaining -= units
+        if self._call_left < 0 or self.remaining < 0:
+            raise CostExceeded(COST_EXCEEDED)
 
     @property
     def exhausted(self) -> bool:
