@@ -31,12 +31,16 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_crd_documents(crd_dir: Path) -> list[JsonObj]:
-    """Every ``CustomResourceDefinition`` document below ``crd_dir`` (``*.yaml``/``*.yml``).
+    """Every ``CustomResourceDefinition`` document below ``crd_dir`` (``*.yaml``/``*.yml``), or in it
+    if it is a file; files may hold several documents (``---``), and other kinds are ignored.
 
     The documents are shared between servers (that is what makes later starts instant):
     treat them as read-only; the fake only reads them and builds new objects from them.
     """
-    files = sorted(p for p in crd_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    if crd_dir.is_file():
+        files = [crd_dir]
+    else:
+        files = sorted(p for p in crd_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
     fingerprint = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     key = (str(crd_dir.resolve()), fingerprint)
     with _CACHE_LOCK:
@@ -140,23 +144,28 @@ def crd_errors(rt: ResourceType, obj: JsonObj) -> list[FieldError]:
 
 def sync_served_types(
     registry: ResourceRegistry, store: Store, rt: ResourceType, crd: JsonObj, *, deleted: bool
-) -> None:
+) -> list[JsonObj]:
     """Keep the served types in step with a CustomResourceDefinition that was just written.
 
     A created or updated CRD (re)registers its served versions; a deleted one stops being
     served and takes its custom resources with it, as the apiextensions finalizer does.
+    Returns the custom resources removed that way (for the garbage collector).
     """
     if rt.group_resource != CRDS:
-        return
+        return []
     spec = crd.get("spec") or {}
     gr = GroupResource(spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
     registry.unregister(gr.group, gr.resource)
+    removed: list[JsonObj] = []
     if deleted:
         items, _ = store.snapshot(gr, None)
         for item in items:
             meta = item["metadata"]
             with contextlib.suppress(PreconditionFailed):
-                store.commit(gr, meta.get("namespace", ""), meta["name"], None)
-        return
+                final = store.commit(gr, meta.get("namespace", ""), meta["name"], None)
+                if final is not None:
+                    removed.append(final)
+        return removed
     for served in resource_types_from_crd(crd):
         registry.register(served)
+    return removed

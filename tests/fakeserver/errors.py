@@ -87,6 +87,16 @@ _CAUSE_REASONS = {
 }
 
 
+class OmitValue:
+    """apimachinery's ``field.OmitValueType``: an error that shows no bad value (``Invalid value: detail``)."""
+
+    def __repr__(self) -> str:
+        return "OMIT_VALUE"
+
+
+OMIT_VALUE = OmitValue()
+
+
 @dataclass(frozen=True)
 class FieldError:
     """One ``field.Error``: rendered exactly like apimachinery's ``Error()`` so messages match."""
@@ -98,7 +108,11 @@ class FieldError:
 
     def body(self) -> str:
         """The part after ``field: `` (apimachinery's ``ErrorBody``)."""
-        if self.type == "Required":
+        if self.value is OMIT_VALUE and self.type in ("Invalid", "Duplicate", "NotSupported"):
+            head = {"Invalid": "Invalid value", "Duplicate": "Duplicate value", "NotSupported": "Unsupported value"}[
+                self.type
+            ]
+        elif self.type == "Required":
             head = "Required value"
         elif self.type == "Forbidden":
             head = "Forbidden"
@@ -176,6 +190,11 @@ def invalid(gk: GroupKind, name: str, errors: list[FieldError]) -> ApiError:
     if gk.group:
         details["group"] = gk.group
     return ApiError(422, "Invalid", f'{gk} "{name}" is invalid: {aggregate}', details)
+
+
+def forbidden(gr: GroupResource, name: str, detail: str) -> ApiError:
+    """``NewForbidden``: 403 with ``<resource> "<name>" is forbidden: <detail>`` (admission refusals)."""
+    return ApiError(403, "Forbidden", f'{gr} "{name}" is forbidden: {detail}', _gr_details(gr, name))
 
 
 def invalid_patch(detail: str) -> ApiError:

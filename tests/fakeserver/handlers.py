@@ -1,9 +1,11 @@
 """The verbs: what get/list/create/update/patch/delete/watch do to the store, type-independently.
 
 Every write goes through one pipeline, in the order the real apiserver runs it: decode and
-check identity → carry over server-owned metadata → status-subresource rules → type strategy
-(defaulting, admission) → generation bump → validation (metadata, schema, transition rules) →
-compare-and-swap commit. Because the commit is a CAS on the resourceVersion read at the start,
+check identity → CRD structural defaults → carry over server-owned metadata → status-subresource
+rules → type strategy (defaulting, admission) → generation bump → validation (metadata, schema,
+CRD CEL rules with the stored object as ``oldSelf``, transition rules) → admission that needs
+the store (ResourceQuota for pod creates) → compare-and-swap commit → bookkeeping (served CRD
+types, quota status) and, for an object removed, garbage collection of its dependents. Because the commit is a CAS on the resourceVersion read at the start,
 a stale PUT gets 409 and a patch racing another writer is retried against the new state, just
 like ``GuaranteedUpdate``.
 """
@@ -14,17 +16,21 @@ import base64
 import contextlib
 import json
 import random
+import re
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakeserver import crds, pods, scale
+from tests.fakeserver import crds, defaults, gc, pods, quota, scale
+from tests.fakeserver.crd_rules import CelRuleValidator
 from tests.fakeserver.errors import (
     ApiError,
     FieldError,
     already_exists,
     bad_request,
     conflict,
+    forbidden,
     gone,
     internal,
     invalid,
@@ -57,6 +63,15 @@ JsonObj = dict[str, Any]
 Query = dict[str, str]
 
 NAMESPACES = GroupResource("", "namespaces")
+PODS = GroupResource("", "pods")
+RESOURCE_QUOTAS = GroupResource("", "resourcequotas")
+# Schema errors after which kube does not run CEL rules (``hasBlockingErr``: type, required,
+# enum and size violations), recognised in the validators' messages.
+_BLOCKING = re.compile(r"Required value|must be of type|Unsupported value|is too long|too many|Too long|Too many")
+CEL_SKIPPED = (
+    "some validation rules were not checked because the object was invalid; correct the existing errors to "
+    "complete validation"
+)
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -108,6 +123,7 @@ class ApiHandlers:
         cr_validator: Validator,
         strategies: Strategies | None = None,
         max_watch_seconds: float = 60.0,
+        kubernetes_version: str = "1.35.0",
     ) -> None:
         self.registry = registry
         self.store = store
@@ -115,19 +131,40 @@ class ApiHandlers:
         self.cr_validator = cr_validator
         self.strategies = strategies or Strategies()
         self.max_watch_seconds = max_watch_seconds
+        minor = _minor(kubernetes_version)
+        self.cel_rules = CelRuleValidator(omit_complex_values=minor >= 35, ratcheting=minor >= 30)
+        self.gc = gc.GarbageCollector(store)
+        self._quota_lock = threading.Lock()  # pod creates in one critical section, as quota's CAS on status
 
     # --------------------------------------------------------------------------- helpers
     @staticmethod
     def _ns_key(rt: ResourceType, namespace: str | None) -> str:
         return (namespace or "") if rt.namespaced else ""
 
-    def _validate(self, rt: ResourceType, obj: JsonObj, subresource: str = "") -> list[FieldError]:
+    def _validate(
+        self, rt: ResourceType, obj: JsonObj, subresource: str = "", old: JsonObj | None = None
+    ) -> list[FieldError]:
+        """Metadata, schema, scale and (custom resources) CEL rules; ``old`` is set on update."""
         validator = self.builtin_validator if rt.builtin else self.cr_validator
-        return [
+        messages = validator(obj)
+        errors = [
             *metadata_errors(rt, obj),
-            *(parse_message(m) for m in validator(obj)),
+            *(parse_message(m) for m in messages),
             *scale.field_errors(rt, obj, subresource),
         ]
+        if not rt.builtin and self.cel_rules.has_rules(rt.schema):
+            if any(_BLOCKING.search(m) for m in messages):
+                errors.append(FieldError("Invalid", "<nil>", CEL_SKIPPED, None))
+            else:
+                errors.extend(self.cel_rules.errors(rt.schema, obj, old))
+        return errors
+
+    @staticmethod
+    def _default(rt: ResourceType, obj: JsonObj) -> JsonObj:
+        """Structural defaults of a custom resource (on request bodies and on reads from storage)."""
+        if not rt.builtin:
+            defaults.apply(rt.schema, obj)
+        return obj
 
     @staticmethod
     def _decode(rt: ResourceType, body: Any) -> JsonObj:
@@ -151,7 +188,7 @@ class ApiHandlers:
         obj = self.store.read(rt.group_resource, self._ns_key(rt, namespace), name)
         if obj is None:
             raise not_found(rt.group_resource, name)
-        return _present(rt, obj)
+        return _present(rt, self._default(rt, obj))
 
     def list_objects(self, rt: ResourceType, namespace: str | None, query: Query) -> JsonObj:
         try:
@@ -160,7 +197,7 @@ class ApiHandlers:
         except SelectorError as error:
             raise bad_request(str(error)) from error
         items, revision = self.store.snapshot(rt.group_resource, namespace if rt.namespaced else None)
-        items = [o for o in items if labels_match(labels, o) and fields_match(fields, o)]
+        items = [self._default(rt, o) for o in items if labels_match(labels, o) and fields_match(fields, o)]
         start_after = self._decode_continue(query.get("continue"))
         if start_after is not None:
             items = [o for o in items if self._item_key(o) > start_after]
@@ -264,6 +301,7 @@ class ApiHandlers:
         meta["generation"] = 1
         if rt.namespaced and self.store.read(NAMESPACES, "", namespace or "") is None:
             raise not_found(NAMESPACES, namespace or "")
+        self._default(rt, obj)
         self.strategies.prepare_for_create(rt, obj)
         if rt.group_resource == crds.CRDS:
             obj["status"] = crds.established_status(obj)
@@ -276,14 +314,65 @@ class ApiHandlers:
         if errors:
             raise invalid(rt.group_kind, name, errors)
         if query.get("dryRun"):
+            if rt.group_resource == PODS:
+                self._admit_quota(obj, name)
             return obj
+        if rt.group_resource == PODS:
+            with self._quota_lock:  # admission and commit together, so concurrent creates cannot overshoot
+                self._admit_quota(obj, name)
+                stored = self._commit_new(rt, namespace, name, obj)
+        else:
+            stored = self._commit_new(rt, namespace, name, obj)
+        crds.sync_served_types(self.registry, self.store, rt, stored, deleted=False)
+        self._refresh_quotas(rt, stored)
+        return _present(rt, stored)
+
+    def _commit_new(self, rt: ResourceType, namespace: str | None, name: str, obj: JsonObj) -> JsonObj:
         try:
             stored = self.store.commit(rt.group_resource, self._ns_key(rt, namespace), name, obj, expect="")
         except PreconditionFailed as error:
             raise already_exists(rt.group_resource, name) from error
         assert stored is not None
-        crds.sync_served_types(self.registry, self.store, rt, stored, deleted=False)
-        return _present(rt, stored)
+        return stored
+
+    # --------------------------------------------------------------------------- quota
+    def _admit_quota(self, pod: JsonObj, name: str) -> None:
+        """The ResourceQuota admission plugin for a pod being created (403 when over quota)."""
+        namespace = str(pod["metadata"].get("namespace") or "")
+        quotas, _ = self.store.snapshot(RESOURCE_QUOTAS, namespace)
+        if not quotas:
+            return
+        try:
+            self.store.with_objects(PODS, namespace, lambda existing: quota.admit(pod, quotas, existing))
+        except quota.QuotaExceeded as error:
+            raise forbidden(PODS, name, error.message) from error
+
+    def _refresh_quotas(self, rt: ResourceType, obj: JsonObj, old: JsonObj | None = None) -> None:
+        """Act as the quota controller after a pod's usage or a quota's spec changed (best effort)."""
+        if rt.group_resource == PODS:
+            if old is not None and quota.counts_compute(old) == quota.counts_compute(obj):
+                return  # usage unchanged: only creation, removal and termination move it
+        elif rt.group_resource != RESOURCE_QUOTAS:
+            return
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        quotas, _ = self.store.snapshot(RESOURCE_QUOTAS, namespace)
+        for item in quotas:
+
+            def status_of(pods: list[JsonObj], q: JsonObj = item) -> JsonObj:
+                return quota.status_for(q, pods)
+
+            status = self.store.with_objects(PODS, namespace, status_of)
+            if json_equal(item.get("status") or {}, status):
+                continue
+            updated = dict(item, status=status)
+            with contextlib.suppress(PreconditionFailed):  # a concurrent writer refreshes it again
+                self.store.commit(
+                    RESOURCE_QUOTAS,
+                    namespace,
+                    item["metadata"]["name"],
+                    updated,
+                    expect=item["metadata"]["resourceVersion"],
+                )
 
     # --------------------------------------------------------------------------- update / patch
     def update(
@@ -380,7 +469,7 @@ class ApiHandlers:
             current = self.store.read(gr, ns, name)
             if current is None:
                 raise not_found(gr, name)
-            current = _present(rt, current)
+            current = self._default(rt, _present(rt, current))
             current_meta = current["metadata"]
             current_rv = current_meta["resourceVersion"]
             new = mutate(clone(current))
@@ -388,6 +477,7 @@ class ApiHandlers:
                 raise bad_request("the patched or submitted object is not a Kubernetes object")
             if new.get("apiVersion") != rt.api_version or new.get("kind") != rt.kind:
                 raise bad_request("apiVersion and kind may not be changed by an update")
+            self._default(rt, new)
             meta = new.setdefault("metadata", {})
             requested_rv = meta.get("resourceVersion")
             if requested_rv and requested_rv != current_rv:
@@ -439,7 +529,7 @@ class ApiHandlers:
             if _spec_changed(rt, current, new):
                 meta["generation"] = int(current_meta.get("generation", 0)) + 1
             errors += [
-                *([] if _only_gates_removed(current, new) else self._validate(rt, new, subresource)),
+                *([] if _only_gates_removed(current, new) else self._validate(rt, new, subresource, current)),
                 *self.strategies.update_errors(rt, new, current, subresource),
                 *crds.crd_errors(rt, new),
             ]
@@ -462,7 +552,12 @@ class ApiHandlers:
             except PreconditionFailed:
                 continue  # lost a race: re-read and re-apply (a user precondition then yields 409)
             assert stored is not None
-            crds.sync_served_types(self.registry, self.store, rt, stored, deleted=deleting)
+            if deleting:  # the last finalizer is gone: the object is removed now
+                self._finish_removal(rt, stored)
+                self.gc.collect(stored, "Background", self._remove_dependent)
+            else:
+                crds.sync_served_types(self.registry, self.store, rt, stored, deleted=False)
+                self._refresh_quotas(rt, stored, current)
             return _present(rt, stored)
         raise internal(f"too many conflicting writes to {gr} {name!r}")
 
@@ -486,9 +581,37 @@ class ApiHandlers:
 
     # --------------------------------------------------------------------------- delete
     def delete(self, rt: ResourceType, namespace: str | None, name: str, body: Any, query: Query) -> JsonObj:
+        """DELETE one object; if it is removed now, its dependents are garbage-collected (see :mod:`gc`)."""
+        options = body if isinstance(body, dict) else {}
+        response, removed = self._delete(rt, namespace, name, options, query)
+        if removed is not None:
+            self.gc.collect(removed, gc.propagation_policy(options, query), self._remove_dependent)
+        return response
+
+    def _remove_dependent(self, key: tuple[GroupResource, str, str]) -> JsonObj | None:
+        """The collector's DELETE of one dependent (background); the removed object or ``None``."""
+        versions = self.registry.versions_of(key[0])
+        if not versions:
+            return None
+        try:
+            return self._delete(versions[0], key[1] or None, key[2], {}, {})[1]
+        except ApiError as error:
+            if error.code == 404:
+                return None
+            raise
+
+    def _finish_removal(self, rt: ResourceType, final: JsonObj) -> None:
+        """Bookkeeping once an object is gone: CRD types stop being served, quotas are recounted."""
+        for removed in crds.sync_served_types(self.registry, self.store, rt, final, deleted=True):
+            self.gc.collect(removed, "Background", self._remove_dependent)
+        self._refresh_quotas(rt, final)
+
+    def _delete(
+        self, rt: ResourceType, namespace: str | None, name: str, options: JsonObj, query: Query
+    ) -> tuple[JsonObj, JsonObj | None]:
+        """The DELETE itself: the response body and the removed object (``None`` if it stays)."""
         gr = rt.group_resource
         ns = self._ns_key(rt, namespace)
-        options = body if isinstance(body, dict) else {}
         preconditions = options.get("preconditions") or {}
         dry_run = bool(query.get("dryRun") or options.get("dryRun"))
         for _ in range(_MAX_CAS_RETRIES):
@@ -515,10 +638,10 @@ class ApiHandlers:
                     f"{meta['resourceVersion']}",
                 )
             if dry_run:
-                return _present(rt, current)
+                return _present(rt, current), None
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp"):
-                    return _present(rt, current)
+                    return _present(rt, current), None
                 pending = clone(current)
                 pending["metadata"]["deletionTimestamp"] = now_rfc3339()
                 pending["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -527,7 +650,8 @@ class ApiHandlers:
                 except PreconditionFailed:
                     continue
                 assert stored is not None
-                return _present(rt, stored)
+                self._refresh_quotas(rt, stored, current)
+                return _present(rt, stored), None
             if gr == NAMESPACES:
                 self._delete_namespace_contents(name)
             try:
@@ -535,19 +659,20 @@ class ApiHandlers:
             except PreconditionFailed:
                 continue
             assert final is not None
-            crds.sync_served_types(self.registry, self.store, rt, final, deleted=True)
+            self._finish_removal(rt, final)
             if rt.returns_deleted_object:
-                return _present(rt, final)
+                return _present(rt, final), final
             details: JsonObj = {"name": name, "kind": rt.plural, "uid": meta.get("uid")}
             if rt.group:
                 details["group"] = rt.group
-            return {
+            status = {
                 "kind": "Status",
                 "apiVersion": "v1",
                 "metadata": {},
                 "status": "Success",
                 "details": details,
             }
+            return status, final
         raise internal(f"too many conflicting writes to {gr} {name!r}")
 
     def delete_collection(self, rt: ResourceType, namespace: str | None, query: Query) -> JsonObj:
@@ -609,6 +734,12 @@ class ApiHandlers:
         except PreconditionFailed as error:
             raise conflict(rt.group_resource, name) from error
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _minor(version: str) -> int:
+    """``"1.35.0"`` → 35 (a version the fake cannot read counts as the newest behaviour)."""
+    match = re.match(r"v?1\.(\d+)", version)
+    return int(match.group(1)) if match else 1_000
 
 
 def _only_gates_removed(current: JsonObj, new: JsonObj) -> bool:

@@ -241,6 +241,7 @@ def builtin_types() -> list[ResourceType]:
             categories=("all",),
         ),
         ResourceType("", "v1", "events", "Event", short_names=("ev",)),
+        ResourceType("", "v1", "resourcequotas", "ResourceQuota", has_status=True, short_names=("quota",)),
         ResourceType("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
         ResourceType("", "v1", "secrets", "Secret"),
         ResourceType("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),

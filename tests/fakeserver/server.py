@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,13 @@ def _project_root() -> Path | None:
     return None
 
 
+def project_crd_dir() -> Path | None:
+    """``<project root>/overlays/crds`` (the project's own CRDs), if present: pass it as ``extra_crds``."""
+    root = _project_root()
+    candidate = root / "overlays" / "crds" if root else None
+    return candidate if candidate and candidate.is_dir() else None
+
+
 def default_crd_dir() -> Path | None:
     """``<project root>/../shared/crds`` (the project root holds pyproject.toml), if present."""
     root = _project_root()
@@ -74,7 +81,10 @@ class FakeApiServer:
             ``openAPIV3Schema`` via jsonschema, unknown fields rejected).
         builtin_validator: ``obj -> list[str]`` for built-in kinds (default:
             ``kubernetes_validate`` strict schemas for ``kubernetes_version``).
-        kubernetes_version: Kubernetes release the built-in schemas and ``/version`` follow.
+        extra_crds: more CRD YAML files or directories served besides ``crd_dir`` (e.g.
+            :func:`project_crd_dir`); a later definition of the same group/version/plural wins.
+        kubernetes_version: Kubernetes release the built-in schemas, ``/version`` and the
+            CEL error format follow.
         event_window: how many watch events are retained before older ones count as compacted.
         max_watch_seconds: cap on any one watch (the client's ``timeout_seconds`` is honoured
             below it), so no stream outlives a test.
@@ -87,6 +97,7 @@ class FakeApiServer:
         cr_validator: Validator | None = None,
         builtin_validator: Validator | None = None,
         *,
+        extra_crds: Sequence[str | PathLike[str]] = (),
         kubernetes_version: str = "1.35.0",
         event_window: int = 1000,
         max_watch_seconds: float = 60.0,
@@ -102,8 +113,11 @@ class FakeApiServer:
             default_crd_dir() if isinstance(crd_dir, _Default) else (Path(crd_dir) if crd_dir else None)
         )
         self.crd_dir = resolved
-        if resolved is not None:
-            for crd in load_crd_documents(resolved):
+        self.extra_crds = tuple(Path(p) for p in extra_crds)
+        for source in [*([resolved] if resolved is not None else []), *self.extra_crds]:
+            if not source.exists():
+                raise FileNotFoundError(f"CRD file or directory {source} does not exist")
+            for crd in load_crd_documents(source):
                 for rt in resource_types_from_crd(crd):
                     self.registry.register(rt)
         self.store = Store(self.registry, event_window=event_window)
@@ -115,6 +129,7 @@ class FakeApiServer:
             builtin_validator=builtin_validator or KubernetesSchemaValidator(kubernetes_version),
             cr_validator=cr_validator or CrdSchemaValidator(self.registry),
             max_watch_seconds=max_watch_seconds,
+            kubernetes_version=kubernetes_version,
         )
         self._stopping = threading.Event()
         self._address = (host, port)

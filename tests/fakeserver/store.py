@@ -80,6 +80,19 @@ class WatchInterrupted(Exception):
 
 ANY = "*"  # commit expectation: the object must exist, any version
 
+ObjectKey = tuple[GroupResource, str, str]  # (group resource, namespace or "", name)
+
+
+def _owner_uids(obj: JsonObj | None) -> set[str]:
+    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences")
+    if not isinstance(refs, list):
+        return set()
+    return {str(r["uid"]) for r in refs if isinstance(r, dict) and r.get("uid")}
+
+
+def _uid(obj: JsonObj | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
+
 
 class Store:
     """Thread-safe objects + global resourceVersion + bounded watch-event log.
@@ -98,6 +111,9 @@ class Store:
         self._registry = registry
         self._cond = threading.Condition(threading.RLock())
         self._objects: dict[GroupResource, dict[tuple[str, str], JsonObj]] = {}
+        # Indexes for the garbage collector: uid → key, and owner uid → keys of its dependents.
+        self._by_uid: dict[str, ObjectKey] = {}
+        self._dependents: dict[str, set[ObjectKey]] = {}
         self._rv = 0
         self._events: deque[WatchEvent] = deque()
         self._window = event_window
@@ -145,6 +161,42 @@ class Store:
         with self._cond:
             obj = self._objects.get(gr, {}).get((namespace, name))
             return clone(obj) if obj is not None else None
+
+    def with_objects(self, gr: GroupResource, namespace: str, fn: Callable[[list[JsonObj]], _T]) -> _T:
+        """Run ``fn`` over the stored objects of one type in one namespace, under the lock.
+
+        No copies (for per-write bookkeeping over many objects, such as quota usage): ``fn``
+        must only read them and must not call back into the store.
+        """
+        with self._cond:
+            bucket = self._objects.get(gr, {})
+            return fn([obj for (ns, _), obj in bucket.items() if ns == namespace])
+
+    def key_of_uid(self, uid: str) -> ObjectKey | None:
+        """Where the object with ``uid`` is stored, if it exists."""
+        with self._cond:
+            return self._by_uid.get(uid)
+
+    def dependents_of(self, uid: str) -> list[ObjectKey]:
+        """Keys of the stored objects whose ``metadata.ownerReferences`` name ``uid``."""
+        with self._cond:
+            return sorted(self._dependents.get(uid, ()))
+
+    def _reindex(self, key: ObjectKey, before: JsonObj | None, after: JsonObj | None) -> None:
+        old_uid, new_uid = _uid(before), _uid(after)
+        if old_uid and self._by_uid.get(old_uid) == key:
+            del self._by_uid[old_uid]
+        if new_uid:
+            self._by_uid[new_uid] = key
+        old_owners, new_owners = _owner_uids(before), _owner_uids(after)
+        for owner in old_owners - new_owners:
+            keys = self._dependents.get(owner)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._dependents[owner]
+        for owner in new_owners - old_owners:
+            self._dependents.setdefault(owner, set()).add(key)
 
     def snapshot(self, gr: GroupResource, namespace: str | None) -> tuple[list[JsonObj], int]:
         """Objects of one type (one namespace or all), sorted like etcd keys, and the revision."""
@@ -195,12 +247,14 @@ class Store:
                 final = clone(tombstone if tombstone is not None else current)
                 final.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
                 del bucket[(namespace, name)]
+                self._reindex((gr, namespace, name), current, None)
                 self._append(WatchEvent(self._rv, "DELETED", gr, namespace, final, current))
                 return clone(final)
             self._rv += 1
             stored = clone(obj)
             stored.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
             bucket[(namespace, name)] = stored
+            self._reindex((gr, namespace, name), current, stored)
             kind = "ADDED" if current is None else "MODIFIED"
             self._append(WatchEvent(self._rv, kind, gr, namespace, stored, current))
             return clone(stored)
