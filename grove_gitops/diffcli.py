@@ -25,6 +25,7 @@ import click
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.cliopts import cache_options, open_cache, output_option
+from grove_gitops.diff.autoscaling import shard_dict
 from grove_gitops.diff.errors import DiffError, SideInvalidError
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
@@ -333,6 +334,7 @@ def diff_command(
                     "modified": totals.modified,
                     "replaced": totals.replaced,
                 },
+                autoscaling=[shard_dict(s.shard, s.autoscaling) for s in report.shards if s.autoscaling is not None],
                 diff=None if out is not None else parts,
             )
         )

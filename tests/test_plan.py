@@ -382,3 +382,71 @@ def test_a_hostile_index_label_is_no_index_not_a_crash(value: str) -> None:
     ref, replica = slot_ref("p-0-c-3", labels)
     assert replica == 0
     assert ref.index in (0, 3)
+
+
+# -- autoscaling (issue 23 item 7) -------------------------------------------------------
+
+PREFILL_1 = [f"{P}-prefill-1-pleader-0", *(f"{P}-prefill-1-pworker-{i}" for i in range(3))]
+
+
+def floor(value: int) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        group(doc, "prefill")["scaleConfig"]["minReplicas"] = value
+
+    return edit
+
+
+def test_autoscaled_units_say_which_replicas_git_and_the_agent_own(tmp_path: Path) -> None:
+    base, head = example(tmp_path, "base"), example(tmp_path, "head", bump_images)
+    p = only(plan_json(base, head))
+    assert p["autoscaled"] == [
+        {
+            "name": f"{P}-prefill",
+            "kind": "PodCliqueScalingGroup",
+            "minReplicas": 2,
+            "maxReplicas": 4,
+            "gitOwned": "replicas 0–1",
+            "clusterOwned": "replicas 2–3, up to the live count",
+        }
+    ]
+    assert p["steps"] == [{"replica": 0, "pods": pods} for pods in EXAMPLE_STEPS]  # Git's replicas only
+    text = run(str(base), str(head)).stdout
+    assert (
+        "  Autoscaled: this plan covers the replicas Git holds (below each floor); the agent rolls the replicas it "
+        "created (from the floor up to the live count, which is not in Git) the same way, with the same template.\n"
+        f"    {P}-prefill (PodCliqueScalingGroup): Git holds replicas 0–1; the agent creates replicas 2–3, "
+        "up to the live count\n"
+    ) in text
+    md = CliRunner().invoke(main, ["diff", str(base), str(head)], catch_exceptions=False).stdout
+    assert "- **Autoscaled:** this plan covers the replicas Git holds" in md
+    assert f"  - `{P}-prefill` (PodCliqueScalingGroup): Git holds replicas 0–1; the agent creates replicas 2–3" in md
+
+
+def test_lowering_the_floor_hands_replicas_to_the_agent_not_to_deletion(tmp_path: Path) -> None:
+    base, head = example(tmp_path, "base"), example(tmp_path, "head", floor(1))
+    p = only(plan_json(base, head))
+    assert p["removed"] == PREFILL_1 and p["toCluster"] == PREFILL_1 and p["fromCluster"] == []
+    text = run(str(base), str(head)).stdout
+    assert "Removed (scale-in" not in text
+    assert (
+        f"  Leaving Git (floor lowered; the agent keeps them while the live count covers them): {', '.join(PREFILL_1)}"
+    ) in text
+    assert "4 handed to the agent" in text
+
+
+def test_raising_the_floor_takes_replicas_from_the_agent_into_git(tmp_path: Path) -> None:
+    base, head = example(tmp_path, "base", floor(1)), example(tmp_path, "head")
+    p = only(plan_json(base, head))
+    assert p["added"] == PREFILL_1 and p["fromCluster"] == PREFILL_1 and p["toCluster"] == []
+    text = run(str(base), str(head)).stdout
+    assert "Added (scale-out" not in text
+    assert f"  Into Git (floor raised; the agent may have created them already): {', '.join(PREFILL_1)}" in text
+
+
+def test_a_workload_without_autoscaling_lists_no_scale_targets(tmp_path: Path) -> None:
+    def fixed(doc: dict[str, Any]) -> None:
+        group(doc, "prefill").pop("scaleConfig")
+
+    p = only(plan_json(example(tmp_path, "base", fixed), example(tmp_path, "head", fixed, bump_images)))
+    assert p["autoscaled"] == [] and p["toCluster"] == [] and p["fromCluster"] == []
+    assert "Autoscaled" not in run(str(example(tmp_path, "b2", fixed)), str(example(tmp_path, "h2", fixed))).stdout

@@ -28,7 +28,10 @@ from grove_gitops.diff.semantic import ShardSummary
 from grove_gitops.diff.split import Block, pack, shrink_lines
 from grove_gitops.diff.unified import ObjectDiff
 from grove_gitops.diff.views import (
+    AUTOSCALING_HEADER,
     MAX_FIELD_ROWS,
+    autoscaling_notes,
+    autoscaling_rows,
     change_words,
     counts_text,
     gang_counts,
@@ -118,6 +121,14 @@ def _shard_summary(s: ShardSummary) -> str:
             lines.append(f"| {code(f.key.kind_label)} {code(f.key.object_label)} | {code(f.path)} | {old} | {new} |")
         if len(s.fields) > MAX_FIELD_ROWS:
             lines.append(f"| … | {len(s.fields) - MAX_FIELD_ROWS} more changed settings (see the diffs) | | |")
+    if s.autoscaling is not None:
+        lines += ["", "**Autoscaling**", ""]
+        rows = autoscaling_rows(s.autoscaling, code)
+        if rows:
+            lines += [f"| {' | '.join(AUTOSCALING_HEADER)} |", "|" + " --- |" * len(AUTOSCALING_HEADER)]
+            lines += [f"| {' | '.join(row)} |" for row in rows]
+            lines.append("")
+        lines += [f"- {note}" for note in autoscaling_notes(s.autoscaling, code)]
     return "\n".join(lines) + "\n\n"
 
 

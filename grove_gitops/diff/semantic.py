@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from grove_gitops.diff.autoscaling import HPA_KIND, ShardAutoscaling, shard_autoscaling
 from grove_gitops.diff.model import Change, ChangeType, ObjectKey, TreeObject
 from grove_gitops.diff.paths import item_names, join
 from grove_gitops.diff.unified import DEFAULT_CONTEXT, ObjectDiff, object_diff
@@ -55,6 +56,8 @@ META_QUEUE_WORDS = ("queue",)
 #: The label Grove puts on every PodGang naming the backend that schedules it.
 SCHEDULER_LABEL = "grove.io/scheduler-name"
 GANG_KIND = "PodGang"
+#: Our own API group (the ``gitops.grove.io`` PodCliqueSet in Git; scale targets live in the cluster only).
+GITOPS_GROUP = "gitops.grove.io"
 
 
 def _mentions_topology(text: str) -> bool:
@@ -106,10 +109,19 @@ def is_topology_object(key: ObjectKey) -> bool:
     return _mentions_topology(key.kind) or _mentions_topology(key.group)
 
 
+def is_autoscaling_object(key: ObjectKey) -> bool:
+    """An HPA or one of our ``gitops.grove.io`` objects: their ``minReplicas`` /
+    ``minAvailable`` are autoscaling bounds, reported in the shard's autoscaling table
+    (:mod:`.autoscaling`), not gang settings (and the workload object's ``spec.source`` holds
+    a whole PodCliqueSet document, whose every field would repeat here)."""
+    return key.group == GITOPS_GROUP or (key.kind == HPA_KIND and key.group == "autoscaling")
+
+
 def semantic_fields(key: ObjectKey, obj: Mapping[str, Any]) -> dict[str, tuple[Category, Any]]:
     """``{path: (category, value)}`` of the gang settings an object carries (none for Pods:
-    their queue labels and priority mirror the gang's and would only repeat it)."""
-    if key.kind == "Pod" and not key.group:
+    their queue labels and priority mirror the gang's and would only repeat it; none for
+    autoscaling objects, :func:`is_autoscaling_object`)."""
+    if (key.kind == "Pod" and not key.group) or is_autoscaling_object(key):
         return {}
     out: dict[str, tuple[Category, Any]] = {}
     meta = obj.get("metadata")
@@ -248,6 +260,8 @@ class ShardSummary:
     others: Counts = field(default_factory=Counts)
     fields: list[FieldChange] = field(default_factory=list)
     diffs: list[ObjectDiff] = field(default_factory=list)
+    #: Scale targets and render inputs of the shard's workload; None when it has none on either side.
+    autoscaling: ShardAutoscaling | None = None
 
     @property
     def lines_added(self) -> int:
@@ -314,5 +328,7 @@ def summarize(
                 summary.others.add(c)
             summary.fields += field_changes(c)
             summary.diffs.append(object_diff(c, context))
+        scaling = shard_autoscaling(shard, base_by_shard.get(shard, []), head_by_shard.get(shard, []))
+        summary.autoscaling = None if scaling.empty else scaling
         out.append(summary)
     return out

@@ -10,7 +10,10 @@ from __future__ import annotations
 from grove_gitops.diff.report import Report
 from grove_gitops.diff.semantic import ShardSummary
 from grove_gitops.diff.views import (
+    AUTOSCALING_HEADER,
     MAX_FIELD_ROWS,
+    autoscaling_notes,
+    autoscaling_rows,
     change_words,
     counts_text,
     gang_counts,
@@ -33,6 +36,11 @@ def _shard(s: ShardSummary) -> list[str]:
             lines.append(f"    {f.key.kind_label} {f.key.object_label}: {f.path}: {old} -> {new}")
         if len(s.fields) > MAX_FIELD_ROWS:
             lines.append(f"    ... {len(s.fields) - MAX_FIELD_ROWS} more changed settings (see the diffs)")
+    if s.autoscaling is not None:
+        lines.append("  Autoscaling:")
+        for row in autoscaling_rows(s.autoscaling):
+            lines.append("    " + "; ".join(f"{h}: {v}" for h, v in zip(AUTOSCALING_HEADER, row, strict=True)))
+        lines += [f"    {note}" for note in autoscaling_notes(s.autoscaling)]
     lines.append("")
     for d in s.diffs:
         lines.append("### " + " | ".join(change_words(d.change, d.added, d.removed, d.paths)))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from grove_gitops.diff.model import Change, ChangeType
 from grove_gitops.diff.paths import changed_paths
+from grove_gitops.diff.renderinputs import collapse_paths, condense_text
 
 DEFAULT_CONTEXT = 3
 #: Fields that change on every pod replacement and say nothing by themselves: the name
@@ -41,8 +42,9 @@ class ObjectDiff:
 
 def object_diff(change: Change, context: int = DEFAULT_CONTEXT) -> ObjectDiff:
     base, head = change.base, change.head
-    old = base.text.splitlines() if base else []
-    new = head.text.splitlines() if head else []
+    # The gitops.grove.io PodCliqueSet's render inputs as one line (see .renderinputs).
+    old = condense_text(base.key, base.text, base.obj).splitlines() if base else []
+    new = condense_text(head.key, head.text, head.obj).splitlines() if head else []
     from_label = f"a/{base.path}" if base else "/dev/null"
     to_label = f"b/{head.path}" if head else "/dev/null"
     lines = tuple(difflib.unified_diff(old, new, from_label, to_label, lineterm="", n=context))
@@ -54,5 +56,5 @@ def object_diff(change: Change, context: int = DEFAULT_CONTEXT) -> ObjectDiff:
         found = changed_paths(base.obj, head.obj)
         if change.type == ChangeType.REPLACED:
             found = [p for p in found if p not in POD_NOISE_PATHS]
-        paths = tuple(dict.fromkeys(found))
+        paths = tuple(dict.fromkeys(collapse_paths(found)))
     return ObjectDiff(change, lines, added, removed, paths)

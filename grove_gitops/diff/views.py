@@ -8,8 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from grove_gitops.diff.autoscaling import (
+    AGENT_NOTE,
+    BASE_GANG_NOTE,
+    FLOOR_NOTE,
+    LIVE_NOTE,
+    MAX_UNITS,
+    Bounds,
+    ShardAutoscaling,
+    UnitChange,
+    agent_owned,
+    git_owned,
+)
 from grove_gitops.diff.model import Change, ChangeType
 from grove_gitops.diff.semantic import Counts, ShardSummary, display_name
+from grove_gitops.expand.scaling import PCLQ_KIND
 from grove_gitops.render import CLUSTER_SHARD
 
 Wrap = Callable[[str], str]
@@ -149,3 +162,68 @@ def change_words(
     elif change.type == ChangeType.REPLACED:
         words.append("name and hash only")
     return words
+
+
+AUTOSCALING_HEADER = ["scale target", "kind", "floor", "max", "metrics (HPA)", "Git holds", "the agent creates", "change"]
+
+
+def _moved(u: UnitChange, value: str) -> str:
+    """``old → new`` of one bound when it changed, else its value."""
+    b, h = u.base, u.head
+    if b is None or h is None:
+        return str(getattr(u.current, value))
+    old, new = getattr(b, value), getattr(h, value)
+    return f"{old} → {new}" if old != new else str(new)
+
+
+def _metrics(b: Bounds, wrap: Wrap) -> str:
+    return wrap(b.metrics) if b.metrics is not None else "no HPA"
+
+
+def autoscaling_rows(a: ShardAutoscaling, wrap: Wrap = bare) -> list[list[str]]:
+    """One row per scale target (at most :data:`MAX_UNITS`): the head's bounds (the base's
+    for a removed target), moved bounds as ``old → new``, and what changed."""
+    rows = []
+    for u in a.units[:MAX_UNITS]:
+        b = u.current
+        rows.append(
+            [
+                wrap(u.name),
+                b.kind,
+                _moved(u, "floor"),
+                _moved(u, "maximum"),
+                _metrics(b, wrap),
+                git_owned(b),
+                agent_owned(b),
+                "; ".join(u.changes()) or "—",
+            ]
+        )
+    return rows
+
+
+def autoscaling_notes(a: ShardAutoscaling, wrap: Wrap = bare) -> list[str]:
+    """The sentences under the table: who creates which replica, floor moves, render inputs."""
+    notes: list[str] = []
+    if len(a.units) > MAX_UNITS:
+        notes.append(f"{len(a.units) - MAX_UNITS} more scale targets not listed (see the HPA diffs).")
+    if a.units:
+        notes.append(f"{AGENT_NOTE} {LIVE_NOTE}")
+    if any(u.current.kind == PCLQ_KIND and u.change in ("added", "removed") for u in a.units):
+        notes.append(BASE_GANG_NOTE)
+    moved = [u for u in a.units if u.floor_moved]
+    if moved:
+        notes.append(FLOOR_NOTE)
+        notes += [f"{wrap(u.name)}: {u.floor_move()}." for u in moved[:MAX_NAMES]]
+        if len(moved) > MAX_NAMES:
+            notes.append(f"… and {len(moved) - MAX_NAMES} more scale targets whose floor moved.")
+    if a.inputs:
+        shown = []
+        for c in a.inputs[:MAX_NAMES]:
+            detail = f" ({paths_text(list(c.paths), wrap)})" if c.paths else ""
+            shown.append(f"{wrap(c.document)} {c.how}{detail}")
+        more = len(a.inputs) - MAX_NAMES
+        notes.append(
+            "Render inputs changed (spec.source of the gitops.grove.io PodCliqueSet, what the agent renders "
+            f"from; condensed to one line in its diff): {'; '.join(shown)}" + (f"; and {more} more" if more > 0 else "")
+        )
+    return notes

@@ -2,24 +2,28 @@
 
 :func:`check_objects` is the command's core. :func:`findings` turns its answer into the
 warnings (``feasibility: warn``) or errors (``enforce``) that ``validate``, ``render`` and
-``diff`` report when the source holds an inventory.
+``diff`` report when the source holds an inventory. :func:`check_plan` places autoscaled
+workloads at their floor and, a second time, at their maximum (:mod:`.scaled`): only the
+floor is enforced.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.expand import labels as L
+from grove_gitops.expand.scaling import counts_at, scale_units
 from grove_gitops.feasibility.demand import NodeFilter, pod_requests
 from grove_gitops.feasibility.inventory import Inventory, build_inventory
 from grove_gitops.feasibility.model import Gang, Run, Scope
 from grove_gitops.feasibility.placement import GangResult, Placer, place_all
+from grove_gitops.feasibility.scaled import FLOOR, MAXIMUM, Budget, Verdict, unit_bounds
 from grove_gitops.load.source import SourceSet
-from grove_gitops.render import RenderPlan
+from grove_gitops.render import PlannedPCS, RenderPlan
 
 PODGANG_API = "scheduler.grove.io/v1alpha1"
 
@@ -29,10 +33,22 @@ class Feasibility:
     inventory: Inventory
     placer: Placer
     results: list[GangResult]
+    #: The same source with every autoscaled count at its maximum (None: nothing autoscaled).
+    maximum: Feasibility | None = None
+    #: Per autoscaled workload: floor and maximum verdicts.
+    verdicts: list[Verdict] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:
+        """Every gang fits (at the floor: the maximum is :attr:`maximum`'s)."""
         return all(r.fits for r in self.results)
+
+    @property
+    def fits_at_maximum(self) -> bool | None:
+        """Every autoscaled workload fits at its maximum; None when none is autoscaled or
+        none was checked there."""
+        checked = [v.max_fits for v in self.verdicts if v.max_fits is not None]
+        return all(checked) if checked else None
 
 
 def _pack(obj: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
@@ -140,20 +156,73 @@ def place_gangs(
     return Feasibility(inventory, placer, results)
 
 
-def plan_gangs(plan: RenderPlan) -> list[Gang]:
+def _autoscaled(item: PlannedPCS) -> bool:
+    return item.pcs is not None and bool(scale_units(item.pcs))
+
+
+def plan_gangs(
+    plan: RenderPlan, at: str = FLOOR, budget: Budget | None = None, skipped: dict[tuple[str, str], str] | None = None
+) -> list[Gang]:
     """The gangs of every PodCliqueSet of ``plan``, expanded one at a time (a PodGang only
-    names pods of its own PodCliqueSet), so only one expansion is in memory at once."""
+    names pods of its own PodCliqueSet), so only one expansion is in memory at once.
+
+    Autoscaled workloads are expanded with every autoscaled count at ``at`` (``"floor"`` or
+    ``"max"``): the floor's render includes the base PodGang the agent makes for an autoscaled
+    standalone clique, which Git does not hold. At the maximum, a workload ``budget`` refuses
+    stays at its floor and ``skipped`` gets the reason."""
     files = {item.key: item.file for item in plan.items}
     gangs: list[Gang] = []
     for item in plan.items:
-        gangs += gangs_of([o.obj for o in plan.expand(item)[0]], files)
+        counts = None
+        if item.pcs is not None and _autoscaled(item):
+            which = at
+            if at == MAXIMUM and budget is not None:
+                reason = budget.admit(item.pcs)
+                if reason is not None:
+                    which = FLOOR
+                    if skipped is not None:
+                        skipped[item.key] = reason
+            counts = counts_at(item.pcs, which)
+        gangs += gangs_of([o.obj for o in plan.expand(item, counts)[0]], files)
     return gangs
 
 
+def _verdict(item: PlannedPCS, floor: Feasibility, maximum: Feasibility, skipped: str) -> Verdict:
+    assert item.pcs is not None
+    verdict = Verdict(item.key[0], item.key[1], item.file, unit_bounds(item.pcs), skipped=skipped)
+    mine = [r for r in floor.results if (r.gang.namespace, r.gang.pcs) == item.key]
+    verdict.floor_fits = all(r.fits for r in mine)
+    if skipped:
+        return verdict
+    at_max = [r for r in maximum.results if (r.gang.namespace, r.gang.pcs) == item.key]
+    scaled = [r for r in at_max if r.gang.kind == "scaled"]
+    verdict.scaled_total = len(scaled)
+    verdict.scaled_placed = sum(r.fits for r in scaled)
+    verdict.base_fits_at_max = all(r.fits for r in at_max if r.gang.kind == "base")
+    verdict.extra_unplaced = sum(r.extra_unplaced for r in at_max)
+    verdict.max_fits = all(r.fits for r in at_max) and verdict.extra_unplaced == 0
+    verdict.reasons = [f"{r.gang.name}: {r.reason}" for r in at_max if not r.fits and r.reason]
+    return verdict
+
+
+#: Why a maximum that does not fit is never an error.
+MAX_IS_A_WARNING = (
+    "a warning under every feasibility mode: only the floor must fit; a replica above it that finds no room "
+    "waits unscheduled"
+)
+
+
 def findings(result: Feasibility, mode: str) -> tuple[list[InputProblem], list[str]]:
-    """A non-fitting gang as an error (``enforce``) or a warning (``warn``), naming its file."""
+    """A non-fitting gang (at the floor) as an error (``enforce``) or a warning (``warn``),
+    naming its file; an autoscaled workload whose maximum does not fit (or was not checked)
+    as a warning under both."""
     problems: list[InputProblem] = []
     warnings: list[str] = []
+    for v in result.verdicts:
+        if v.max_fits is False or v.skipped:
+            note = f" ({MAX_IS_A_WARNING})" if v.max_fits is False else ""
+            message = f"PodCliqueSet {v.title} {v.text()}{note}"
+            warnings.append(f"{v.file}: {message}" if v.file else message)
     for r in result.results:
         if r.fits:
             continue
@@ -174,7 +243,16 @@ def check_plan(plan: RenderPlan) -> Feasibility | None:
     source = plan.inputs.source
     if not source.has_inventory:
         return None
-    return place_gangs(plan_gangs(plan), source, plan.inputs.bindings)
+    floor = place_gangs(plan_gangs(plan, FLOOR), source, plan.inputs.bindings)
+    scaled = [i for i in plan.items if i.pcs is not None and any(u.scalable for u in scale_units(i.pcs))]
+    if not scaled:
+        return floor
+    fixed = sum(i.pods for i in plan.items if not _autoscaled(i))
+    skipped: dict[tuple[str, str], str] = {}
+    budget = Budget(plan.config.limits, pods=fixed)
+    floor.maximum = place_gangs(plan_gangs(plan, MAXIMUM, budget, skipped), source, plan.inputs.bindings)
+    floor.verdicts = [_verdict(i, floor, floor.maximum, skipped.get(i.key, "")) for i in scaled]
+    return floor
 
 
 def apply_mode(result: Feasibility | None, mode: str) -> list[str]:

@@ -2,8 +2,13 @@
 
 JSON, a contract other tools rely on: ``{"heuristic": str, "inventory": bool, "fits": bool,
 "gangs": [{"podCliqueSet", "namespace", "name", "kind": "base"|"scaled", "fits", "reason",
-"pods", "extraPods", "extraPodsUnplaced", "placedIn"}], "domains": [{"level", "key", "domain",
-"nodes", "requested": {...}, "allocatable": {...}}]}``; amounts are Kubernetes quantities.
+"pods", "extraPods", "extraPodsUnplaced", "placedIn"}], "fitsAtMaximum": bool|null,
+"autoscaling": [{"podCliqueSet", "namespace", "file", "units": [{"name", "kind", "minReplicas",
+"maxReplicas"}], "fitsAtFloor", "fitsAtMaximum": bool|null, "maximumNotChecked": str|null,
+"scaledGangsAtMaximum", "scaledGangsPlacedAtMaximum", "extraPodsUnplacedAtMaximum", "verdict",
+"gangsAtMaximum": [gang]}], "domains": [{"level", "key", "domain", "nodes", "requested": {...},
+"allocatable": {...}}]}``; amounts are Kubernetes quantities. ``gangs``, ``fits`` and
+``domains`` are every autoscaled count at its floor; ``autoscaling`` adds the maximum.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from typing import Any
 from grove_gitops.feasibility import HEURISTIC
 from grove_gitops.feasibility.check import Feasibility
 from grove_gitops.feasibility.placement import GangResult
+from grove_gitops.feasibility.scaled import Verdict
 from grove_gitops.feasibility.units import REPORTED, fmt
 
 #: The resources of the capacity table.
 TABLE_RESOURCES = REPORTED
 #: A level with more domains than this is summarised in the text table (hosts, mostly).
 MAX_TEXT_DOMAINS = 40
+#: Gangs that do not fit at the maximum, listed per workload in the text answer.
+MAX_TEXT_REASONS = 10
 
 
 def _gang_dict(r: GangResult) -> dict[str, Any]:
@@ -36,6 +44,24 @@ def _gang_dict(r: GangResult) -> dict[str, Any]:
         "extraPods": g.scope.extra_pods(),
         "extraPodsUnplaced": r.extra_unplaced,
         "placedIn": dict(sorted(r.placed_in.items())),
+    }
+
+
+def _verdict_dict(v: Verdict, result: Feasibility) -> dict[str, Any]:
+    at_max = result.maximum.results if result.maximum is not None and v.max_fits is not None else []
+    return {
+        "podCliqueSet": v.name,
+        "namespace": v.namespace,
+        "file": v.file,
+        "units": [{"name": u.name, "kind": u.kind, "minReplicas": u.floor, "maxReplicas": u.maximum} for u in v.units],
+        "fitsAtFloor": v.floor_fits,
+        "fitsAtMaximum": v.max_fits,
+        "maximumNotChecked": v.skipped or None,
+        "scaledGangsAtMaximum": v.scaled_total,
+        "scaledGangsPlacedAtMaximum": v.scaled_placed,
+        "extraPodsUnplacedAtMaximum": v.extra_unplaced,
+        "verdict": v.text(),
+        "gangsAtMaximum": [_gang_dict(r) for r in at_max if (r.gang.namespace, r.gang.pcs) == (v.namespace, v.name)],
     }
 
 
@@ -96,6 +122,8 @@ def to_json(result: Feasibility | None) -> str:
         "fits": result.fits,
         "nodes": result.inventory.node_count,
         "gangs": [_gang_dict(r) for r in result.results],
+        "fitsAtMaximum": result.fits_at_maximum,
+        "autoscaling": [_verdict_dict(v, result) for v in result.verdicts],
         "domains": [],
     }
     text = json.dumps(data, indent=2)
@@ -128,6 +156,15 @@ def to_text(result: Feasibility) -> str:
     lines.append(
         f"{fitting} of {len(result.results)} gang(s) fit on {result.inventory.node_count} node(s)."
     )
+    if result.verdicts:
+        lines += ["", "Autoscaled workloads (the gangs above have every autoscaled count at its floor):"]
+        for v in result.verdicts:
+            lines.append(f"  {v.title}: {v.text()}")
+            for reason in v.reasons[:MAX_TEXT_REASONS]:
+                lines.append(f"    at the maximum, DOES NOT FIT {reason}")
+            if len(v.reasons) > MAX_TEXT_REASONS:
+                lines.append(f"    ... {len(v.reasons) - MAX_TEXT_REASONS} more (see --output json)")
+        lines.append("Only the floor must fit (exit code, feasibility: enforce); the maximum is a warning.")
     lines.append(f"Note: {HEURISTIC}.")
     table = [["level", "domain", "nodes", "nvidia.com/gpu", "cpu", "memory"]]
     for key in result.placer.keys:

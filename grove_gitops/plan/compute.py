@@ -70,6 +70,10 @@ def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCl
         removed,
         restart_fields(pairs),
         message,
+        autoscaled=tuple(head.units.items()),
+        # the floor moved: these slots change hands between Git and the agent
+        to_cluster=tuple(h for h in removed if head.in_cluster_range(base.pods[h])),
+        from_cluster=tuple(h for h in added if base.in_cluster_range(head.pods[h])),
     )
 
 
@@ -88,7 +92,12 @@ def build_plan(base: Side, head: Side) -> Plan:
             message = f"new PodCliqueSet: its {n} are released as their gangs complete"
             out.append(
                 PodCliqueSetPlan(
-                    *key, "added", strategy(head, h, key), added=tuple(sorted(h.pods, key=natural)), message=message
+                    *key,
+                    "added",
+                    strategy(head, h, key),
+                    added=tuple(sorted(h.pods, key=natural)),
+                    message=message,
+                    autoscaled=tuple(h.units.items()),
                 )
             )
         elif b is not None:
@@ -96,7 +105,12 @@ def build_plan(base: Side, head: Side) -> Plan:
             message = f"removed from Git: the agent deletes its {n} after its grace period"
             out.append(
                 PodCliqueSetPlan(
-                    *key, "removed", strategy(base, b, key), removed=tuple(sorted(b.pods, key=natural)), message=message
+                    *key,
+                    "removed",
+                    strategy(base, b, key),
+                    removed=tuple(sorted(b.pods, key=natural)),
+                    message=message,
+                    autoscaled=tuple(b.units.items()),
                 )
             )
     return Plan(tuple(out))

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from grove_gitops.diff.autoscaling import agent_owned, git_owned
 from grove_gitops.diff.markdown import code
 from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.split import Block, shrink_lines
@@ -24,6 +25,14 @@ PLAN_CONTINUATION = f"{PLAN_HEADING} (continued)\n\n"
 COLLAPSE_STEPS = 10
 ADDED_NOTE = "scale-out; released as their gang allows"
 REMOVED_NOTE = "scale-in; deleted by the agent after its grace period"
+TO_CLUSTER_NOTE = "floor lowered; the agent keeps them while the live count covers them"
+FROM_CLUSTER_NOTE = "floor raised; the agent may have created them already"
+AUTOSCALED_NOTE = (
+    "this plan covers the replicas Git holds (below each floor); the agent rolls the replicas it created "
+    "(from the floor up to the live count, which is not in Git) the same way, with the same template"
+)
+#: Scale targets listed per PodCliqueSet (a workload may have one per PCS replica and unit).
+MAX_UNITS = 10
 INTRO = (
     "The order in which the in-cluster agent replaces pods after the merge: one step at a time, "
     "the next when the step's replacements are Ready (every replica assumed healthy)."
@@ -44,11 +53,36 @@ def summary(p: PodCliqueSetPlan) -> str:
         if p.steps:
             replaced += f" in {_plural(len(p.steps), 'step')}; at most {p.max_unavailable} unavailable at once"
         parts.append(replaced)
-    if p.added:
-        parts.append(f"{len(p.added)} added")
-    if p.removed:
-        parts.append(f"{len(p.removed)} removed")
+    if added(p):
+        parts.append(f"{len(added(p))} added")
+    if removed(p):
+        parts.append(f"{len(removed(p))} removed")
+    if p.from_cluster:
+        parts.append(f"{len(p.from_cluster)} into Git from the agent")
+    if p.to_cluster:
+        parts.append(f"{len(p.to_cluster)} handed to the agent")
     return "; ".join(parts)
+
+
+def added(p: PodCliqueSetPlan) -> tuple[str, ...]:
+    """Added slots, without those the agent held before (a raised floor)."""
+    return tuple(h for h in p.added if h not in set(p.from_cluster))
+
+
+def removed(p: PodCliqueSetPlan) -> tuple[str, ...]:
+    """Removed slots, without those the agent takes over (a lowered floor)."""
+    return tuple(h for h in p.removed if h not in set(p.to_cluster))
+
+
+def unit_lines(p: PodCliqueSetPlan, wrap: Callable[[str], str]) -> list[str]:
+    """One line per scale target: which replicas Git holds and which the agent creates."""
+    lines = [
+        f"{wrap(name)} ({b.kind}): Git holds {git_owned(b)}; the agent creates {agent_owned(b)}"
+        for name, b in p.autoscaled[:MAX_UNITS]
+    ]
+    if len(p.autoscaled) > MAX_UNITS:
+        lines.append(f"and {len(p.autoscaled) - MAX_UNITS} more scale targets")
+    return lines
 
 
 def grouped_fields(p: PodCliqueSetPlan) -> list[tuple[tuple[str, ...], list[str]]]:
@@ -73,12 +107,19 @@ def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
         width = len(str(len(p.steps)))
         for i, s in enumerate(p.steps, start=1):
             lines.append(f"    {i:>{width}}. replica {s.replica}, {s.unit}: {', '.join(s.hostnames)}")
-    if p.added:
-        lines.append(f"  Added ({ADDED_NOTE}): {', '.join(p.added)}")
-    if p.removed:
-        lines.append(f"  Removed ({REMOVED_NOTE}): {', '.join(p.removed)}")
+    if added(p):
+        lines.append(f"  Added ({ADDED_NOTE}): {', '.join(added(p))}")
+    if removed(p):
+        lines.append(f"  Removed ({REMOVED_NOTE}): {', '.join(removed(p))}")
+    if p.from_cluster:
+        lines.append(f"  Into Git ({FROM_CLUSTER_NOTE}): {', '.join(p.from_cluster)}")
+    if p.to_cluster:
+        lines.append(f"  Leaving Git ({TO_CLUSTER_NOTE}): {', '.join(p.to_cluster)}")
     if p.message:
         lines.append(f"  Note: {p.message}")
+    if p.autoscaled:
+        lines.append(f"  Autoscaled: {AUTOSCALED_NOTE}.")
+        lines += [f"    {line}" for line in unit_lines(p, str)]
     return lines
 
 
@@ -109,6 +150,19 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
         "added": list(p.added),
         "removed": list(p.removed),
         "message": p.message,
+        "autoscaled": [
+            {
+                "name": name,
+                "kind": b.kind,
+                "minReplicas": b.floor,
+                "maxReplicas": b.maximum,
+                "gitOwned": git_owned(b),
+                "clusterOwned": agent_owned(b),
+            }
+            for name, b in p.autoscaled
+        ],
+        "toCluster": list(p.to_cluster),
+        "fromCluster": list(p.from_cluster),
     }
 
 
@@ -142,12 +196,19 @@ def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
     lines = [f"**{code(p.title)}** · {summary(p)}", ""]
     for paths, cliques in grouped_fields(p):
         lines.append(f"- **Restart forced by** {_list(paths, code)} in {_list(tuple(cliques), code)}")
-    if p.added:
-        lines.append(f"- **Added** ({ADDED_NOTE}): {_list(p.added, code)}")
-    if p.removed:
-        lines.append(f"- **Removed** ({REMOVED_NOTE}): {_list(p.removed, code)}")
+    if added(p):
+        lines.append(f"- **Added** ({ADDED_NOTE}): {_list(added(p), code)}")
+    if removed(p):
+        lines.append(f"- **Removed** ({REMOVED_NOTE}): {_list(removed(p), code)}")
+    if p.from_cluster:
+        lines.append(f"- **Into Git** ({FROM_CLUSTER_NOTE}): {_list(p.from_cluster, code)}")
+    if p.to_cluster:
+        lines.append(f"- **Leaving Git** ({TO_CLUSTER_NOTE}): {_list(p.to_cluster, code)}")
     if p.message:
         lines.append(f"- {p.message}")  # our own words and counts
+    if p.autoscaled:
+        lines.append(f"- **Autoscaled:** {AUTOSCALED_NOTE}.")
+        lines += [f"  - {line}" for line in unit_lines(p, code)]
     if lines[-1]:
         lines.append("")
     if p.steps:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from grove_gitops.agent.order import Step
+from grove_gitops.diff.autoscaling import Bounds
 from grove_gitops.errors import GroveGitopsError
 
 ROLLING_RECREATE = "RollingRecreate"
@@ -42,6 +43,15 @@ class PodCliqueSetPlan:
     removed: tuple[str, ...] = ()
     restart_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
     message: str = ""
+    #: Scale targets of the workload (HEAD's; BASE's when it is removed), by name: Git holds
+    #: their replicas below the floor, the agent those from the floor up to the live count.
+    autoscaled: tuple[tuple[str, Bounds], ...] = ()
+    #: Of ``removed``: slots that leave Git because the floor went down, into the range the
+    #: agent creates (it keeps them while the live count covers them); not deleted by the plan.
+    to_cluster: tuple[str, ...] = ()
+    #: Of ``added``: slots that enter Git because the floor went up, from the range the agent
+    #: created (they may already run).
+    from_cluster: tuple[str, ...] = ()
 
     @property
     def max_unavailable(self) -> int:

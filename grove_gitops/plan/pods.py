@@ -16,7 +16,9 @@ from typing import Any
 from grove_gitops.agent.gangs import PODCLIQUE_LABEL, MalformedPodGang
 from grove_gitops.agent.order import SlotRef
 from grove_gitops.agent.snapshot import PART_OF, PCS_REPLICA_INDEX, PCSG, PCSG_REPLICA_INDEX, POD_INDEX, parse_day2
+from grove_gitops.diff.autoscaling import Bounds, targets_of
 from grove_gitops.diff.model import ObjectKey, TreeObject
+from grove_gitops.diff.renderinputs import is_workload_object
 from grove_gitops.diff.report import Side
 from grove_gitops.plan.model import ROLLING_RECREATE, PlanError
 
@@ -45,6 +47,25 @@ class Workload:
     pods: dict[str, RenderedPod] = field(default_factory=dict)
     gangs: list[TreeObject] = field(default_factory=list)
     texts: dict[ObjectKey, str] = field(default_factory=dict)
+    #: Scale targets by name, from the workload's ``gitops.grove.io`` PodCliqueSet.
+    units: dict[str, Bounds] = field(default_factory=dict)
+
+    def unit_of(self, pod: RenderedPod) -> tuple[Bounds, int] | None:
+        """The scale target a slot belongs to and the slot's index in its count (a clique's
+        pod index, a scaling group's replica index), or None when it is not autoscaled."""
+        slot = pod.slot
+        if slot.scaling_group is not None:
+            unit = self.units.get(slot.scaling_group)
+            index = slot.scaling_group_replica
+        else:
+            unit = self.units.get(slot.podclique)
+            index = slot.index
+        return (unit, index) if unit is not None and index is not None else None
+
+    def in_cluster_range(self, pod: RenderedPod) -> bool:
+        """Whether the slot is one the agent creates at some live count: floor <= index < max."""
+        found = self.unit_of(pod)
+        return found is not None and found[0].floor <= found[1] < found[0].maximum
 
 
 def natural(text: str) -> tuple[tuple[int, int | str], ...]:
@@ -97,6 +118,8 @@ def workloads(side: Side) -> dict[WorkloadKey, Workload]:
         if wl is None:
             wl = out[(key.namespace, pcs)] = Workload(key.namespace, pcs)
         wl.texts[key] = obj.text
+        if is_workload_object(key):
+            wl.units = targets_of(obj.obj, {})
         if key.kind == "PodGang":
             wl.gangs.append(obj)
         if key.kind != "Pod" or key.group:

@@ -51,7 +51,7 @@ def test_without_cluster_objects_the_output_is_todays_byte_for_byte(tmp_path: Pa
     assert _read(out) == _read(direct)
     assert not any(part in ("_flux", "_argocd") for rel in _read(out) for part in Path(rel).parts)
     assert "clusters" not in json.loads((out / "render.meta").read_text())
-    assert result.output.startswith("rendered 1 PodCliqueSet(s) into ")
+    assert result.stdout.startswith("rendered 1 PodCliqueSet(s) into ")
 
 
 def test_two_clusters_render_complete_trees(tmp_path: Path) -> None:
