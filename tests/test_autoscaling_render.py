@@ -57,16 +57,6 @@ def test_the_unit_mismatch_of_a_multi_pod_group_is_warned_with_its_factor(tmp_pa
 
 
 def test_an_average_value_external_metric_is_per_replica_and_not_warned(tmp_path: Path) -> None:
-    text = sample_text(SIMPLE1).replace(
-        """          metrics:
-            - type: Resource
-              resource:
-                name: cpu
-                target:
-                  type: Utilization
-                  averageUtilization: 80
-      podCliqueScalingGroups""", "      podCliqueScalingGroups")
-    assert "podCliqueScalingGroups" in text
     result = render_files(tmp_path, {"s.yaml": _external_metric(sample_text(SIMPLE1))})
     assert not [w for w in result.warnings if "counts pods" in w]
 
@@ -74,7 +64,7 @@ def test_an_average_value_external_metric_is_per_replica_and_not_warned(tmp_path
 def _external_metric(text: str) -> str:
     marker = "        scaleConfig:\n          maxReplicas: 6\n          metrics:\n"
     assert marker in text
-    head, tail = text.split(marker)
+    head, _ = text.split(marker)
     # drop the group's metric list (the rest of the file after it), replace with an External AverageValue one
     return head + marker + (
         "            - type: External\n"

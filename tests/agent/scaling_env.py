@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,31 +24,15 @@ from grove_gitops.expand.scaling import API_VERSION, PCSG_KIND
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.render import CLUSTER_SHARD, RenderedObject, plan_source
 from tests.fakeserver import FakeApiServer
-from tests.support import CRDS, OUR_CRDS
 
 #: Fields the API server owns, and what the agent changes on every released pod.
 SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences")
 
 
-def crd_dir(tmp: Path) -> Path:
-    """Upstream CRDs (``../shared/crds``) plus ours (``overlays/crds``), in one directory."""
-    out = tmp / "crds"
-    if not out.is_dir():  # copies: the server's directory walk does not follow symlinks
-        shutil.copytree(CRDS, out / "shared")
-        shutil.copytree(OUR_CRDS, out / "ours")
-    return out
-
-
-def serve_hpas(server: FakeApiServer) -> None:
-    """``autoscaling/v2`` HorizontalPodAutoscalers (the render writes them into Git)."""
-    server.register_resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
-                             has_status=True)
-
-
 def start_server(tmp: Path) -> FakeApiServer:
-    server = FakeApiServer(crd_dir=crd_dir(tmp)).start()
-    serve_hpas(server)
-    return server
+    """The default fake server: Grove's, the schedulers' and our CRDs (overlays/crds), and HPAs.
+    (``tmp`` is unused: kept so every world of a test is started the same way.)"""
+    return FakeApiServer().start()
 
 
 def decorated(objects: list[RenderedObject], flavour: str) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -162,10 +163,8 @@ def test_a_target_outside_its_workload_or_with_a_huge_count_is_refused() -> None
                     max_leaves=30))
 def test_any_hostile_record_is_parsed_or_refused_with_bad_workload(value: Any) -> None:
     for record in (_record(scaleTargets=value), _record(source=value), _record(rendererVersion=value)):
-        try:
+        with contextlib.suppress(BadWorkload):
             parse(record)
-        except BadWorkload:
-            pass
 
 
 def test_a_record_of_another_renderer_version_is_not_rendered() -> None:

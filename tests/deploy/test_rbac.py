@@ -17,7 +17,6 @@ from grove_gitops.agent import drift, kube
 
 from .helpers import (
     AUTOSCALING_PERMISSIONS,
-    AUTOSCALING_PERMISSIONS,
     BACKEND_GANG_RESOURCES,
     CLUSTER_EVENT_NAMESPACE,
     CLUSTER_SCOPED,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import threading
-from pathlib import Path
 from typing import Any
 
 import kubernetes.client
@@ -31,7 +30,6 @@ from grove_gitops.expand import ownership
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
-from tests.agent.scaling_env import crd_dir, serve_hpas
 from tests.fakeserver import FakeApiServer
 from tests.fakeserver.server import DEFAULT_NAMESPACES
 
@@ -258,14 +256,11 @@ def _exercise_autoscaling(server: FakeApiServer) -> None:
     [(GATE_LIFTER, None), (NAMESPACED, WATCHED_NAMESPACE)],
     ids=["cluster", "namespaced"],
 )
-def test_every_request_is_allowed_and_every_grant_used(
-    overlay: Any, watch_namespace: str | None, tmp_path: Path
-) -> None:
+def test_every_request_is_allowed_and_every_grant_used(overlay: Any, watch_namespace: str | None) -> None:
     require_kubectl()
     authz = Authorizer(build(overlay))
     objs = _rendered_examples()
-    with FakeApiServer(crd_dir(tmp_path), namespaces=(*DEFAULT_NAMESPACES, LIFTER_NAMESPACE)) as server:
-        serve_hpas(server)
+    with FakeApiServer(namespaces=(*DEFAULT_NAMESPACES, LIFTER_NAMESPACE)) as server:
         _serve_workload_api(server)
         setup = Kube(server.api_client())
         for obj in objs:

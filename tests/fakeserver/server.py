@@ -51,7 +51,9 @@ def _project_root() -> Path | None:
 
 
 def project_crd_dir() -> Path | None:
-    """``<project root>/overlays/crds`` (the project's own CRDs), if present: pass it as ``extra_crds``."""
+    """``<project root>/overlays/crds`` (the project's own CRDs), if present: served by default
+    beside the shared ones; a bare kind name shared with Grove ("PodClique") then needs its group
+    ("podcliques.gitops.grove.io")."""
     root = _project_root()
     candidate = root / "overlays" / "crds" if root else None
     return candidate if candidate and candidate.is_dir() else None
@@ -114,6 +116,15 @@ class FakeApiServer:
         )
         self.crd_dir = resolved
         self.extra_crds = tuple(Path(p) for p in extra_crds)
+        if isinstance(crd_dir, _Default):
+            # A cluster running the agent has its CRDs (overlays/crds) and serves the
+            # autoscaling/v2 HorizontalPodAutoscalers the render writes (docs/autoscaling.md).
+            ours = project_crd_dir()
+            self.extra_crds += (ours,) if ours is not None and ours not in self.extra_crds else ()
+            self.registry.register(
+                ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
+                             namespaced=True, has_status=True, builtin=True)
+            )
         for source in [*([resolved] if resolved is not None else []), *self.extra_crds]:
             if not source.exists():
                 raise FileNotFoundError(f"CRD file or directory {source} does not exist")
