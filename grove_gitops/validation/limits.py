@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grove_gitops.api.podcliqueset import (
-    AutoScalingConfig,
     EXPLICIT,
     IN_ORDER,
+    AutoScalingConfig,
     PodCliqueScalingGroupConfig,
     PodCliqueSet,
     PodCliqueTemplateSpec,
