@@ -204,7 +204,8 @@ spec:
 def test_zero_pcs_replicas_renders_only_rbac(tmp_path: Path) -> None:
     text = _inorder("CliqueStartupTypeAnyOrder").replace("  replicas: 1\n  template", "  replicas: 0\n  template")
     kinds = sorted(o.obj["kind"] for o in render_files(tmp_path, {"z.yaml": text}).objects)
-    assert kinds == ["Role", "RoleBinding", "Secret", "ServiceAccount"]
+    # and the workload's gitops.grove.io record (docs/autoscaling.md), which exists at zero too
+    assert kinds == ["PodCliqueSet", "Role", "RoleBinding", "Secret", "ServiceAccount"]
 
 
 def test_publish_not_ready_addresses_and_user_env_is_overridden(tmp_path: Path) -> None:

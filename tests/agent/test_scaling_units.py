@@ -178,3 +178,22 @@ def test_a_record_whose_inputs_do_not_render_is_refused_with_the_problem() -> No
                                       "metadata": {"name": "w", "namespace": NS}, "spec": {"replicas": -1}}]))
     with pytest.raises(BadWorkload, match="does not render"):
         Expander().desired(workload, {(0, "g"): 2})
+
+
+def test_a_pod_git_dropped_when_the_floor_fell_is_scaled_in_but_a_gits_old_pod_is_left_to_the_rollout() -> None:
+    from grove_gitops.expand import ownership
+
+    def proven(pod: dict[str, Any]) -> dict[str, Any]:
+        pod["metadata"]["labels"].update({"app.kubernetes.io/managed-by": "grove-gitops",
+                                          "app.kubernetes.io/part-of": "w", "grove.io/podcliqueset-replica-index": "0",
+                                          "grove.io/podclique": "p", "grove.io/pod-template-hash": "h"})
+        ownership.stamp(pod)
+        return pod
+
+    applied = proven(_pod("p-3-0-a", "p-3-0", "g-3", 3, 0, owned=False))  # Git applied it, the floor fell
+    old_git = proven(_pod("p-1-0-old", "p-1-0", "g-1", 1, 0, owned=False))  # Git's pod of the last template
+    git = {("v1", "Pod", NS, "p-1-0-new")}
+    out = plan({}, _index(applied, old_git), UID, git)
+    assert [k[3] for k, _ in out.delete] == ["p-3-0-a"]
+    unproven = _pod("p-3-0-b", "p-3-0", "g-3", 3, 0, owned=False)  # a copied label is not a proof
+    assert plan({}, _index(unproven), UID, git).delete == []

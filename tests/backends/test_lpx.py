@@ -34,7 +34,8 @@ spec:
   - {domain: rack, key: topology.kubernetes.io/rack}
 """
 #: The kinds a default-scheduler render produces; LPX adds none.
-CORE_KINDS = {"ServiceAccount", "Role", "RoleBinding", "Secret", "Service", "Pod", "PodGang"}
+#: ... and the workload's gitops.grove.io PodCliqueSet record (docs/autoscaling.md).
+CORE_KINDS = {"ServiceAccount", "Role", "RoleBinding", "Secret", "Service", "Pod", "PodGang", "PodCliqueSet"}
 
 
 def opcfg(*, tas: bool = False, default: str = "lpx-scheduler") -> str:

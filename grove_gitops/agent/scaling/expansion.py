@@ -109,7 +109,10 @@ class Expander:
         self.renders = 0
 
     def desired(self, workload: ScaledWorkload, counts: dict[tuple[int, str], int]) -> Desired:
-        key = (workload.digest + workload.renderer_version, tuple(sorted(counts.items())))
+        # The record's own name is part of the key: two records with the same inputs are not the
+        # same workload (and only the one the inputs name renders).
+        ident = f"{workload.namespace}/{workload.name}/{workload.renderer_version}/{workload.digest}"
+        key = (ident, tuple(sorted(counts.items())))
         with self._lock:
             found = self._cache.get(key)
             if found is not None:

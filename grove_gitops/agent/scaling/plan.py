@@ -21,11 +21,12 @@ its uid) are ever replaced or deleted; objects Git applied are never touched.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.expand import labels as L
+from grove_gitops.expand import ownership
 from grove_gitops.expand.gitsplit import ObjectKey, object_key
 
 Raw = Mapping[str, Any]
@@ -119,9 +120,15 @@ def _differs(desired: Raw, live: Raw) -> bool:
     return False
 
 
-def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, Raw], uid: str) -> Plan:
+def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, Raw], uid: str,
+         git: Collection[ObjectKey] = (), *, adopt: bool = True) -> Plan:
     """The writes that take ``live`` (every object of the workload the agent can see, owned or
-    not, by key) to ``desired`` (the objects the agent must hold)."""
+    not, by key) to ``desired`` (the objects the agent must hold); ``git`` are the keys Git holds.
+
+    A pod Git applied and no longer holds (the floor was lowered, so its replica became the
+    agent's) is the agent's to scale in too, when it carries the render's ownership proof: no
+    one else would ever delete it (``adopt``; off when the whole workload left Git: its pods are
+    then the day-2 loop's, after its grace period)."""
     out = Plan()
     missing = {k: o for k, o in desired.items() if k not in live}
     claimed: set[ObjectKey] = set()
@@ -146,8 +153,15 @@ def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, R
         have = live.get(key)
         if have is not None and not _is_pod(key) and owned_by(have, uid) and _differs(obj, have):
             out.replace.append(obj)
+    # Slots the render wants, the agent's and Git's: a pod in one is the old pod of a rolling
+    # update (the day-2 loop retires it in Grove's order), never a scale-in victim. A rendered
+    # pod is named ``<slot>-<hash8>``.
     wanted_slots = {((o.get("spec") or {}).get("hostname")) for k, o in desired.items() if _is_pod(k)}
-    owned_extra = {k: o for k, o in live.items() if k not in desired and owned_by(o, uid)}
+    wanted_slots |= {k[3].rsplit("-", 1)[0] for k in git if _is_pod(k)}
+    owned_extra = {
+        k: o for k, o in live.items()
+        if k not in desired and (owned_by(o, uid) or (adopt and _is_pod(k) and k not in git and ownership.verify(o)))
+    }
     pods = [
         (k, o) for k, o in owned_extra.items()
         if _is_pod(k) and (o.get("spec") or {}).get("hostname") not in wanted_slots

@@ -139,18 +139,31 @@ class Scaler:
             self._report(obj, memory, f"{key[0]}/{key[1]}: {exc}")
             return
         memory.uid = workload.uid
-        targets = self._targets(workload, obj)
-        counts = {(t.replica, t.template): self._count(t, targets.get(t.name)) for t in workload.targets}
         desired: Desired | None = None
         if workload.targets:
+            # Render before creating anything: inputs that do not render get no scale target.
             try:
-                desired = self.expander.desired(workload, counts)
+                self.expander.desired(workload, self._counts(workload, self._known_targets(workload)))
             except BadWorkload as exc:
                 self._report(obj, memory, f"{key[0]}/{key[1]}: {exc}")
                 return
+        targets = self._targets(workload, obj)
+        if workload.targets:
+            desired = self.expander.desired(workload, self._counts(workload, targets))
             self._apply(workload, desired, memory)
         memory.problem = ""
         self._status(workload, obj, desired, targets, memory)
+
+    def _known_targets(self, workload: ScaledWorkload) -> dict[str, Raw]:
+        out = {}
+        for t in workload.targets:
+            live = self.gitops.get(t.kind, (workload.namespace, t.name))
+            if live is not None and owned_by(live, workload.uid):
+                out[t.name] = live
+        return out
+
+    def _counts(self, workload: ScaledWorkload, targets: dict[str, Raw]) -> dict[tuple[int, str], int]:
+        return {(t.replica, t.template): self._count(t, targets.get(t.name)) for t in workload.targets}
 
     def _count(self, target: Target, live: Raw | None) -> int:
         """The live count, clamped into Git's bounds (a count outside them was written before
@@ -237,7 +250,7 @@ class Scaler:
 
     def _apply(self, workload: ScaledWorkload, desired: Desired, memory: _Memory) -> None:
         live = self._live(workload, desired, memory)
-        todo = plan(desired.objects, live, workload.uid)
+        todo = plan(desired.objects, live, workload.uid, desired.git)
         if todo.empty:
             return
         log.debug("autoscaling %s/%s: %d gangs, %d pods joining, %d replaced, deletes %s", workload.namespace,
@@ -387,11 +400,27 @@ class Scaler:
             self.gitops.put(PCS_KIND, done)
 
     def _report(self, obj: Raw, memory: _Memory, problem: str) -> None:
-        if memory.problem != problem:
-            log.error("autoscaling: %s", problem)
-            self.kube.emit_event(str((obj.get("metadata") or {}).get("namespace", "default")), obj,
-                                 "InvalidWorkload", problem)
+        """A record the agent cannot act on: logged, a Warning Event, and ``Ready=False`` with
+        the problem on the record itself, once per problem."""
+        if memory.problem == problem:
+            return
         memory.problem = problem
+        meta = obj.get("metadata") or {}
+        log.error("autoscaling: %s", problem)
+        self.kube.emit_event(str(meta.get("namespace", "default")), obj, "InvalidWorkload", problem)
+        old = obj.get("status") or {}
+        generation = meta.get("generation", 0) if isinstance(meta.get("generation"), int) else 0
+        conditions = [S.condition("Ready", False, "InvalidWorkload", problem, _now(), generation,
+                                  old.get("conditions") or [])]
+        try:
+            done = self.kube.patch_object(API_VERSION, PCS_KIND, str(meta.get("namespace", "")),
+                                          str(meta.get("name", "")), {"status": {"conditions": conditions}},
+                                          subresource="status")
+        except ApiException as exc:
+            log.warning("status of %s/%s not written: %s", meta.get("namespace"), meta.get("name"), exc.status)
+            return
+        self.writes += 1
+        self.gitops.put(PCS_KIND, done)
 
     def _gone(self, key: WorkloadKey, memory: _Memory) -> None:
         """The workload left Git: delete what the agent created for it, pods first."""
@@ -400,7 +429,9 @@ class Scaler:
             return
         live = _cached(self.cache, key)
         live.update(memory.others)
-        todo = plan({}, live, memory.uid)
+        # Only what it created: Git's pods of a removed workload are the day-2 loop's (after its
+        # grace period).
+        todo = plan({}, live, memory.uid, adopt=False)
         for k, uid in todo.delete:
             self._delete(k, uid, memory)
         for kind in (PCSG_KIND, "PodClique"):
