@@ -115,7 +115,7 @@ def test_a_workload_leaving_git_takes_what_the_agent_made_along_pods_first(world
 
 
 def test_a_record_no_render_writes_is_refused_with_an_event_and_creates_nothing(world: Any) -> None:
-    src, env = world
+    _, env = world
     record = env.server.get_object("podcliquesets.gitops.grove.io", NS, "disagg")
     assert record is not None
     bad = yaml.safe_load(yaml.safe_dump(record))
