@@ -106,3 +106,25 @@ def test_an_autoscaling_maximum_beyond_the_pod_limit_is_refused_before_anything_
     with pytest.raises(InvalidInputError) as info:
         render_files(tmp_path, {"s.yaml": text})
     assert any("scaleConfig.maxReplicas" in str(p) and "above the limit" in str(p) for p in info.value.problems)
+
+
+def test_counts_never_enter_a_name_or_hash_grove_565(tmp_path: Path) -> None:
+    """Every object two counts both hold is byte-identical: scaling never renames a pod (which
+    would roll it) nor rewrites a gang that exists at both counts."""
+    from grove_gitops.render import plan_source
+    from tests.support import write_source
+
+    src = write_source(tmp_path / "src", {"s.yaml": sample_text(SIMPLE1)})
+    plan = plan_source(src)
+    [item] = plan.items
+
+    def at(pca: int, sga: int) -> dict[tuple[str, str], dict]:
+        objects, _ = plan.expand(item, {(0, "pca"): pca, (0, "sga"): sga})
+        return {(o.obj["kind"], o.obj["metadata"]["name"]): o.obj for o in objects}
+
+    low, high = at(3, 1), at(5, 3)
+    shared = set(low) & set(high)
+    assert {k for k in shared if k[0] == "Pod"} == {k for k in low if k[0] == "Pod"}
+    changed = sorted(k for k in shared if low[k] != high[k])
+    # only the base PodGang (its pca podgroup lists pca's pods) depends on a count
+    assert changed == [("PodGang", "simple1-0")]
