@@ -277,10 +277,14 @@ class Scaler:
             self._create(pod, owner, memory)
         for obj in todo.replace:
             meta = obj["metadata"]
-            body = [{"op": "replace", "path": "/spec", "value": obj.get("spec", {})}]
-            self.kube.patch_object(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"], body,
-                                   patch_type="application/json-patch+json")
+            live_obj = live.get(object_key(obj)) or {}
+            done = self.kube.patch_object(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"],
+                                          _replace_ops(obj, live_obj), patch_type="application/json-patch+json")
             self.writes += 1
+            if obj["kind"] not in ("Pod", "PodGang"):  # the watch caches those; others live here
+                done.setdefault("apiVersion", obj["apiVersion"])
+                done.setdefault("kind", obj["kind"])
+                memory.others[object_key(obj)] = done
         deletes = list(self.pool.map(lambda kv: self._delete(kv[0], kv[1], memory), todo.delete))
         self.writes += sum(deletes)
 
@@ -440,6 +444,25 @@ class Scaler:
                     self.kube.delete_object(API_VERSION, kind, ns, name, str(obj["metadata"].get("uid", "")))
         if not any(owned_by(o, memory.uid) for o in live.values()):
             self.memory.pop(key, None)
+
+
+def _replace_ops(desired: Raw, live: Raw) -> list[dict[str, Any]]:
+    """JSON patch taking ``live`` to the render's spec, labels and annotations. Keys others put
+    on the object (a scheduler's labels) are kept: only the render's keys are set."""
+    ops: list[dict[str, Any]] = [{"op": "replace", "path": "/spec", "value": desired.get("spec", {})}]
+    live_meta = live.get("metadata") or {}
+    for part in ("labels", "annotations"):
+        want = (desired.get("metadata") or {}).get(part) or {}
+        have = live_meta.get(part)
+        if not isinstance(have, dict):
+            if want:
+                ops.append({"op": "add", "path": f"/metadata/{part}", "value": dict(want)})
+            continue
+        for k, v in sorted(want.items()):
+            if have.get(k) != v:
+                escaped = k.replace("~", "~0").replace("/", "~1")
+                ops.append({"op": "add", "path": f"/metadata/{part}/{escaped}", "value": v})
+    return ops
 
 
 def _cached(cache: WatchCache, key: WorkloadKey) -> dict[ObjectKey, Raw]:
