@@ -29,6 +29,7 @@ from grove_gitops.expand.workload import expand_pcs
 from grove_gitops.expand.workloadobject import workload_object
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
+from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
@@ -172,6 +173,8 @@ def _validate_pcs(
     errs += scheduler_errs
     errs += validate_templates(pcs, claim_templates)
     errs += validate_pod_specs(pcs, inputs.render.kubernetesVersion)
+    if not errs:  # the HPAs are built from a PodCliqueSet Grove accepts
+        errs += validate_hpas(pcs, inputs.render.kubernetesVersion)
     errs += _backend_findings(item, inputs, default, scheduler_ok=not scheduler_errs, grove_errs=bool(errs))
     return errs
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grove_gitops.errors import InvalidInputError
 from tests.schemas import CRDRegistry
@@ -128,3 +130,67 @@ def test_counts_never_enter_a_name_or_hash_grove_565(tmp_path: Path) -> None:
     changed = sorted(k for k in shared if low[k] != high[k])
     # only the base PodGang (its pca podgroup lists pca's pods) depends on a count
     assert changed == [("PodGang", "simple1-0")]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "message"),
+    [
+        ("                type: Utilization\n", "                type: Bogus\n",
+         "spec.template.cliques[0].spec.autoScalingConfig.metrics[0].resource.target.type", "Unsupported value"),
+        ("              - type: Resource\n", "              - type: Resource\n                bogus: 1\n",
+         "spec.template.cliques[0].spec.autoScalingConfig.metrics[0].bogus", "unknown field"),
+    ],
+)
+def test_a_metric_the_api_server_would_refuse_is_an_input_error_not_a_stuck_hpa(
+    tmp_path: Path, old: str, new: str, field: str, message: str
+) -> None:
+    """Grove copies metrics unchecked and its HPA is then refused, stopping the whole
+    PodCliqueSet (§6.2); here the source field is named before anything reaches Git."""
+    text = sample_text(SIMPLE1).replace(old, new, 1)
+    assert text != sample_text(SIMPLE1)
+    with pytest.raises(InvalidInputError) as info:
+        render_files(tmp_path, {"s.yaml": text})
+    assert any(str(p).startswith(f"s.yaml: {field}: {message}") for p in info.value.problems), info.value.problems
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    max_leaves=12,
+)
+_count = st.one_of(st.none(), st.integers(-3, 12), st.sampled_from([2**31 - 1, 2**31, -(2**31), 10**9]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(minimum=_count, maximum=_count, metrics=st.one_of(st.none(), st.lists(_json, max_size=3)),
+       group=st.booleans())
+def test_any_autoscaling_config_renders_valid_hpas_or_names_the_field(
+    minimum: object, maximum: object, metrics: object, group: bool
+) -> None:
+    import tempfile
+
+    import yaml
+
+    from tests.schemas import CRDRegistry, validate_any
+    from tests.support import CRDS, OUR_CRDS
+
+    doc = yaml.safe_load(sample_text(SIMPLE1))
+    config: dict[str, object] = {k: v for k, v in (("minReplicas", minimum), ("maxReplicas", maximum),
+                                                   ("metrics", metrics)) if v is not None}
+    if group:
+        doc["spec"]["template"]["podCliqueScalingGroups"][0]["scaleConfig"] = config
+    else:
+        doc["spec"]["template"]["cliques"][0]["spec"]["autoScalingConfig"] = config
+    with tempfile.TemporaryDirectory() as raw:
+        try:
+            result = render_files(Path(raw), {"s.yaml": yaml.safe_dump(doc)})
+        except InvalidInputError as exc:
+            assert exc.problems and all(str(p).startswith("s.yaml: ") for p in exc.problems)
+            return
+    crds = _CRDS.setdefault("r", CRDRegistry.from_dirs(CRDS, OUR_CRDS))
+    for item in result.objects:
+        if item.obj["kind"] in ("HorizontalPodAutoscaler", "PodCliqueSet"):
+            assert validate_any(item.obj, crds, "1.35") == [], item.obj
+
+
+_CRDS: dict[str, CRDRegistry] = {}
