@@ -343,6 +343,13 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             help="Rolling updates, failed-pod replacement, gang termination and scale-in; "
             "--no-day2 only releases gates.",
         ),
+        click.option(
+            "--autoscaling/--no-autoscaling",
+            default=True,
+            show_default=True,
+            help="Create the gitops.grove.io scale targets of autoscaled cliques and scaling groups and the "
+            "replicas above the floor Git renders (docs/autoscaling.md; needs overlays/crds installed).",
+        ),
         click.option("--lease-duration", default=15.0, show_default=True, help="Seconds a Lease is valid without renewal."),
         click.option(
             "--renew-deadline", default=10.0, show_default=True, help="Seconds the leader may fail to renew before it stops."
@@ -369,7 +376,9 @@ def agent(**kwargs: Any) -> None:
     It removes the scheduling gate from a gang's pods once the gang is complete, rolls
     updates in Grove's order (RollingRecreate) or waits for deletes (OnDelete), replaces
     failed pods, terminates gangs whose minAvailable stays breached past terminationDelay,
-    and deletes pods no PodGang wants any more. See docs/day2.md.
+    and deletes pods no PodGang wants any more. See docs/day2.md. It also creates the scale
+    targets of autoscaled cliques and scaling groups and the replicas above the floor Git
+    renders, at the count scalers write (docs/autoscaling.md).
     """
     _run_agent(**kwargs)
 

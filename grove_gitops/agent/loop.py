@@ -167,7 +167,8 @@ class Agent:
         """
         now = time.monotonic()
         alive = all(t.is_alive() for t in self._threads)
-        return alive and all(now - t < self.config.stale_after for t in self.cache.progress.values())
+        scaling = self.scaler is None or not self._threads or now - self.scaler.progress < self.config.stale_after
+        return alive and scaling and all(now - t < self.config.stale_after for t in self.cache.progress.values())
 
     def _backoff(self, attempt: int, slow: bool = False) -> float:
         """Exponential backoff; ``slow`` (a malformed object, fixed only by a person) starts

@@ -59,6 +59,7 @@ class ServiceOptions:
     grace: float = 60.0
     unordered_grace: float = intent.UNORDERED_GRACE
     day2: bool = True
+    autoscaling: bool = True
     resync: float = 2.0
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
@@ -121,7 +122,7 @@ def run_agent(opts: ServiceOptions) -> int:
     lifter = Agent(
         kube,
         AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2,
-                    resync=opts.resync, unordered_grace=opts.unordered_grace),
+                    resync=opts.resync, unordered_grace=opts.unordered_grace, autoscaling=opts.autoscaling),
         registry,
         lambda: elector.is_leader,
     )

@@ -123,6 +123,9 @@ class Scaler:
                                     getattr(exc, "status", type(exc).__name__))
                         self.notify(key)
                         stop.wait(0.5)
+                    except Exception:  # a bug must not stop every other workload's scaling
+                        log.exception("autoscaling pass of %s/%s failed", key[0], key[1])
+                        stop.wait(1.0)
         finally:
             self.pool.shutdown(wait=False, cancel_futures=True)
 
