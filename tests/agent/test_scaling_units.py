@@ -197,3 +197,13 @@ def test_a_pod_git_dropped_when_the_floor_fell_is_scaled_in_but_a_gits_old_pod_i
     assert [k[3] for k, _ in out.delete] == ["p-3-0-a"]
     unproven = _pod("p-3-0-b", "p-3-0", "g-3", 3, 0, owned=False)  # a copied label is not a proof
     assert plan({}, _index(unproven), UID, git).delete == []
+
+
+def test_a_gang_cut_short_by_a_restart_carries_its_existing_pods_for_a_rollback() -> None:
+    pods = _replica(3)[:2]
+    desired = _index(*_replica(2), *_replica(3))
+    live = _index(*_replica(2), pods[0])  # the agent was killed after the first pod of g-3
+    out = plan(desired, live, UID)
+    [gang] = out.gangs
+    assert [p["metadata"]["name"] for p in gang.pods] == ["p-3-1-a"]
+    assert [p["metadata"]["name"] for p in gang.existing] == ["p-3-0-a"]

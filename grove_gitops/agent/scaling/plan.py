@@ -86,6 +86,9 @@ class GangCreate:
     name: str
     pods: list[dict[str, Any]] = field(default_factory=list)
     objects: list[dict[str, Any]] = field(default_factory=list)
+    #: Its pods that exist already and are the agent's (an earlier try, cut short): a refused
+    #: gang takes them back too, so no part of it holds quota.
+    existing: list[Raw] = field(default_factory=list)
 
 
 @dataclass
@@ -138,8 +141,10 @@ def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, R
         members = [k for k in ((*POD, key[2], n) for n in gang_members(obj)) if k in missing]
         extras = [k for k in gang_object_keys(obj, key[2]) if k in missing]
         if key in missing:
+            names = gang_members(obj)
+            existing = [live[k] for k in ((*POD, key[2], n) for n in names) if k in live and owned_by(live[k], uid)]
             out.gangs.append(
-                GangCreate(key[3], [missing[k] for k in members], [missing[k] for k in extras] + [obj])
+                GangCreate(key[3], [missing[k] for k in members], [missing[k] for k in extras] + [obj], existing)
             )
             claimed.update(members, extras, [key])
     for key, obj in missing.items():

@@ -313,9 +313,10 @@ class Scaler:
                 created = self._create(pod, owner, memory)
             except ApiException as exc:
                 if exc.status in (403, 422):
-                    for done in made:
+                    for done in [*made, *gang.existing]:
                         meta = done["metadata"]
-                        self._delete(("v1", "Pod", meta["namespace"], meta["name"]), meta["uid"], memory)
+                        self._delete(("v1", "Pod", meta["namespace"], meta["name"]), str(meta.get("uid", "")),
+                                     memory)
                     return _api_message(exc)
                 raise
             if created is not None:
