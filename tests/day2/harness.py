@@ -20,9 +20,11 @@ bystander's pods were never touched.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -34,14 +36,14 @@ import yaml
 
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
-from grove_gitops.render import render_source
+from grove_gitops.render import plan_source, render_source
 from tests.day2 import observer as O
 from tests.day2.applier import Applier, FileCache, Hold, Mode, read_tree
 from tests.day2.kubelet import Kubelet, KubeletConfig
 from tests.day2.observer import Moment, Observer, PodView, Slot
 from tests.day2.rest import Raw, Rest
 from tests.fakeserver import FakeApiServer
-from tests.support import PROJECT, SHARED
+from tests.support import OUR_CRDS, PROJECT, SHARED
 
 EXAMPLES = PROJECT / "examples"
 EXAMPLE_NAMESPACE = "inference"
@@ -61,9 +63,30 @@ FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 
 
 # ------------------------------------------------------------------------------ the server
+_CRD_DIR: Path | None = None
+
+
+def crd_dir() -> Path:
+    """Grove's and the schedulers' CRDs (``../shared/crds``) plus ours (``overlays/crds``: the
+    gitops.grove.io PodCliqueSet and the scale targets), copied once per process into one
+    directory (the server's directory walk does not follow symlinks), removed at exit."""
+    global _CRD_DIR
+    if _CRD_DIR is None:
+        out = Path(tempfile.mkdtemp(prefix="day2-crds-"))
+        atexit.register(shutil.rmtree, out, True)
+        shutil.copytree(SHARED / "crds", out / "shared")
+        shutil.copytree(OUR_CRDS, out / "ours")
+        _CRD_DIR = out
+    return _CRD_DIR
+
+
 def start_server() -> FakeApiServer:
-    """The fake API server with the project's CRDs and an event window no scenario exhausts."""
-    return FakeApiServer(crd_dir=SHARED / "crds", event_window=200_000).start()
+    """The fake API server with the project's CRDs (Grove's, the schedulers' and ours), the
+    HorizontalPodAutoscalers the render writes to Git, and an event window no scenario exhausts."""
+    server = FakeApiServer(crd_dir=crd_dir(), event_window=200_000).start()
+    server.register_resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
+                             has_status=True)
+    return server
 
 
 # ------------------------------------------------------------------------------ the agent
@@ -235,6 +258,11 @@ class Day2Env:
         self.exemptions: list[Exemption] = []
         self.checked_through: int | None = None  # observer mark after the last clean full check
         self._files: FileCache = {}  # parsed output files, re-read when a render rewrites one
+        # Autoscaling: the live counts the scenario wrote through /scale ({(PCS replica,
+        # template name): count} of the primary), and the pods the agent materialises at them
+        # beyond Git's (see :meth:`set_counts`).
+        self.counts: dict[tuple[int, str], int] | None = None
+        self._agent_pods: dict[Slot, tuple[str, str]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start_agent(self, **config: Any) -> RunningAgent:
@@ -257,10 +285,38 @@ class Day2Env:
     # -- Git ---------------------------------------------------------------------------------
     def render(self) -> None:
         """Re-render the source into the output tree (between two applier syncs); from now
-        on the invariants judge slots by what this render wants."""
+        on the invariants judge slots by what this render wants (with the agent's pods at
+        the live counts, once a scenario set them)."""
         with self.applier.lock:
             render(self.source, self.out)
+            self._agent_pods = self._pods_at(self.counts) if self.counts is not None else {}
             self.targets.append((self.observer.mark(), frozenset(self.all_desired_pods())))
+
+    def set_counts(self, counts: dict[tuple[int, str], int]) -> None:
+        """The primary's autoscaled units now count ``counts`` (call it right before the
+        ``/scale`` write): from now on the desired pods, :meth:`converged` and the invariants'
+        wanted slots are Git's plus what the agent materialises at these counts (the render at
+        them, :meth:`~grove_gitops.render.RenderPlan.expand`)."""
+        self.counts = dict(counts)
+        self._agent_pods = self._pods_at(self.counts)
+        self.targets.append((self.observer.mark(), frozenset(self.all_desired_pods())))
+
+    def objects_at(self, counts: dict[tuple[int, str], int] | None) -> list[Raw]:
+        """Every object of the primary at ``counts`` (Git's plus the agent's), rendered from
+        the current source; ``None``: Git's objects of the primary."""
+        plan = plan_source(self.source)
+        out: list[Raw] = []
+        for item in plan.items:
+            if item.key[1] == self.primary:
+                out += [o.obj for o in plan.expand(item, counts)[0]]
+        return out
+
+    def _pods_at(self, counts: dict[tuple[int, str], int]) -> dict[Slot, tuple[str, str]]:
+        return {
+            (str(p["metadata"]["namespace"]), str(p["spec"]["hostname"])): (str(p["metadata"]["name"]), self.primary)
+            for p in self.objects_at(counts)
+            if p["kind"] == "Pod"
+        }
 
     def bump_image(self, cliques: tuple[str, ...] | None = None, image: str | None = None,
                    name: str | None = None) -> dict[str, str]:
@@ -306,7 +362,7 @@ class Day2Env:
         return {slot: name for slot, (name, _) in self._desired_pods().items()}
 
     def _desired_pods(self) -> dict[Slot, tuple[str, str]]:
-        return {
+        git = {
             (str(p["metadata"]["namespace"]), str(p["spec"]["hostname"])): (
                 str(p["metadata"]["name"]),
                 str((p["metadata"].get("labels") or {}).get("app.kubernetes.io/part-of", "")),
@@ -314,6 +370,7 @@ class Day2Env:
             for p in self.desired()
             if p["kind"] == "Pod"
         }
+        return {**git, **self._agent_pods}
 
     # -- the cluster -------------------------------------------------------------------------
     def pods(self) -> list[Raw]:
@@ -445,6 +502,7 @@ def day2_env(
     wave_delay: float = 0.0,
     pods_first: bool = False,
     holds: Iterable[Hold] = (),
+    bystander_edit: Callable[[Raw], None] | None = None,
 ) -> Iterator[Day2Env]:
     """Build a scenario's world and tear it down (every thread joined, the server stopped).
 
@@ -452,7 +510,7 @@ def day2_env(
     render and sync, then the agent and the periodic applier (when asked).
 
     ``bystander``: also deploy the second PodCliqueSet (:data:`BYSTANDER`; ``edit`` does not
-    apply to it). ``wave_delay``, ``pods_first`` and ``holds`` configure the applier from its
+    apply to it; ``bystander_edit`` does). ``wave_delay``, ``pods_first`` and ``holds`` configure the applier from its
     first sync on (see :class:`~tests.day2.applier.Applier`).
     """
     work = tmp / "src"
@@ -462,6 +520,8 @@ def day2_env(
     if bystander:
         (work / BYSTANDER_PATH).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(BYSTANDER_SOURCE, work / BYSTANDER_PATH)
+        if bystander_edit is not None:
+            edit_pcs(work, bystander_edit, BYSTANDER)
     server = start_server()
     env: Day2Env | None = None
     try:
