@@ -20,11 +20,9 @@ bystander's pods were never touched.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -43,7 +41,7 @@ from tests.day2.kubelet import Kubelet, KubeletConfig
 from tests.day2.observer import Moment, Observer, PodView, Slot
 from tests.day2.rest import Raw, Rest
 from tests.fakeserver import FakeApiServer
-from tests.support import OUR_CRDS, PROJECT, SHARED
+from tests.support import PROJECT
 
 EXAMPLES = PROJECT / "examples"
 EXAMPLE_NAMESPACE = "inference"
@@ -63,30 +61,11 @@ FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 
 
 # ------------------------------------------------------------------------------ the server
-_CRD_DIR: Path | None = None
-
-
-def crd_dir() -> Path:
-    """Grove's and the schedulers' CRDs (``../shared/crds``) plus ours (``overlays/crds``: the
-    gitops.grove.io PodCliqueSet and the scale targets), copied once per process into one
-    directory (the server's directory walk does not follow symlinks), removed at exit."""
-    global _CRD_DIR
-    if _CRD_DIR is None:
-        out = Path(tempfile.mkdtemp(prefix="day2-crds-"))
-        atexit.register(shutil.rmtree, out, True)
-        shutil.copytree(SHARED / "crds", out / "shared")
-        shutil.copytree(OUR_CRDS, out / "ours")
-        _CRD_DIR = out
-    return _CRD_DIR
-
-
 def start_server() -> FakeApiServer:
-    """The fake API server with the project's CRDs (Grove's, the schedulers' and ours), the
-    HorizontalPodAutoscalers the render writes to Git, and an event window no scenario exhausts."""
-    server = FakeApiServer(crd_dir=crd_dir(), event_window=200_000).start()
-    server.register_resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
-                             has_status=True)
-    return server
+    """The fake API server with its defaults (Grove's, the schedulers' and our gitops.grove.io
+    CRDs, the HorizontalPodAutoscalers the render writes to Git) and an event window no
+    scenario exhausts."""
+    return FakeApiServer(event_window=200_000).start()
 
 
 # ------------------------------------------------------------------------------ the agent
