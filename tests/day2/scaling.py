@@ -61,12 +61,12 @@ def custom(env: Day2Env) -> CustomObjectsApi:
 
 
 def scale(env: Day2Env, n: int, name: str = PREFILL_TARGET, kind: str = PCSG_KIND,
-          api: CustomObjectsApi | None = None) -> Raw:
+          api: CustomObjectsApi | None = None, *, accepted: bool = True) -> Raw:
     """Write the count ``n`` through ``/scale`` with the official client (a merge patch of
     ``spec.replicas``, as ``kubectl scale`` and the HPA write it). The scenario's expected
-    world moves to ``n`` first (:meth:`Day2Env.set_counts`), when ``name`` is the primary's
-    prefill target."""
-    if name == PREFILL_TARGET:
+    world moves to ``n`` first (:meth:`Day2Env.set_counts`) when ``name`` is the primary's
+    prefill target, unless the write is expected to be refused (``accepted=False``)."""
+    if name == PREFILL_TARGET and accepted:
         env.set_counts(counts(n))
     answer = (api or custom(env)).patch_namespaced_custom_object_scale(
         GROUP, VERSION, env.namespace, PLURALS[kind], name, {"spec": {"replicas": n}})
@@ -141,12 +141,17 @@ def wait_matches(env: Day2Env, what: str, timeout: float = 40.0) -> None:
 
 
 def events(env: Day2Env, reason: str, involved: str | None = None) -> list[Raw]:
-    """The namespace's Events of ``reason`` (about object ``involved`` when given)."""
-    listed = env.rest.request("GET", f"/api/v1/namespaces/{env.namespace}/events")
-    return [
-        e for e in listed.get("items") or []
-        if e.get("reason") == reason and (involved is None or (e.get("involvedObject") or {}).get("name") == involved)
-    ]
+    """The namespace's Events of ``reason`` (about object ``involved`` when given), from both
+    Event APIs (a real server shows each Event in both; the fake keeps them apart), each with
+    ``regarding`` (``involvedObject`` of a core/v1 Event)."""
+    out: list[Raw] = []
+    for path, about in ((f"/apis/events.k8s.io/v1/namespaces/{env.namespace}/events", "regarding"),
+                        (f"/api/v1/namespaces/{env.namespace}/events", "involvedObject")):
+        for e in env.rest.request("GET", path).get("items") or []:
+            regarding = e.get(about) or {}
+            if e.get("reason") == reason and (involved is None or regarding.get("name") == involved):
+                out.append({**e, "regarding": regarding})
+    return out
 
 
 def replica_of(name: str) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from tests.day2 import scaling as S
 from tests.day2.harness import BYSTANDER, Day2Env
@@ -241,4 +242,96 @@ def test_git_edit_reaches_the_agents_objects_once(day2: Callable[..., Day2Env]) 
     again = {r: env.agent_requests("patch", r) + env.agent_requests("update", r) for r in writes}
     assert again == writes, f"the agent kept rewriting objects that were already as the render wants: {writes} -> {again}"
     assert S.desired_count(env) == 3
+    env.assert_invariants()
+
+
+#: The CRD's CEL rules on ``spec`` of both scale-target kinds (overlays/crds, the contract).
+BELOW_MIN_AVAILABLE = "replicas must be greater than or equal to minAvailable"
+BELOW_FLOOR = ("replicas must be greater than or equal to minReplicas (the floor rendered in Git); "
+               "lower minReplicas in Git to scale further in")
+ABOVE_MAX = "replicas must be less than or equal to maxReplicas"
+
+
+def test_scale_below_min_available_or_the_floor_is_refused(day2: Callable[..., Day2Env]) -> None:
+    """Scenario 7: the API server refuses the write (422, the CRD rule's message); nothing moves.
+
+    The example's prefill group: minAvailable 1, floor (minReplicas) 2 = its replicas, max 4."""
+    env = day2()
+    env.set_counts(S.counts(2))
+    env.wait_until(lambda: S.target(env) is not None, timeout=10, what="the agent's scale target")
+    S.wait_matches(env, "the first deploy at the floor (2)")
+    before = {v.name: v.uid for v in env.views()}
+    mark = env.observer.mark()
+    for n, messages in ((1, [BELOW_FLOOR]), (0, [BELOW_MIN_AVAILABLE, BELOW_FLOOR]), (5, [ABOVE_MAX])):
+        with pytest.raises(ApiException) as refused:
+            S.scale(env, n, accepted=False)
+        assert refused.value.status == 422, refused.value
+        message = S.refusal(refused.value)
+        for expected in messages:
+            assert expected in message, message
+        if n < 1:
+            assert BELOW_MIN_AVAILABLE in message
+        else:
+            assert BELOW_MIN_AVAILABLE not in message
+        assert S.desired_count(env) == 2
+    assert _replicas_after_resyncs(env) == [2, 2]
+    assert S.matches(env)
+    assert {v.name: v.uid for v in env.views()} == before  # no pod created, deleted or re-created
+    assert not [m for m in env.observer.since(mark) if m.event in ("ADDED", "DELETED")]
+    env.assert_invariants()
+
+
+def _pods_of_replica(env: Day2Env, i: int) -> list[str]:
+    return sorted(v.name for v in env.views(env.primary)
+                  if v.unit.group == S.PREFILL_TARGET and v.unit.member == str(i) and not v.terminating)
+
+
+def test_quota_refusing_a_gangs_pod_leaves_no_half_gang(day2: Callable[..., Day2Env]) -> None:
+    """Scenario 6: a ResourceQuota refuses the third pod of a new gang. The agent deletes the
+    two it created and never creates the PodGang; the scale target says ScaleBlocked=True
+    (QuotaExceeded) and a Warning Event GangCreationRefused names it; more quota, and the gang
+    is created whole."""
+    env = day2(edit=S.prefill_floor(1))
+    env.set_counts(S.counts(1))
+    env.wait_until(lambda: S.target(env) is not None, timeout=10, what="the agent's scale target")
+    S.wait_matches(env, "the first deploy at the floor (1)")
+    used = sum(1 for v in env.views() if v.live)
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods", "namespace": NS},
+             "spec": {"hard": {"pods": str(used + 2)}}}
+    env.rest.request("POST", f"/api/v1/namespaces/{NS}/resourcequotas", quota)
+    mark = env.observer.mark()
+    S.scale(env, 2)
+    gang = f"{S.PREFILL_TARGET}-0"  # replica 1's PodGang (Grove: index - minAvailable)
+
+    def blocked() -> bool:
+        cond = S.condition(S.target(env), "ScaleBlocked")
+        return cond.get("status") == "True" and not _pods_of_replica(env, 1)
+
+    env.wait_until(blocked, timeout=20, what="ScaleBlocked=True and the refused gang's pods deleted again")
+    cond = S.condition(S.target(env), "ScaleBlocked")
+    assert cond["reason"] == "QuotaExceeded", cond
+    assert "exceeded quota" in cond["message"], cond
+    (event, *_) = S.events(env, "GangCreationRefused", S.PREFILL_TARGET)
+    assert event["type"] == "Warning", event
+    assert (event["regarding"]["kind"], event["regarding"]["apiVersion"]) == (
+        "PodCliqueScalingGroup", "gitops.grove.io/v1alpha1"), event
+    assert env.podgang(gang) is None
+    assert S.desired_count(env) == 2  # the count is the scaler's: kept while blocked
+    env.settle()
+    moments = env.observer.since(mark)
+    # The refused gang: at most the two pods the quota admitted at any moment, never released.
+    assert any(m.event == "ADDED" and m.after is not None and m.after.unit.member == "1"
+               and m.after.unit.group == S.PREFILL_TARGET for m in moments), "the agent never tried the gang"
+    for m in moments:
+        theirs = [p for p in m.pods if p.unit.group == S.PREFILL_TARGET and p.unit.member == "1" and p.live]
+        assert len(theirs) <= 2 and all(p.gated for p in theirs), m.describe()
+    assert not env.observer.gang_history().of(NS, gang), "the PodGang of a refused gang was created"
+
+    quota["spec"]["hard"]["pods"] = str(used + S.PODS_PER_PREFILL)
+    live_quota = env.rest.request("GET", f"/api/v1/namespaces/{NS}/resourcequotas/pods")
+    quota["metadata"]["resourceVersion"] = live_quota["metadata"]["resourceVersion"]
+    env.rest.request("PUT", f"/api/v1/namespaces/{NS}/resourcequotas/pods", quota)
+    S.wait_matches(env, "the gang created whole once the quota allows it", timeout=90)
+    env.wait_until(lambda: S.condition(S.target(env), "ScaleBlocked").get("status") == "False", timeout=10,
+                   what="ScaleBlocked=False")
     env.assert_invariants()
