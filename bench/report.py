@@ -193,6 +193,42 @@ def _rollout_section(ro: dict[str, Any]) -> list[str]:
     )
 
 
+#: Issue 23's target: one /scale write to the last new gang released.
+AUTOSCALE_TARGET_S = 5.0
+
+
+def autoscale_section(au: dict[str, Any]) -> list[str]:
+    """The autoscaling benchmark (issue 23): one /scale write, median and worst of the runs."""
+    L = ["", "## Autoscaling (issue 23)", ""]
+    if "error" in au or not au.get("runs"):
+        return [*L, f"Not measured: {au.get('error', 'no data')}"]
+    s, low, high = au["summary"], au["low"], au["high"]
+    L += [
+        f"`bench/autoscale_bench.py`: one `/scale` write takes a scaling group of {au['pods_per_replica']} pods per",
+        f"replica (leader 1 + workers 3, KAI backend) from {low} to {high} replicas ({high - low} new gangs) in the",
+        "day-2 world (fake API server, GitOps applier re-syncing every second, instant readiness), the agent",
+        "in its own process; then one write back to the floor. Its writes are the API server's requests",
+        "minus the simulators'; its CPU is its process's (user + system, /proc) over the scale-out.",
+        f"Median and worst of {au['repeat']} runs, each on a fresh world.",
+        "",
+    ]
+
+    def row(label: str, key: str, unit: str = "", target: str = "") -> list[str]:
+        return [label, num(s[key]["median"], unit), num(s[key]["worst"], unit), target]
+
+    return L + _table(
+        ["measure", "median", "worst", "target"],
+        [
+            row("write → last new gang released", "release_s", "s", f"≤ {AUTOSCALE_TARGET_S:g} s"),
+            row("pod creates per new pod", "pod_creates_per_pod"),
+            row("gate patches per new pod", "gate_patches_per_pod"),
+            row("all agent writes per new pod (PodGangs, PodGroups, status, Events)", "writes_per_pod"),
+            row("agent CPU per new gang", "cpu_ms_per_gang", "ms"),
+            row(f"write back to {low} → last pod deleted", "scale_in_s", "s"),
+        ],
+    )
+
+
 #: Issue 11's target for 1,000 PodCliqueSets on 2,000 nodes.
 FEASIBILITY_TARGET_S = 10.0
 
@@ -524,6 +560,7 @@ def markdown(results: dict[str, Any]) -> str:
 
     L += fresh_section(results.get("fresh") or {}, s, n)
     L += _rollout_section(results.get("rollout") or {})
+    L += autoscale_section(results.get("autoscale") or {})
     L += _feasibility_section(results.get("feasibility") or {})
     L += _fleet_section(results.get("fleet") or {})
 

@@ -277,6 +277,15 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             log(f"rollout: {ro['cpu_ms']} ms CPU/step, {ro['step_ms']} ms pass/step, {ro['pod_writes_per_pod']} pod writes/pod, "
                 f"ready->next median {ro['ready_to_next_s_median']} s")
 
+        log("autoscaling benchmark (one /scale write)")
+        au = stage("autoscale", "bench.autoscale_bench", "--low", str(args.autoscale_low), "--high",
+                   str(args.autoscale_high), "--repeat", str(args.repeat))
+        if au is not None:
+            top = au["summary"]
+            log(f"autoscale: last new gang released {top['release_s']['median']} s after the write (worst "
+                f"{top['release_s']['worst']} s), {top['writes_per_pod']['median']} writes/new pod, "
+                f"{top['cpu_ms_per_gang']['median']} ms CPU/new gang")
+
         log("feasibility benchmark")
         fe = stage("feasibility", "bench.feasibility_bench", "--size", str(args.size), "--nodes", str(args.feasibility_nodes))
         if fe is not None:
@@ -312,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lifter-pods", type=int, default=1000)
     parser.add_argument("--rollout-gangs", type=int, default=50)
     parser.add_argument("--rollout-pods", type=int, default=1000)
+    parser.add_argument("--autoscale-low", type=int, default=2, help="floor of the autoscaling benchmark")
+    parser.add_argument("--autoscale-high", type=int, default=50, help="count of its one /scale write")
     parser.add_argument("--feasibility-nodes", type=int, default=2000, help="nodes of the feasibility benchmark")
     parser.add_argument(
         "--fleet-size", type=int, default=0, help="PodCliqueSets of the two-cluster fleet benchmark (default: 30%% of --size)"

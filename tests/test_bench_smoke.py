@@ -19,7 +19,7 @@ from tests.support import PROJECT
 
 SMOKE = [
     "--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40", "--rollout-gangs", "2",
-    "--rollout-pods", "10", "--feasibility-nodes", "16", "--fresh-repeat", "2",
+    "--rollout-pods", "10", "--feasibility-nodes", "16", "--fresh-repeat", "2", "--autoscale-high", "4",
 ]
 
 
@@ -230,3 +230,20 @@ def test_fleet_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
     assert fleet["operator_config_b"]["expanded"] == {"a": 0, "b": n}
     assert "## Fleet: incremental per cluster (issue 12)" in smoke[1]
     assert "b's OperatorConfiguration" in smoke[1]
+
+
+@pytest.mark.timeout(300)
+def test_autoscale_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
+    """The autoscaling benchmark scaled 2 -> 4 -> 2 with one /scale write each way and read
+    the agent's writes and CPU back; its section is in the report."""
+    au = smoke[0]["autoscale"]
+    assert (au["low"], au["high"], au["repeat"]) == (2, 4, 1)
+    (run,) = au["runs"]
+    assert run["new_gangs"] == 2 and run["new_pods"] == 8 and run["invariant_problems"] == 0
+    for key in ("release_s", "scale_in_s", "cpu_ms_per_gang", "writes_per_pod"):
+        assert positive(run[key]) and au["summary"][key]["median"] == au["summary"][key]["worst"] == run[key], key
+    # Every new pod was created once and released by one gate patch, by the agent.
+    assert run["pod_creates_per_pod"] == run["gate_patches_per_pod"] == 1.0
+    assert run["writes"]["create podgangs"] == 2 and "patch podcliquescalinggroups/scale" not in run["writes"]
+    assert run["writes_per_pod"] >= run["pod_writes_per_pod"] == 2.0
+    assert "## Autoscaling (issue 23)" in smoke[1] and "write → last new gang released" in smoke[1]

@@ -1,0 +1,217 @@
+"""Autoscaling benchmark: one ``/scale`` write takes a scaling group from 2 to 50 replicas (issue 23).
+
+    python -m bench.autoscale_bench --low 2 --high 50 --repeat 3
+
+The world of the day-2 scenario tests (fake API server over HTTP, the GitOps applier re-syncing
+every second, a kubelet that makes a released pod Ready at once, an observer of every pod
+event) with one PodCliqueSet whose scaling group ``model`` (leader 1 + workers 3: 4 pods per
+replica, KAI gang backend so every gang also has a PodGroup) is autoscaled with floor ``low``
+and maximum ``high``; Git holds the floor. The agent runs as it runs in a cluster, in its own
+process (``grove-gitops agent --kubeconfig ...``), so its CPU time is its own. Per run, on a
+fresh world:
+
+1. one ``/scale`` write (the official client's ``patch_namespaced_custom_object_scale``) sets
+   the count to ``high``; ``release_s`` is the time from that write to the last new gang
+   released (the last gate removal, as the observer saw it, of the new gangs' pods); every
+   new pod is Ready and the PodGangs are exactly the render's at ``high`` before it counts;
+2. the agent's writes in that scale-out, counted on the API server by verb and resource
+   (every request the server logged minus the simulators' own, so the agent's): pod creates
+   and gate patches per new pod, and all writes (PodGangs, PodGroups, scale-target and
+   workload status, Events) per new pod, counted until the world is quiet (1 s after the last
+   new gang is released);
+3. ``cpu_ms_per_gang``: the agent process's CPU time (user + system, /proc/<pid>/stat) over
+   the same window, divided by the new gangs (``high - low``);
+4. one write back to ``low``: ``scale_in_s`` from it to the last new pod deleted (the kubelet
+   removes a deleted pod at once).
+
+One JSON line on stdout: every run, and the median and worst of each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.rollout_bench import _agent_process
+
+NS = "bench"
+PCS = "autoscaled"
+GROUP = "model"
+TARGET = f"{PCS}-0-{GROUP}"
+PODS_PER_REPLICA = 4
+WRITE_VERBS = ("create", "update", "patch", "delete")
+#: Seconds the agent gets after the last release for its trailing status writes.
+QUIET = 1.0
+
+
+def source(root: Path, low: int, high: int) -> Path:
+    """A PodCliqueSet with one autoscaled scaling group (leader 1 + workers 3), KAI as the
+    gang backend, Git at the floor ``low``."""
+
+    def clique(name: str, replicas: int) -> dict[str, Any]:
+        return {"name": name, "spec": {
+            "roleName": name, "replicas": replicas, "minAvailable": replicas,
+            "podSpec": {"containers": [{"name": "main", "image": "busybox:1.36",
+                                        "resources": {"requests": {"cpu": "100m"}}}]},
+        }}
+
+    pcs = {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": PCS, "namespace": NS, "labels": {"kai.scheduler/queue": "default"}},
+        "spec": {"replicas": 1, "template": {
+            "cliques": [clique("leader", 1), clique("worker", 3)],
+            "podCliqueScalingGroups": [{"name": GROUP, "cliqueNames": ["leader", "worker"], "replicas": low,
+                                        "minAvailable": 1, "scaleConfig": {"minReplicas": low, "maxReplicas": high}}],
+        }},
+    }
+    opcfg = {"apiVersion": "operator.config.grove.io/v1alpha1", "kind": "OperatorConfiguration",
+             "scheduler": {"defaultProfileName": "kai-scheduler", "profiles": [{"name": "kai-scheduler"}]}}
+    render = {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "RenderConfiguration", "kubernetesVersion": "1.35",
+              "gitops": "argocd"}
+    root.mkdir(parents=True)
+    (root / "workload.yaml").write_text(yaml.safe_dump_all([pcs, opcfg, render], sort_keys=False))
+    return root
+
+
+Writes = Counter[tuple[str, str]]
+
+
+def _writes(env: Any) -> tuple[Writes, Writes]:
+    """Writes by (verb, resource) so far: every one the server logged, and the simulators' own."""
+    served: Writes = Counter((r.verb, r.resource) for r in env.server.requests if r.verb in WRITE_VERBS)
+    ours: Writes = Counter()
+    for rest in (env.rest, env.applier.rest, env.kubelet.rest, env.observer.rest):
+        ours.update({k: v for k, v in rest.requests.items() if k[0] in WRITE_VERBS})
+    return served, ours
+
+
+def _agent_writes(before: tuple[Writes, Writes], after: tuple[Writes, Writes]) -> Writes:
+    """The agent's writes between two :func:`_writes` snapshots (the server's minus the simulators')."""
+    out = after[0] - before[0]
+    out.subtract(after[1] - before[1])
+    return +out
+
+
+def run_once(low: int, high: int) -> dict[str, Any]:
+    from kubernetes.client import CustomObjectsApi
+    from kubernetes.client.exceptions import ApiException
+
+    from tests.day2.harness import day2_env
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = source(Path(tmp) / "source", low, high)
+        with day2_env(Path(tmp) / "world", source=src, namespace=NS, ready_delay=0.0, termination_delay=None,
+                      sync_interval=1.0, agent=False, bystander=False) as env, \
+                _agent_process(env.server, Path(tmp) / "kubeconfig", 2.0) as agent:
+            env.primary = PCS
+            env.set_counts({(0, GROUP): low})
+            api = CustomObjectsApi(env.server.api_client())
+
+            def target() -> dict[str, Any] | None:
+                try:
+                    return dict(api.get_namespaced_custom_object("gitops.grove.io", "v1alpha1", NS,
+                                                                 "podcliquescalinggroups", TARGET))
+                except ApiException:  # not created yet
+                    return None
+
+            env.wait_until(lambda: target() is not None and env.converged(), timeout=120, what="the first deploy",
+                           interval=0.1)
+            before_pods = {v.name for v in env.views()}
+            time.sleep(QUIET)  # the agent's first-deploy status writes land before the count starts
+            env.settle()
+            writes_before = _writes(env)
+            cpu_before = agent.cpu()
+            mark = env.observer.mark()
+            env.set_counts({(0, GROUP): high})
+            wanted_gangs = {o["metadata"]["name"] for o in env.objects_at(env.counts) if o["kind"] == "PodGang"}
+            started = time.monotonic()
+            api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS, "podcliquescalinggroups",
+                                                     TARGET, {"spec": {"replicas": high}})
+
+            def gangs() -> set[str]:
+                listed = env.rest.request("GET", f"/apis/scheduler.grove.io/v1alpha1/namespaces/{NS}/podgangs")
+                return {g["metadata"]["name"] for g in listed.get("items") or []}
+
+            env.wait_until(lambda: env.converged() and gangs() == wanted_gangs, timeout=300,
+                           what=f"count {high} Ready", interval=0.05)
+            env.settle()
+            new_pods = {v.name for v in env.views()} - before_pods
+            releases = [m.time for m in env.observer.since(mark) if m.event == "MODIFIED" and m.pod in new_pods
+                        and m.before is not None and m.after is not None and m.before.gated and not m.after.gated]
+            release_s = max(releases) - started
+            time.sleep(QUIET)
+            cpu = agent.cpu() - cpu_before
+            writes = _agent_writes(writes_before, _writes(env))
+            writes["patch", "podcliquescalinggroups/scale"] -= 1  # the benchmark's own /scale write
+            count = target()
+            assert count is not None and count["spec"]["replicas"] == high
+
+            mark = env.observer.mark()
+            env.set_counts({(0, GROUP): low})
+            started = time.monotonic()
+            api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS, "podcliquescalinggroups",
+                                                     TARGET, {"spec": {"replicas": low}})
+            env.wait_until(lambda: not new_pods & {v.name for v in env.views()}, timeout=300,
+                           what=f"count {low}: the new pods deleted", interval=0.05)
+            env.settle()
+            deleted = [m.time for m in env.observer.since(mark) if m.event == "DELETED" and m.pod in new_pods]
+            scale_in_s = max(deleted) - started
+            problems = env.invariant_problems()
+            gangs_new = high - low
+            pods_new = len(new_pods)
+            return {
+                "new_gangs": gangs_new,
+                "new_pods": pods_new,
+                "release_s": round(release_s, 3),
+                "scale_in_s": round(scale_in_s, 3),
+                "cpu_ms_per_gang": round(1000 * cpu / gangs_new, 2),
+                "pod_creates_per_pod": round(writes["create", "pods"] / pods_new, 3),
+                "gate_patches_per_pod": round(writes["patch", "pods"] / pods_new, 3),
+                "pod_writes_per_pod": round((writes["create", "pods"] + writes["patch", "pods"]) / pods_new, 3),
+                "writes_per_pod": round(sum(writes.values()) / pods_new, 3),
+                "writes": {f"{verb} {resource}": n for (verb, resource), n in sorted(writes.items()) if n},
+                "invariant_problems": len(problems),
+            }
+
+
+FIGURES = ("release_s", "scale_in_s", "cpu_ms_per_gang", "pod_creates_per_pod", "gate_patches_per_pod",
+           "pod_writes_per_pod", "writes_per_pod")
+
+
+def run(low: int, high: int, repeat: int) -> dict[str, Any]:
+    if not 1 <= low < high <= 500:
+        raise ValueError(f"need 1 <= low < high <= 500, got {low} and {high}")
+    runs = [run_once(low, high) for _ in range(repeat)]
+    summary = {k: {"median": statistics.median(r[k] for r in runs), "worst": max(r[k] for r in runs)}
+               for k in FIGURES}
+    return {"low": low, "high": high, "pods_per_replica": PODS_PER_REPLICA, "repeat": repeat, "runs": runs,
+            "summary": summary}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--low", type=int, default=2, help="the floor (Git's count) and the count scaled back to")
+    parser.add_argument("--high", type=int, default=50, help="the count of the one /scale write")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    try:
+        print(json.dumps(run(args.low, args.high, args.repeat), sort_keys=True))
+    except ValueError as exc:
+        parser.error(str(exc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
