@@ -142,8 +142,10 @@ def run_once(low: int, high: int) -> dict[str, Any]:
                 listed = env.rest.request("GET", f"/apis/scheduler.grove.io/v1alpha1/namespaces/{NS}/podgangs")
                 return {g["metadata"]["name"] for g in listed.get("items") or []}
 
+            # Polled slowly: each look lists every pod, and the API server it loads is the one the
+            # agent is writing to. The times come from the observer's event stamps, not the poll.
             env.wait_until(lambda: env.converged() and gangs() == wanted_gangs, timeout=300,
-                           what=f"count {high} Ready", interval=0.05)
+                           what=f"count {high} Ready", interval=0.5)
             env.settle()
             new_pods = {v.name for v in env.views()} - before_pods
             releases = [m.time for m in env.observer.since(mark) if m.event == "MODIFIED" and m.pod in new_pods
@@ -162,7 +164,7 @@ def run_once(low: int, high: int) -> dict[str, Any]:
             api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS, "podcliquescalinggroups",
                                                      TARGET, {"spec": {"replicas": low}})
             env.wait_until(lambda: not new_pods & {v.name for v in env.views()}, timeout=300,
-                           what=f"count {low}: the new pods deleted", interval=0.05)
+                           what=f"count {low}: the new pods deleted", interval=0.5)
             env.settle()
             deleted = [m.time for m in env.observer.since(mark) if m.event == "DELETED" and m.pod in new_pods]
             scale_in_s = max(deleted) - started

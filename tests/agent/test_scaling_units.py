@@ -180,23 +180,39 @@ def test_a_record_whose_inputs_do_not_render_is_refused_with_the_problem() -> No
         Expander().desired(workload, {(0, "g"): 2})
 
 
-def test_a_pod_git_dropped_when_the_floor_fell_is_scaled_in_but_a_gits_old_pod_is_left_to_the_rollout() -> None:
+def test_a_pod_git_dropped_when_the_floor_fell_is_scaled_in_but_no_pod_git_just_applied() -> None:
     from grove_gitops.expand import ownership
 
-    def proven(pod: dict[str, Any]) -> dict[str, Any]:
+    def proven(pod: dict[str, Any], group: str = "w-0-g") -> dict[str, Any]:
         pod["metadata"]["labels"].update({"app.kubernetes.io/managed-by": "grove-gitops",
                                           "app.kubernetes.io/part-of": "w", "grove.io/podcliqueset-replica-index": "0",
-                                          "grove.io/podclique": "p", "grove.io/pod-template-hash": "h"})
+                                          "grove.io/podclique": "p", "grove.io/pod-template-hash": "h",
+                                          "grove.io/podcliquescalinggroup": group})
         ownership.stamp(pod)
         return pod
 
-    applied = proven(_pod("p-3-0-a", "p-3-0", "g-3", 3, 0, owned=False))  # Git applied it, the floor fell
-    old_git = proven(_pod("p-1-0-old", "p-1-0", "g-1", 1, 0, owned=False))  # Git's pod of the last template
+    units = ["w-0-g"]
     git = {("v1", "Pod", NS, "p-1-0-new")}
-    out = plan({}, _index(applied, old_git), UID, git)
-    assert [k[3] for k, _ in out.delete] == ["p-3-0-a"]
-    unproven = _pod("p-3-0-b", "p-3-0", "g-3", 3, 0, owned=False)  # a copied label is not a proof
-    assert plan({}, _index(unproven), UID, git).delete == []
+    # Git applied it; the floor fell, Argo CD pruned its PodGang: the agent's to scale in.
+    dropped = proven(_pod("p-3-0-a", "p-3-0", "g-3", 3, 0, owned=False))
+    assert [k[3] for k, _ in plan({}, _index(dropped), UID, git, units=units).delete] == ["p-3-0-a"]
+    # ... also when its PodGang is one the agent made since.
+    assert [k[3] for k, _ in plan({}, _index(dropped, _gang("g-3", [])), UID, git, units=units).delete][:1] == [
+        "p-3-0-a"]
+    # Git has just applied it (its PodGang is Git's, the record not yet updated): never taken.
+    fresh = proven(_pod("p-4-0-a", "p-4-0", "g-4", 4, 0, owned=False))
+    assert plan({}, _index(fresh, _gang("g-4", ["p-4-0-a"], owned=False)), UID, git, units=units).delete == []
+    # A pod of a unit no scale target names (Git scales it), or without the proof: never taken.
+    other = proven(_pod("r-2-a", "r-2", "base", 0, 2, owned=False), group="w-0-other")
+    assert plan({}, _index(other), UID, git, units=units).delete == []
+    unproven = _pod("p-3-0-b", "p-3-0", "g-3", 3, 0, owned=False)
+    unproven["metadata"]["labels"]["grove.io/podcliquescalinggroup"] = "w-0-g"
+    assert plan({}, _index(unproven), UID, git, units=units).delete == []
+    # A workload that left Git (no units): only what the agent made.
+    assert plan({}, _index(dropped), UID, git).delete == []
+    # Git's old pod of a rolling update (a slot Git still wants) is the day-2 loop's.
+    old_git = proven(_pod("p-1-0-old", "p-1-0", "g-1", 1, 0, owned=False))
+    assert plan({}, _index(old_git), UID, git, units=units).delete == []
 
 
 def test_a_gang_cut_short_by_a_restart_carries_its_existing_pods_for_a_rollback() -> None:

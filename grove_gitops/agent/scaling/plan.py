@@ -32,6 +32,7 @@ from grove_gitops.expand.gitsplit import ObjectKey, object_key
 Raw = Mapping[str, Any]
 POD = ("v1", "Pod")
 PODGANG_KIND = "PodGang"
+PODGANG_API_VERSION = "scheduler.grove.io/v1alpha1"
 
 
 def owned_by(obj: Raw, uid: str) -> bool:
@@ -123,15 +124,27 @@ def _differs(desired: Raw, live: Raw) -> bool:
     return False
 
 
+def _adoptable(pod: Raw, key: ObjectKey, live: Mapping[ObjectKey, Raw], uid: str, units: Collection[str]) -> bool:
+    """A pod Git applied that the agent may scale in: it carries the render's ownership proof,
+    belongs to an autoscaled unit, and its PodGang is gone or the agent's. A pod Git has just
+    applied (its record not yet updated, or a unit Git scales) sits in a PodGang Git applied
+    first, so it is never taken."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if labels.get(L.PCSG) not in units and labels.get(L.PODCLIQUE) not in units:
+        return False
+    gang = live.get((PODGANG_API_VERSION, PODGANG_KIND, key[2], str(labels.get(L.PODGANG, ""))))
+    return (gang is None or owned_by(gang, uid)) and ownership.verify(pod)
+
+
 def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, Raw], uid: str,
-         git: Collection[ObjectKey] = (), *, adopt: bool = True) -> Plan:
+         git: Collection[ObjectKey] = (), *, units: Collection[str] = ()) -> Plan:
     """The writes that take ``live`` (every object of the workload the agent can see, owned or
     not, by key) to ``desired`` (the objects the agent must hold); ``git`` are the keys Git holds.
 
     A pod Git applied and no longer holds (the floor was lowered, so its replica became the
-    agent's) is the agent's to scale in too, when it carries the render's ownership proof: no
-    one else would ever delete it (``adopt``; off when the whole workload left Git: its pods are
-    then the day-2 loop's, after its grace period)."""
+    agent's) is the agent's to scale in too (:func:`_adoptable`, for the scale targets named in
+    ``units``): no one else would ever delete it. With no ``units`` (the whole workload left
+    Git) nothing is taken: Git's pods are then the day-2 loop's, after its grace period."""
     out = Plan()
     missing = {k: o for k, o in desired.items() if k not in live}
     claimed: set[ObjectKey] = set()
@@ -165,7 +178,8 @@ def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, R
     wanted_slots |= {k[3].rsplit("-", 1)[0] for k in git if _is_pod(k)}
     owned_extra = {
         k: o for k, o in live.items()
-        if k not in desired and (owned_by(o, uid) or (adopt and _is_pod(k) and k not in git and ownership.verify(o)))
+        if k not in desired
+        and (owned_by(o, uid) or (units and _is_pod(k) and k not in git and _adoptable(o, k, live, uid, units)))
     }
     pods = [
         (k, o) for k, o in owned_extra.items()

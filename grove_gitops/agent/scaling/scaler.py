@@ -69,8 +69,8 @@ class _Memory:
 
 class Scaler:
     def __init__(self, kube: Kube, cache: WatchCache, namespace: str | None, registry: Registry,
-                 active: Callable[[], bool] = lambda: True, *, resync: float = 1.0, workers: int = 8,
-                 watch_read_timeout: float = 30.0) -> None:
+                 active: Callable[[], bool] = lambda: True, *, resync: float = 1.0, workers: int = 16,
+                 watch_read_timeout: float = 30.0, batch_window: float = 0.05) -> None:
         self.kube = kube
         self.cache = cache
         self.namespace = namespace
@@ -86,6 +86,10 @@ class Scaler:
         self.gitops = GitopsCache(kube, namespace, self.notify, watch_read_timeout=watch_read_timeout)
         self.writes = 0
         self.progress = time.monotonic()
+        self._last_resync = 0.0
+        #: After an event, wait this long so one pass takes the whole burst (a scale-out's
+        #: hundreds of pod events).
+        self.batch_window = batch_window
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="scaler-write")
         cache.listeners.append(self.notify)
 
@@ -106,14 +110,22 @@ class Scaler:
             while not stop.is_set():
                 with self.wake:
                     if not self.dirty:
-                        self.wake.wait(self.resync)
+                        self.wake.wait(max(0.0, self._last_resync + self.resync - time.monotonic()))
+                    burst = bool(self.dirty)
+                if burst and self.batch_window > 0:
+                    stop.wait(self.batch_window)  # one pass for the whole burst of events
+                with self.wake:
                     dirty, self.dirty = self.dirty, set()
                 self.progress = time.monotonic()
                 if not self.gitops.ready() or not self.cache.ready() or not self.active():
                     continue
-                workloads = {k for k, _ in self.gitops.items(PCS_KIND)}
-                # Every workload on every resync (the live counts are also a level to reach).
-                for key in sorted(dirty | workloads | set(self.memory)):
+                keys = set(dirty)
+                if time.monotonic() - self._last_resync >= self.resync:
+                    # Every workload on every resync (grace and backoff timers expire silently);
+                    # between resyncs only those an event touched.
+                    self._last_resync = time.monotonic()
+                    keys |= {k for k, _ in self.gitops.items(PCS_KIND)} | set(self.memory)
+                for key in sorted(keys):
                     if stop.is_set() or not self.active():
                         break
                     try:
@@ -253,7 +265,7 @@ class Scaler:
 
     def _apply(self, workload: ScaledWorkload, desired: Desired, memory: _Memory) -> None:
         live = self._live(workload, desired, memory)
-        todo = plan(desired.objects, live, workload.uid, desired.git)
+        todo = plan(desired.objects, live, workload.uid, desired.git, units=[t.name for t in workload.targets])
         if todo.empty:
             return
         log.debug("autoscaling %s/%s: %d gangs, %d pods joining, %d replaced, deletes %s", workload.namespace,
@@ -439,7 +451,7 @@ class Scaler:
         live.update(memory.others)
         # Only what it created: Git's pods of a removed workload are the day-2 loop's (after its
         # grace period).
-        todo = plan({}, live, memory.uid, adopt=False)
+        todo = plan({}, live, memory.uid)
         for k, uid in todo.delete:
             self._delete(k, uid, memory)
         for kind in (PCSG_KIND, "PodClique"):
