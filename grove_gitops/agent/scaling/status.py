@@ -16,6 +16,7 @@ makes it scale again.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -87,15 +88,26 @@ def replica_units(podgangs: Iterable[Raw], pods: Mapping[str, str]) -> dict[int,
     out: dict[int, list[tuple[str, str]]] = {}
     for gang in podgangs:
         raw = ((gang.get("metadata") or {}).get("annotations") or {}).get(DAY2)
-        try:
-            replica = json.loads(raw).get("replicaIndex") if isinstance(raw, str) else None
-        except (ValueError, AttributeError):
-            replica = None
-        if not isinstance(replica, int):
+        if not isinstance(raw, str):
+            continue
+        # (only short values are memoised: 4,096 of them stay a few MiB; a long one is hostile)
+        replica = _replica_of(raw) if len(raw) <= 4096 else _replica_of.__wrapped__(raw)
+        if replica is None:
             continue
         for name in gang_members(gang):
             out.setdefault(replica, []).append((name, pods.get(name, slot_of(name))))
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _replica_of(raw: str) -> int | None:
+    """``replicaIndex`` of a day-2 annotation (parsed once per distinct value: every pass reads
+    every PodGang's, and a workload's share a handful of values)."""
+    try:
+        value = json.loads(raw).get("replicaIndex")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def slot_of(pod_name: str) -> str:
