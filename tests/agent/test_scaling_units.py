@@ -223,3 +223,10 @@ def test_a_gang_cut_short_by_a_restart_carries_its_existing_pods_for_a_rollback(
     [gang] = out.gangs
     assert [p["metadata"]["name"] for p in gang.pods] == ["p-3-1-a"]
     assert [p["metadata"]["name"] for p in gang.existing] == ["p-3-0-a"]
+
+
+def test_scale_in_goes_in_waves_highest_replica_first() -> None:
+    desired = _index(*_replica(2))
+    live = _index(*_replica(2), *_replica(3), *_replica(4))
+    waves = plan(desired, live, UID).delete_waves()
+    assert [sorted(k[3] for k, _ in w) for w in waves] == [["p-4-0-a", "p-4-1-a"], ["p-3-0-a", "p-3-1-a"]]

@@ -104,6 +104,24 @@ class Plan:
     #: (key, uid) in order: pods first, highest index first, then what no pod needs any more.
     delete: list[tuple[ObjectKey, str]] = field(default_factory=list)
 
+    def delete_waves(self) -> list[list[tuple[ObjectKey, str]]]:
+        """:attr:`delete` in waves sent one after the other, each wave's deletes at once: the
+        pods of one scaling-group replica (or one pod of a clique), highest first, then the
+        rest. So a lower replica never starts going before a higher one."""
+        waves: list[list[tuple[ObjectKey, str]]] = []
+        last: object = None
+        for item in self.delete:
+            wave = self.wave_of.get(item[0], ("rest",))
+            if not waves or wave != last or wave[0] == "pod":
+                waves.append([])
+            waves[-1].append(item)
+            last = wave
+        return waves
+
+    #: The wave of each pod to delete: ("replica", index) for a scaling-group pod, ("pod",) for
+    #: a clique's (one pod per wave).
+    wave_of: dict[ObjectKey, tuple[Any, ...]] = field(default_factory=dict)
+
     @property
     def empty(self) -> bool:
         return not (self.loose or self.gangs or self.join or self.replace or self.delete)
@@ -188,6 +206,9 @@ def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, R
     pods.sort(key=lambda ko: (_int_label(ko[1], L.PCSG_REPLICA_INDEX), _int_label(ko[1], L.POD_INDEX), ko[0]),
               reverse=True)
     out.delete.extend((k, _uid(o)) for k, o in pods if not _terminating(o))
+    for k, o in pods:
+        j = _int_label(o, L.PCSG_REPLICA_INDEX)
+        out.wave_of[k] = ("replica", j) if j >= 0 else ("pod",)
     # Gangs (and what hangs off them) go once no pod of the workload names them any more.
     named = {((o.get("metadata") or {}).get("labels") or {}).get(L.PODGANG) for k, o in live.items() if _is_pod(k)}
     pods_leaving = bool(pods)

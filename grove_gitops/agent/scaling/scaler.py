@@ -300,8 +300,8 @@ class Scaler:
                 done.setdefault("apiVersion", obj["apiVersion"])
                 done.setdefault("kind", obj["kind"])
                 memory.others[object_key(obj)] = done
-        deletes = list(self.pool.map(lambda kv: self._delete(kv[0], kv[1], memory), todo.delete))
-        self.writes += sum(deletes)
+        for wave in todo.delete_waves():
+            self.writes += sum(self.pool.map(lambda kv: self._delete(kv[0], kv[1], memory), wave))
 
     def _create(self, obj: dict[str, Any], owner: Raw, memory: _Memory) -> Raw | None:
         log.debug("creating %s %s", obj["kind"], obj["metadata"]["name"])
