@@ -65,6 +65,7 @@ class _Memory:
     blocked_for: float = 0.0
     blocked: dict[str, str] = field(default_factory=dict)  # target -> message
     problem: str = ""
+    pod_states: dict[tuple[str, str], S.PodState] = field(default_factory=dict)
 
 
 class Scaler:
@@ -372,7 +373,7 @@ class Scaler:
                 memory: _Memory) -> None:
         pods, gangs = self.cache.workload((workload.namespace, workload.name))
         pod_list, gang_list = list(pods.values()), list(gangs.values())
-        index = S.SlotIndex.of(pod_list)
+        index = S.SlotIndex.of(pod_list, memory.pod_states)
         now = _now()
         for target in workload.targets:
             live = targets.get(target.name)

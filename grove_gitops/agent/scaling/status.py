@@ -59,12 +59,23 @@ class SlotIndex:
     by_name: dict[str, PodState] = field(default_factory=dict)
 
     @staticmethod
-    def of(pods: Iterable[Raw]) -> SlotIndex:
+    def of(pods: Iterable[Raw], memo: dict[tuple[str, str], PodState] | None = None) -> SlotIndex:
+        """The index; ``memo`` (pod name and resourceVersion -> state) is read and refilled
+        with exactly these pods, so a pass derives only the pods that changed since the last."""
         out = SlotIndex()
+        seen: dict[tuple[str, str], PodState] = {}
         for pod in pods:
-            state = pod_state(pod)
+            meta = pod.get("metadata") or {}
+            key = (str(meta.get("name", "")), str(meta.get("resourceVersion", "")))
+            state = memo.get(key) if memo is not None else None
+            if state is None:
+                state = pod_state(pod)
+            seen[key] = state
             out.by_name[state.name] = state
             out.by_slot.setdefault(state.slot, []).append(state)
+        if memo is not None:
+            memo.clear()
+            memo.update(seen)
         return out
 
     def count(self, units: Iterable[list[tuple[str, str]]]) -> Counted:
