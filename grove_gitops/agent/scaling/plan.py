@@ -25,6 +25,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grove_gitops.agent.kube import PODGANG_GROUP, PODGANG_VERSION
+from grove_gitops.agent.snapshot import hostname_of
 from grove_gitops.expand import labels as L
 from grove_gitops.expand import ownership
 from grove_gitops.expand.gitsplit import ObjectKey, object_key
@@ -32,7 +34,7 @@ from grove_gitops.expand.gitsplit import ObjectKey, object_key
 Raw = Mapping[str, Any]
 POD = ("v1", "Pod")
 PODGANG_KIND = "PodGang"
-PODGANG_API_VERSION = "scheduler.grove.io/v1alpha1"
+PODGANG_API_VERSION = f"{PODGANG_GROUP}/{PODGANG_VERSION}"
 
 
 def owned_by(obj: Raw, uid: str) -> bool:
@@ -193,7 +195,7 @@ def plan(desired: Mapping[ObjectKey, dict[str, Any]], live: Mapping[ObjectKey, R
     # update (the day-2 loop retires it in Grove's order), never a scale-in victim. A rendered
     # pod is named ``<slot>-<hash8>``.
     wanted_slots = {((o.get("spec") or {}).get("hostname")) for k, o in desired.items() if _is_pod(k)}
-    wanted_slots |= {k[3].rsplit("-", 1)[0] for k in git if _is_pod(k)}
+    wanted_slots |= {hostname_of(k[3]) for k in git if _is_pod(k)}
     owned_extra = {
         k: o for k, o in live.items()
         if k not in desired

@@ -18,6 +18,7 @@ also deletes them itself, pods first).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -30,15 +31,16 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent.cache import WatchCache
-from grove_gitops.agent.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, Raw
+from grove_gitops.agent.execute import rfc3339
+from grove_gitops.agent.kube import Kube, Raw
 from grove_gitops.agent.scaling import status as S
 from grove_gitops.agent.scaling.expansion import Desired, Expander
-from grove_gitops.agent.scaling.plan import GangCreate, owned_by, plan
+from grove_gitops.agent.scaling.plan import PODGANG_API_VERSION, GangCreate, owned_by, plan
 from grove_gitops.agent.scaling.watch import GitopsCache
 from grove_gitops.agent.scaling.workload import BadWorkload, ScaledWorkload, Target, parse
 from grove_gitops.expand import labels as L
 from grove_gitops.expand.gitsplit import ObjectKey, object_key
-from grove_gitops.expand.scaling import API_VERSION, PCS_KIND, PCSG_KIND
+from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
 from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
@@ -47,11 +49,6 @@ WorkloadKey = tuple[str, str]
 BLOCKED_BACKOFF, BLOCKED_BACKOFF_MAX = 2.0, 60.0
 #: Other owned kinds (backend objects, claims) are listed again this often.
 RELIST_SECONDS = 30.0
-PODGANG_API_VERSION = f"{PODGANG_GROUP}/{PODGANG_VERSION}"
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass
@@ -231,7 +228,7 @@ class Scaler:
                 self.writes += 1
                 self.gitops.put(target.kind, live)
             out[target.name] = live
-        for kind in (PCSG_KIND, "PodClique"):
+        for kind in (PCSG_KIND, PCLQ_KIND):
             for (ns, name), live in self.gitops.items(kind):
                 if ns == workload.namespace and name not in wanted and owned_by(live, workload.uid):
                     uid = str((live.get("metadata") or {}).get("uid", ""))
@@ -363,7 +360,7 @@ class Scaler:
                 f"gang holds quota; retrying in {memory.blocked_for:.0f}s")
         if memory.blocked.get(target) != note:
             live = self.gitops.get(PCSG_KIND, (workload.namespace, target)) or self.gitops.get(
-                "PodClique", (workload.namespace, target))
+                PCLQ_KIND, (workload.namespace, target))
             if live is not None:
                 self.kube.emit_event(workload.namespace, live, "GangCreationRefused", note)
         memory.blocked = {target: note}
@@ -374,7 +371,7 @@ class Scaler:
         pods, gangs = self.cache.workload((workload.namespace, workload.name))
         pod_list, gang_list = list(pods.values()), list(gangs.values())
         index = S.SlotIndex.of(pod_list, memory.pod_states)
-        now = _now()
+        now = rfc3339()
         for target in workload.targets:
             live = targets.get(target.name)
             if live is None or desired is None:
@@ -431,7 +428,7 @@ class Scaler:
         self.kube.emit_event(str(meta.get("namespace", "default")), obj, "InvalidWorkload", problem)
         old = obj.get("status") or {}
         generation = meta.get("generation", 0) if isinstance(meta.get("generation"), int) else 0
-        conditions = [S.condition("Ready", False, "InvalidWorkload", problem, _now(), generation,
+        conditions = [S.condition("Ready", False, "InvalidWorkload", problem, rfc3339(), generation,
                                   old.get("conditions") or [])]
         try:
             done = self.kube.patch_object(API_VERSION, PCS_KIND, str(meta.get("namespace", "")),
@@ -455,7 +452,7 @@ class Scaler:
         todo = plan({}, live, memory.uid)
         for k, uid in todo.delete:
             self._delete(k, uid, memory)
-        for kind in (PCSG_KIND, "PodClique"):
+        for kind in (PCSG_KIND, PCLQ_KIND):
             for (ns, name), obj in self.gitops.items(kind):
                 if ns == key[0] and owned_by(obj, memory.uid):
                     self.kube.delete_object(API_VERSION, kind, ns, name, str(obj["metadata"].get("uid", "")))
@@ -515,8 +512,6 @@ def _target_of(workload: ScaledWorkload, gang: GangCreate) -> str:
 
 
 def _api_message(exc: ApiException) -> str:
-    import json
-
     try:
         return str(json.loads(exc.body or "{}").get("message") or exc.reason)[:512]
     except ValueError:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.agent.scaling.plan import gang_members
+from grove_gitops.agent.snapshot import hostname_of
 
 Raw = Mapping[str, Any]
 DAY2 = "gitops.grove.io/day2"
@@ -106,7 +107,7 @@ def replica_units(podgangs: Iterable[Raw], pods: Mapping[str, str]) -> dict[int,
         if replica is None:
             continue
         for name in gang_members(gang):
-            out.setdefault(replica, []).append((name, pods.get(name, slot_of(name))))
+            out.setdefault(replica, []).append((name, pods.get(name, hostname_of(name))))
     return out
 
 
@@ -119,11 +120,6 @@ def _replica_of(raw: str) -> int | None:
     except (ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def slot_of(pod_name: str) -> str:
-    """A rendered pod's slot from its name ``<podclique>-<index>-<hash8>``."""
-    return pod_name.rsplit("-", 1)[0]
 
 
 def condition(kind: str, status: bool, reason: str, message: str, now: str, generation: int,
