@@ -230,3 +230,24 @@ def test_scale_in_goes_in_waves_highest_replica_first() -> None:
     live = _index(*_replica(2), *_replica(3), *_replica(4))
     waves = plan(desired, live, UID).delete_waves()
     assert [sorted(k[3] for k, _ in w) for w in waves] == [["p-4-0-a", "p-4-1-a"], ["p-3-0-a", "p-3-1-a"]]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["w-0-g/status", "w-0-g/../../../api/v1/namespaces/llm/pods/victim", "w-0-g\x00", "/abs", "..", "w-0-G",
+     "w-1-g", ["w-0-g"], 10**9],
+)
+def test_a_target_name_that_is_not_exactly_the_renders_is_refused_before_it_reaches_a_path(name: Any) -> None:
+    target = _record()["spec"]["scaleTargets"][0]
+    with pytest.raises(BadWorkload, match="name"):
+        parse(_record(scaleTargets=[{**target, "name": name}]))
+
+
+def test_hostile_numbers_in_a_record_are_refused_not_raised() -> None:
+    target = _record()["spec"]["scaleTargets"][0]
+    huge = 10**5000  # a 5,001-digit integer
+    for field in ("minReplicas", "maxReplicas", "podCliqueSetReplica", "initialReplicas"):
+        with pytest.raises(BadWorkload, match=field):
+            parse(_record(scaleTargets=[{**target, field: huge}]))
+    with pytest.raises(BadWorkload, match="spec.source"):
+        parse(_record(source=[{"n": huge}]))

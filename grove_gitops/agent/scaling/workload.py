@@ -12,16 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from grove_gitops.agent.gangs import MAX_NAME
 from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
+from grove_gitops.validation.k8snames import dns1123_subdomain_problems
 
 #: Scale targets per workload: one per PodCliqueSet replica and autoscaled unit. A render
 #: writes at most one per PodClique, and a PodCliqueSet has at most this many pods.
 MAX_TARGETS = 1000
 #: The render inputs an object can carry: etcd refuses objects above 1.5 MiB.
 MAX_SOURCE_BYTES = 3 * 512 * 1024
-MAX_NAME = 253
 
 
 class BadWorkload(GroveGitopsError):
@@ -107,14 +108,20 @@ def parse(obj: Mapping[str, Any]) -> ScaledWorkload:
         )
         if not target.min_replicas <= target.initial <= target.max_replicas:
             raise BadWorkload(f"{w}: expected minReplicas <= initialReplicas <= maxReplicas")
-        if not target.name.startswith(f"{name}-") or target.name in seen:
-            raise BadWorkload(f"{w}.name: expected a unique name starting with {name}-")
+        # The name goes into request paths: exactly the name the render gives this target
+        # (Grove's ``<pcs>-<replica>-<template>``), a DNS subdomain, once.
+        expected = f"{name}-{target.replica}-{target.template}"
+        if target.name != expected or dns1123_subdomain_problems(target.name) or target.name in seen:
+            raise BadWorkload(f"{w}.name: expected {json.dumps(expected)[:300]}, a valid object name, once")
         seen.add(target.name)
         targets.append(target)
     source = spec.get("source") or []
     if not isinstance(source, list) or not all(isinstance(d, dict) for d in source):
         raise BadWorkload("spec.source: expected a list of objects")
-    text = json.dumps(source, sort_keys=True, separators=(",", ":"), default=str)
+    try:  # (a 5,000-digit integer is beyond Python's int-to-text limit: not a render's)
+        text = json.dumps(source, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError) as exc:
+        raise BadWorkload(f"spec.source: not serialisable ({str(exc)[:100]})") from None
     if len(text) > MAX_SOURCE_BYTES:
         raise BadWorkload(f"spec.source: larger than {MAX_SOURCE_BYTES} bytes")
     if targets and not source:
