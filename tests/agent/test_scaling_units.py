@@ -249,5 +249,5 @@ def test_hostile_numbers_in_a_record_are_refused_not_raised() -> None:
     for field in ("minReplicas", "maxReplicas", "podCliqueSetReplica", "initialReplicas"):
         with pytest.raises(BadWorkload, match=field):
             parse(_record(scaleTargets=[{**target, field: huge}]))
-    with pytest.raises(BadWorkload, match="spec.source"):
+    with pytest.raises(BadWorkload, match=r"spec\.source"):
         parse(_record(source=[{"n": huge}]))
