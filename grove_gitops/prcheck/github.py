@@ -22,12 +22,12 @@ never printed (the rules live in :mod:`grove_gitops.forge.http`, shared with Git
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from grove_gitops.forge import http
 from grove_gitops.forge.http import ForgeError, Origin, SameOriginRedirects, api_base, origin
+from grove_gitops.forge.thread import Comment
 
 DEFAULT_API_URL = "https://api.github.com"
 #: A reply larger than this is refused (100 comments of 65,536 characters are ~7 MB).
@@ -41,14 +41,6 @@ _origin = origin
 
 class GitHubError(ForgeError):
     """A GitHub API call failed; ``status`` is the HTTP status (0: no answer)."""
-
-
-@dataclass(frozen=True)
-class Comment:
-    id: int
-    body: str
-    login: str
-    user_type: str
 
 
 def _api_base(api_url: str) -> str:
