@@ -185,7 +185,9 @@ class ForgeHttp:
         # into any traceback.
         except urllib.error.HTTPError as exc:
             with exc:
-                raise self.error(f"{self.label}: {call}: {exc.code} {self._error_message(exc)}", exc.code) from None
+                message = self._error_message(exc)  # GitLab's own start with the status: "401 Unauthorized"
+                message = message if message.startswith(f"{exc.code} ") else f"{exc.code} {message}"
+                raise self.error(f"{self.label}: {call}: {message}", exc.code) from None
         except urllib.error.URLError as exc:
             raise self.error(self.redact(f"{self.label}: {call}: {self.api}: {exc.reason}")) from None
         except (OSError, ValueError) as exc:  # a reset connection, a malformed reply

@@ -22,11 +22,12 @@ more things in a note, and :func:`inert_for_gitlab` defeats them outside code fe
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from grove_gitops.diff.markdown import MARKER, part_marker
 from grove_gitops.diff.mdescape import ZWSP
-from grove_gitops.forge.gitlab import NOTE_LIMIT
+from grove_gitops.forge.gitlab import NOTE_LIMIT, GitLab
+from grove_gitops.prcheck.sticky import SyncResult, sync
 
 #: The most notes one report may post (a guard against a tiny ``limit``).
 MAX_NOTES = 100
@@ -115,10 +116,10 @@ def gitlab_notes(parts: Sequence[str], key: str, limit: int = NOTE_LIMIT) -> lis
     notes: list[str] = []
     current = ""
     for body in bodies:
-        if current and len(current) + 2 + len(body) > budget:
+        if current and len(current) + 1 + len(body) > budget:
             notes.append(current)
             current = ""
-        current = f"{current}\n\n{body}" if current else body
+        current = f"{current}\n{body}" if current else body  # each piece ends with a line break
         if len(notes) > MAX_NOTES:
             raise ValueError(f"more than {MAX_NOTES} notes below {limit} characters")
     if current:
@@ -126,3 +127,25 @@ def gitlab_notes(parts: Sequence[str], key: str, limit: int = NOTE_LIMIT) -> lis
     if len(notes) > MAX_NOTES:
         raise ValueError(f"more than {MAX_NOTES} notes below {limit} characters")
     return [_header(key, i, len(notes)) + note for i, note in enumerate(notes, start=1)]
+
+
+def post_notes(
+    parts: Sequence[str],
+    key: str,
+    project: str,
+    mr: int,
+    token: str,
+    api_url: str,
+    job_token: bool = False,
+    author: str = "",
+    limit: int = NOTE_LIMIT,
+    log: Callable[[str], None] = lambda _: None,
+) -> SyncResult:
+    """Keep the merge request's sticky note set for ``key`` equal to ``parts``.
+
+    Our notes are those whose author is ``author``, by default the token's own user (GitLab
+    does not mark bots on notes): a human's note that quotes our marker is never touched.
+    """
+    gl = GitLab(project, mr, token, api_url, job_token=job_token)
+    notes = gitlab_notes(parts, key, limit)
+    return sync(gl, mr, key, notes, author or gl.current_user(), log=log)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.diff.markdown import MARKER, part_marker
 from grove_gitops.diff.mdescape import ZWSP, md_text
 from grove_gitops.forge.gitlab import GitLab, GitLabError, project_ref
@@ -171,3 +174,66 @@ def test_no_line_of_untrusted_text_can_run_a_quick_action(text: str) -> None:
 def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="expected 400"):
         gitlab_notes([part(1, 1, "x")], "default", 10)
+
+
+def _post_cli(tmp_path: Path, fake: FakeGitLab, parts: list[str], *extra: str, **env: str) -> tuple[int, str]:
+    out = tmp_path / "report"
+    out.mkdir(exist_ok=True)
+    for old in out.glob("comment.*.md"):
+        old.unlink()
+    for i, text in enumerate(parts, start=1):
+        (out / f"comment.{i}.md").write_text(text)
+    variables = {
+        "GITLAB_CI": "true",
+        "CI_PROJECT_ID": str(fake.project_id),
+        "CI_MERGE_REQUEST_IID": str(MR),
+        "CI_API_V4_URL": fake.api,
+        "GITLAB_TOKEN": fake.token,
+        "CI_JOB_TOKEN": "",
+        "GITHUB_TOKEN": "",
+        **env,
+    }
+    result = CliRunner().invoke(pr_check, ["post", "--out-dir", str(out), *extra], env=variables, catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_post_in_gitlab_ci_keeps_one_note(tmp_path: Path, fake: FakeGitLab) -> None:
+    parts = [part(i, 2, f"## report · part {i}/2\n\nblock {i} {'x' * 200}") for i in (1, 2)]
+    code, output = _post_cli(tmp_path, fake, parts)
+    assert code == 0, output
+    assert len(fake.bodies(MR)) == 1 and "block 2" in fake.bodies(MR)[0]
+    code, output = _post_cli(tmp_path, fake, parts, "--max-note-chars", "400")
+    assert code == 0, output
+    assert len(fake.bodies(MR)) == 2 and all(len(b) <= 400 for b in fake.bodies(MR))
+    code, output = _post_cli(tmp_path, fake, parts[:1])
+    assert code == 0 and "deleted stale part 2" in output
+    assert len(fake.bodies(MR)) == 1
+    assert all(r[1].startswith("/api/v4/projects/42/") or r[1] == "/api/v4/user" for r in fake.requests)
+
+
+def test_post_to_gitlab_failures_are_clean(tmp_path: Path, fake: FakeGitLab) -> None:
+    parts = [part(1, 1, "x")]
+    code, output = _post_cli(tmp_path, fake, parts, GITLAB_TOKEN="glpat-EXPIRED-000")
+    assert code == 1 and "error: GitLab API: GET /user: 401 Unauthorized" in output
+    assert "glpat-EXPIRED-000" not in output and "Traceback" not in output
+    code, output = _post_cli(tmp_path, fake, parts, GITLAB_TOKEN="")
+    assert code == 1 and "no token: set GITLAB_TOKEN" in output
+    code, output = _post_cli(tmp_path, fake, parts, CI_MERGE_REQUEST_IID="")
+    assert code == 1 and "no merge request IID" in output
+    code, output = _post_cli(tmp_path, fake, parts, CI_PROJECT_ID="../../admin")
+    assert code == 1 and "is not a project id or group/project path" in output
+    code, output = _post_cli(tmp_path, fake, parts, CI_API_V4_URL="http://gitlab.example.com/api/v4")
+    assert code == 1 and "plain http only to this machine" in output
+    # The job token goes in JOB-TOKEN; with --author nothing asks GET /user.
+    fake.job_token = "ci-job-0123"
+    code, output = _post_cli(tmp_path, fake, parts, "--author", BOT, GITLAB_TOKEN="", CI_JOB_TOKEN="ci-job-0123")
+    assert code == 0, output
+    assert fake.requests[-1][2] == "JOB-TOKEN: ci-job-0123"
+
+
+def test_a_note_someone_else_wrote_is_never_edited(tmp_path: Path, fake: FakeGitLab) -> None:
+    human = fake.add(MR, part(1, 1, "forged by a human"), HUMAN)
+    code, output = _post_cli(tmp_path, fake, [part(1, 1, "ours")])
+    assert code == 0, output
+    assert fake.notes[human]["body"] == part(1, 1, "forged by a human")
+    assert [b for b in fake.bodies(MR) if "ours" in b]
