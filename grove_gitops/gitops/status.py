@@ -4,9 +4,9 @@
 with :class:`~grove_gitops.forge.statuses.StatusClient`: a few attempts each with a short,
 growing pause and a request timeout, then a warning in the log and the
 ``grove_gitops_status_failures_total`` counter, never an exception in the loop. The queue is
-bounded and keeps only the newest state of a commit (a commit's ``pending`` that has not
-gone out yet is replaced by its ``success``), and a state already posted is not posted again
-(an iteration retried after a rejected push renders the same commits again).
+bounded (the oldest entries go first), statuses go out in the order they were set, and a
+status already queued or posted is not posted again, nor ``pending`` on a commit that has
+its outcome (an iteration retried after a rejected push renders the same commits again).
 
 The token: ``GROVE_GITOPS_STATUS_TOKEN``, else ``GITHUB_TOKEN`` or ``GITLAB_TOKEN`` for the
 forge in use (:func:`status_token`). It is sent only to the forge of the source repository
@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import Any
 
 from grove_gitops.forge.http import ForgeError
 from grove_gitops.forge.statuses import StatusClient, StatusConfigError, StatusTarget, status_target
@@ -55,8 +56,11 @@ class StatusReporter:
         self.registry = registry or Registry()
         self.attempts = max(1, min(attempts, 10))
         self.backoff = max(0.0, min(backoff, 30.0))
-        self._queue: OrderedDict[str, tuple[str, str]] = OrderedDict()
-        self._posted: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        #: (sha, state) -> description, in the order set.
+        self._queue: OrderedDict[tuple[str, str], str] = OrderedDict()
+        #: (sha, state) -> description of what went out; and the commits with an outcome.
+        self._posted: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._decided: OrderedDict[str, None] = OrderedDict()
         self._busy = False
         self._closed = False
         self._cond = threading.Condition()
@@ -65,11 +69,9 @@ class StatusReporter:
 
     # -- what the controller calls ------------------------------------------------------
     def pending(self, sha: str) -> None:
-        """Rendering starts; ignored once the commit has its outcome (an iteration retried
-        after a rejected push renders it again)."""
+        """Rendering starts; ignored once the commit has its outcome."""
         with self._cond:
-            last = self._queue.get(sha) or self._posted.get(sha)
-            if last is not None and last[0] != "pending":
+            if sha in self._decided:
                 return
         self._put(sha, "pending", "rendering…")
 
@@ -80,13 +82,16 @@ class StatusReporter:
         self._put(sha, "failure", text)
 
     def _put(self, sha: str, state: str, text: str) -> None:
+        key = (sha, state)
         with self._cond:
-            if self._closed or self._posted.get(sha) == (state, text):
+            if self._closed or self._queue.get(key) == text or self._posted.get(key) == text:
                 return
-            self._queue.pop(sha, None)
-            self._queue[sha] = (state, text)
+            if state != "pending":
+                _remember(self._decided, sha, None)
+            self._queue.pop(key, None)
+            self._queue[key] = text
             while len(self._queue) > MAX_QUEUED:
-                dropped, _ = self._queue.popitem(last=False)
+                (dropped, _), _ = self._queue.popitem(last=False)
                 log.warning("commit status for %s dropped: too many waiting", dropped[:12])
             self._cond.notify_all()
 
@@ -117,15 +122,12 @@ class StatusReporter:
                     self._cond.wait()
                 if not self._queue:
                     return
-                sha, (state, text) = self._queue.popitem(last=False)
+                (sha, state), text = self._queue.popitem(last=False)
                 self._busy = True
             try:
                 if self._send(sha, state, text):
                     with self._cond:
-                        self._posted.pop(sha, None)
-                        self._posted[sha] = (state, text)
-                        while len(self._posted) > MAX_REMEMBERED:
-                            self._posted.popitem(last=False)
+                        _remember(self._posted, (sha, state), text)
             finally:
                 with self._cond:
                     self._busy = False
@@ -152,6 +154,13 @@ class StatusReporter:
                 return False
             time.sleep(self.backoff * 2 ** (attempt - 1))
         return False
+
+
+def _remember(lru: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    lru.pop(key, None)
+    lru[key] = value
+    while len(lru) > MAX_REMEMBERED:
+        lru.popitem(last=False)
 
 
 def reporter_from_options(

@@ -309,3 +309,22 @@ def test_heartbeat_with_a_short_interval_in_real_time(remote: Remote, caplog: py
             thread.join(30)
     beats = [r.getMessage() for r in caplog.records if r.getMessage().startswith("idle:")]
     assert len(beats) >= 2 and f"source head {sha[:12]} renders" in beats[0]
+
+
+def test_statuses_go_out_in_order_once_and_never_pending_after_the_outcome(github: FakeGitHub) -> None:
+    statuses = reporter("github", github.url, github.repo)
+    sha = "a" * 40
+    statuses.pending(sha)
+    statuses.failure(sha, "2 errors: x")
+    statuses.pending(sha)  # a retried iteration renders it again: no flapping back to pending
+    statuses.failure(sha, "2 errors: x")
+    assert statuses.flush(60)
+    statuses.failure(sha, "2 errors: x")  # already posted
+    assert statuses.flush(60)
+    statuses.close()
+    assert [(s["state"], s["description"]) for s in github.statuses] == [
+        ("pending", "rendering…"),
+        ("failure", "2 errors: x"),
+    ]
+    with pytest.raises(ValueError, match="not a commit id"):
+        StatusClient(StatusTarget("github", github.url, github.repo), TOKEN).post("../x", "pending", "")
