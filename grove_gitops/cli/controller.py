@@ -43,6 +43,31 @@ from grove_gitops.output.parallel import default_jobs
     show_default=True,
     help="Size bound of the render cache kept in the work directory (least recently used entries go first).",
 )
+@click.option(
+    "--heartbeat-interval",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="Seconds between 'idle' log lines while no source commit arrives (0: none).",
+)
+@click.option(
+    "--status-forge",
+    type=click.Choice(["auto", "github", "gitlab", "off"]),
+    default="auto",
+    show_default=True,
+    help="Post the commit status grove-gitops/render on each source commit. auto: for github.com and gitlab.com "
+    "repositories when a token is set (GROVE_GITOPS_STATUS_TOKEN, else GITHUB_TOKEN / GITLAB_TOKEN).",
+)
+@click.option(
+    "--status-api-url",
+    default="",
+    help="Forge API base URL (default: from --repo: api.github.com, https://HOST/api/v3 or https://HOST/api/v4); "
+    "it must be on the repository's host unless --status-repo is given.",
+)
+@click.option(
+    "--status-repo", default="", help="owner/name (GitHub) or project id or path (GitLab) (default: from --repo)."
+)
+@click.option("--status-target-url", default="", help="Link shown with each status (e.g. the controller's logs).")
 @JOBS_OPTION
 def controller(
     repo: str,
@@ -57,6 +82,11 @@ def controller(
     author: str,
     hydrator_files: bool,
     cache_max_mb: int,
+    heartbeat_interval: float,
+    status_forge: str,
+    status_api_url: str,
+    status_repo: str,
+    status_target_url: str,
     jobs: int | None,
 ) -> None:
     """Render every new source commit of REPO and push the output for Argo CD / Flux."""
@@ -77,5 +107,10 @@ def controller(
             jobs=default_jobs() if jobs is None else jobs,
             hydrator=hydrator_files,
             cache_max_mb=cache_max_mb,
+            heartbeat_interval=heartbeat_interval,
+            status_forge=status_forge,
+            status_api_url=status_api_url,
+            status_repo=status_repo,
+            status_target_url=status_target_url,
         )
     )
