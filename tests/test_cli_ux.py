@@ -264,7 +264,7 @@ def test_pr_check_is_listed_and_runs_but_is_imported_only_when_used() -> None:
     import subprocess
     import sys
 
-    code = "import sys, grove_gitops.cli; print('grove_gitops.prcheck.cli' in sys.modules)"
+    code = "import sys, grove_gitops.cli; print('grove_gitops.cli.prcheck' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
     from click.testing import CliRunner
 

@@ -123,7 +123,7 @@ def test_an_autoscaled_role_at_its_floor_is_flagged_with_the_live_count_caveat(t
 
 
 def test_markdown_flags_the_outage_in_the_plan_and_in_a_banner_for_the_top(tmp_path: Path) -> None:
-    from grove_gitops.diffcli import load_sides
+    from grove_gitops.diff.loading import load_sides
     from grove_gitops.plan.compute import build_plan
 
     base, head, _ = load_sides(

@@ -40,12 +40,12 @@ from typing import Any
 import git
 
 from grove_gitops.diff.gitrefs import extract, open_repo, resolve, write_source
+from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.diff.markdown import MARKER, markdown_blocks, part_header, part_marker
 from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.report import Report, build_report
 from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
-from grove_gitops.diffcli import InvalidSidesError, load_sides
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.plan.formats import markdown_blocks as plan_markdown_blocks

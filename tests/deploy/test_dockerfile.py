@@ -175,7 +175,7 @@ def test_dockerignore_excludes(ignore: DockerIgnore, path: str) -> None:
     [
         "pyproject.toml",
         "README.md",
-        "grove_gitops/cli.py",
+        "grove_gitops/cli/main.py",
         "grove_gitops/py.typed",
         "backends/kai.py",
         "backends/__init__.py",

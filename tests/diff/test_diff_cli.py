@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from grove_gitops.diff.markdown import MARKER, PART_SEPARATOR
-from grove_gitops.diffcli import part_path, write_parts
+from grove_gitops.diff.parts import part_path, write_parts
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source

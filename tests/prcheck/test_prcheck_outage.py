@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grove_gitops.prcheck.cli import pr_check
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.prcheck.compose import Options, Status, compose, read_status, write_results
 from grove_gitops.prcheck.verdict import FAIL_ON, failures
 from tests.prcheck.prhelpers import bump_image, make_repo, without_feasibility_shim
