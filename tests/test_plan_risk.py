@@ -162,3 +162,21 @@ def test_roles_count_across_replicas_by_template_name() -> None:
     assert (cap.replica_available, cap.replica_total, cap.pcs_available, cap.pcs_total) == (0, 2, 2, 4)
     assert outages == ()
     assert PodCliqueSetPlan("ns", "x", "modified", "RollingRecreate").outages == ()
+
+
+def test_a_role_name_from_a_crafted_tree_is_inert_in_the_markdown() -> None:
+    """A ``--rendered`` tree (or a PR's) names the roles through its labels: every mention in
+    the Markdown is a code span, never HTML, a mention or a link."""
+    from grove_gitops.diff.markdown import code
+    from grove_gitops.plan.formats import outage_markdown, pcs_markdown
+    from grove_gitops.plan.risk import Outage
+
+    name = "<img src=x onerror=alert(1)> @admin [x](http://e.example)"
+    plan = PodCliqueSetPlan("ns", "x", "modified", "RollingRecreate", outages=(Outage(Role(name, "scalingGroup"), (1,)),))
+    (line,) = outage_markdown(plan)
+    assert line.count(code(name)) == 2  # the OUTAGE title and the fix
+    block = pcs_markdown(plan)
+    assert block.count(code(name)) == 3  # and the summary line
+    for text in (line, block):
+        rest = text.replace(code(name), "")
+        assert "<img" not in rest and "@admin" not in rest and "](" not in rest

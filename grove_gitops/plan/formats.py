@@ -48,7 +48,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary(p: PodCliqueSetPlan) -> str:
+def summary(p: PodCliqueSetPlan, wrap: Callable[[str], str] = str) -> str:
     """``RollingRecreate; 12 pods replaced in 7 steps; at most 4 unavailable at once``."""
     parts = [p.strategy]
     if p.change != "modified":
@@ -67,7 +67,7 @@ def summary(p: PodCliqueSetPlan) -> str:
     if p.to_cluster:
         parts.append(f"{len(p.to_cluster)} handed to the agent")
     if p.outages:
-        parts.append("OUTAGE of " + ", ".join(o.role.name for o in p.outages))
+        parts.append("OUTAGE of " + ", ".join(wrap(o.role.name) for o in p.outages))
     return "; ".join(parts)
 
 
@@ -262,7 +262,7 @@ def outage_markdown(p: PodCliqueSetPlan) -> list[str]:
     for o in p.outages:
         steps = ", ".join(str(s) for s in o.steps)
         live = " (counting the replicas Git holds; the live count may be higher)" if o.autoscaled else ""
-        fix = o.fix.replace("spec.updateStrategy.type: OnDelete", code("spec.updateStrategy.type: OnDelete"))
+        fix = o.fix_text(code)
         out.append(
             f"🛑 **OUTAGE of {code(o.role.name)}** ({KIND_WORDS[o.role.kind]}) in {code(p.title)}: "
             f"step{'s' if len(o.steps) != 1 else ''} {steps} leave{'' if len(o.steps) != 1 else 's'} it no available "
@@ -273,7 +273,7 @@ def outage_markdown(p: PodCliqueSetPlan) -> list[str]:
 
 def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
     """One PodCliqueSet's part of the plan (an indivisible block of the PR comment)."""
-    lines = [f"**{code(p.title)}** · {summary(p)}", ""]
+    lines = [f"**{code(p.title)}** · {summary(p, code)}", ""]
     lines += [f"- {line}" for line in outage_markdown(p)]
     for paths, cliques in grouped_fields(p):
         lines.append(f"- **Restart forced by** {_list(paths, code)} in {_list(tuple(cliques), code)}")

@@ -22,7 +22,7 @@ its live count may be higher).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -94,14 +94,20 @@ class Outage:
 
     @property
     def fix(self) -> str:
+        return self.fix_text()
+
+    def fix_text(self, wrap: Callable[[str], str] = str) -> str:
+        """The fix; ``wrap`` formats the role name and the field (code spans in Markdown: the
+        name comes from the rendered tree, which a PR may have written)."""
+        name = wrap(self.role.name)
         what = (
-            f"give the scaling group {self.role.name} replicas >= 2"
+            f"give the scaling group {name} replicas >= 2"
             if self.role.kind == "scalingGroup"
-            else f"give the PodClique {self.role.name} replicas >= 2 (minAvailable below replicas)"
+            else f"give the PodClique {name} replicas >= 2 (minAvailable below replicas)"
         )
         return (
             f"{what}, or the PodCliqueSet replicas >= 2, so another copy serves while one is replaced; "
-            "or set spec.updateStrategy.type: OnDelete and replace the pods yourself when it suits"
+            f"or set {wrap('spec.updateStrategy.type: OnDelete')} and replace the pods yourself when it suits"
         )
 
     def sentence(self, steps_word: str = "step") -> str:
