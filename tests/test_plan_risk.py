@@ -180,3 +180,17 @@ def test_a_role_name_from_a_crafted_tree_is_inert_in_the_markdown() -> None:
     for text in (line, block):
         rest = text.replace(code(name), "")
         assert "<img" not in rest and "@admin" not in rest and "](" not in rest
+
+
+def test_a_change_of_one_clique_takes_its_whole_scaling_group_replica_down(tmp_path: Path) -> None:
+    """Grove deletes and recreates every clique of a scaling-group replica when any of them
+    changed (spec/grove-day2.md §2.4), and a decode leader without its worker serves nothing:
+    bumping only ``dworker`` is still an outage of ``decode``."""
+
+    def bump_dworker(doc: dict[str, Any]) -> None:
+        clique(doc, "dworker")["spec"]["podSpec"]["containers"][0]["image"] = "ghcr.io/example/vllm:9.9.9"
+
+    p = only(plan_json(example(tmp_path, "base"), example(tmp_path, "head", bump_dworker)))
+    assert [s["pods"] for s in p["steps"]] == [["llama-disagg-0-decode-0-dworker-0"]]
+    assert [_capacity(s) for s in p["steps"]] == [[("decode", "scalingGroup", 0, 2, 0, 2, True)]]
+    assert [o["role"] for o in p["outages"]] == ["decode"]

@@ -34,7 +34,8 @@ AUTOSCALED_NOTE = (
 )
 LEFT_NOTE = (
     "left: the available pods of the role a step rolls, in its PodCliqueSet replica and in the whole "
-    "PodCliqueSet, while the step's pods are down; every other role keeps all its pods"
+    "PodCliqueSet, while the step's pods are down (a scaling-group replica counts as down whole, as Grove "
+    "recreates all its cliques together); every other role keeps all its pods"
 )
 #: Scale targets listed per PodCliqueSet (a workload may have one per PCS replica and unit).
 MAX_UNITS = 10

@@ -4,7 +4,9 @@ A *role* is what a PodCliqueSet replica is built from: a standalone PodClique (`
 a scaling group (``decode``), named by its template name so the same role in every
 PodCliqueSet replica counts together. Grove (spec/grove-day2.md §2.2-§2.4, §2.6) rolls one
 PodCliqueSet replica at a time; inside it, a standalone PodClique loses one Ready pod at a
-time and a scaling group one whole replica (all its cliques) at a time. Its only guards are
+time and a scaling group one whole replica at a time — all its cliques, changed or not, so a
+step that changes only a scaling group's workers still takes its whole replica (leader too)
+out of service. Its only guards are
 ``readyReplicas >= minAvailable`` (a standalone PodClique) and ``availableReplicas >=
 minAvailable`` (a scaling group) *before* the deletion, so a role with a single pod or a
 single scaling-group replica is deleted outright: with one PodCliqueSet replica, that role
@@ -145,22 +147,34 @@ def step_risks(
     pods = {p.slot.hostname: p for p in staying}
     per_replica: dict[tuple[Role, int], int] = {}
     per_pcs: dict[Role, int] = {}
+    #: Pods of each scaling-group replica: Grove deletes and recreates all its cliques together
+    #: when any changed (spec/grove-day2.md §2.4), and a replica short of a clique serves nothing.
+    members: dict[tuple[str, int], int] = {}
     scaled: set[Role] = set()
     for pod in pods.values():
         role = role_of(pod, pcs)
         per_replica[(role, pod.replica)] = per_replica.get((role, pod.replica), 0) + 1
         per_pcs[role] = per_pcs.get(role, 0) + 1
+        unit = _group_replica(pod)
+        if unit is not None:
+            members[unit] = members.get(unit, 0) + 1
         if fqn_of(pod) in autoscaled:
             scaled.add(role)
     risks: list[StepRisk] = []
     down: dict[Role, list[int]] = {}
     for number, step in enumerate(steps, start=1):
         out: dict[Role, int] = {}
+        units: set[tuple[str, int]] = set()
         for host in step.hostnames:
             found = pods.get(host)
-            if found is not None:
-                role = role_of(found, pcs)
+            if found is None:
+                continue
+            role, unit = role_of(found, pcs), _group_replica(found)
+            if unit is None:
                 out[role] = out.get(role, 0) + 1
+            elif unit not in units:
+                units.add(unit)
+                out[role] = out.get(role, 0) + members[unit]
         capacities = []
         for role in sorted(out):
             total = per_replica.get((role, step.replica), 0)
@@ -178,6 +192,12 @@ def step_risks(
         risks.append(StepRisk(tuple(capacities)))
     outages = tuple(Outage(role, tuple(numbers), role in scaled) for role, numbers in sorted(down.items()))
     return tuple(risks), outages
+
+
+def _group_replica(pod: RenderedPod) -> tuple[str, int] | None:
+    """(scaling group FQN, its replica index) of a scaling-group slot, else None."""
+    slot = pod.slot
+    return (slot.scaling_group, slot.scaling_group_replica or 0) if slot.scaling_group else None
 
 
 def role_totals(pcs: str, staying: Iterable[RenderedPod]) -> dict[Role, int]:
