@@ -210,7 +210,7 @@ def test_all_problems_of_a_koordinator_pcs_in_one_run(tmp_path: Path) -> None:
 
 def test_backend_crash_on_an_invalid_spec_is_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A backend may assume a spec Grove accepts; on one Grove rejects, its exception is swallowed."""
-    from backends.koordinator import KoordinatorBackend
+    from grove_gitops_backends.koordinator import KoordinatorBackend
 
     def boom(self: Any, pcs: Any) -> Any:
         raise KeyError("assumed valid")

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from backends.coscheduling import CoschedulingBackend
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.backendapi import BackendContext
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
+from grove_gitops_backends.coscheduling import CoschedulingBackend
 from tests.schemas import CRDRegistry
 from tests.support import assert_schema_valid, objects_by_kind, render_files
 

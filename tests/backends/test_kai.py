@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from backends.kai import NODE_LABEL_PATTERN, topology_problems
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.expand import ownership
 from grove_gitops.render import RenderResult
+from grove_gitops_backends.kai import NODE_LABEL_PATTERN, topology_problems
 from tests.schemas import CRDRegistry
 from tests.support import GPU_FABRIC, INF, assert_schema_valid, objects_by_kind, problems_of, render_files
 

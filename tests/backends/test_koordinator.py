@@ -12,18 +12,18 @@ from typing import Any
 import pytest
 import yaml
 
-from backends.koordinator import (
-    KoordinatorBackend,
-    cluster_network_topology,
-    derived_layer_name,
-    podgroup_name,
-)
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, BackendFinding
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
+from grove_gitops_backends.koordinator import (
+    KoordinatorBackend,
+    cluster_network_topology,
+    derived_layer_name,
+    podgroup_name,
+)
 from tests.schemas import CRDRegistry
 from tests.support import assert_schema_valid, objects_by_kind, render_files
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from backends.workload_api import fit_label
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult, render_source
+from grove_gitops_backends.workload_api import fit_label
 from tests.schemas import CRDRegistry, builtin_errors
 from tests.support import CRDS, write_source
 

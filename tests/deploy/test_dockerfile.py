@@ -60,9 +60,14 @@ def test_builder_builds_the_project_wheel(stages: list[list[Instruction]]) -> No
 def test_builder_copies_every_package(stages: list[list[Instruction]]) -> None:
     """pyproject.toml's packages.find patterns (grove_gitops*, backends*) all reach the build."""
     pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text())
-    includes = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = {p.name for p in PROJECT.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    wanted = {p for p in packages if any(re.fullmatch(pat.replace("*", ".*"), p) for pat in includes)}
+    find = pyproject["tool"]["setuptools"]["packages"]["find"]
+    packages = {
+        (PROJECT / w / p.name).relative_to(PROJECT).parts[0]
+        for w in find["where"]
+        for p in (PROJECT / w).iterdir()
+        if p.is_dir() and (p / "__init__.py").is_file() and any(re.fullmatch(pat.replace("*", ".*"), p.name) for pat in find["include"])
+    }
+    wanted = packages
     assert wanted == {"grove_gitops", "backends"}
     copied = {w.rstrip("/") for i in stages[0] if i.keyword == "COPY" for w in i.words[:-1]}
     assert wanted <= copied
@@ -177,8 +182,8 @@ def test_dockerignore_excludes(ignore: DockerIgnore, path: str) -> None:
         "README.md",
         "grove_gitops/cli/main.py",
         "grove_gitops/py.typed",
-        "backends/kai.py",
-        "backends/__init__.py",
+        "backends/grove_gitops_backends/kai.py",
+        "backends/grove_gitops_backends/__init__.py",
     ],
 )
 def test_dockerignore_keeps_the_sources(ignore: DockerIgnore, path: str) -> None:
