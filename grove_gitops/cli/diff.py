@@ -26,8 +26,8 @@ import click
 from grove_gitops.cache import RenderCache
 from grove_gitops.cli.options import cache_options, output_option
 from grove_gitops.cli.sides import check_modes, report_invalid, side_cache
-from grove_gitops.diff.autoscaling import shard_dict
-from grove_gitops.diff.loading import InvalidSidesError, load_sides, plan_blocks
+from grove_gitops.diff.jsonview import report_dict
+from grove_gitops.diff.loading import InvalidSidesError, load_sides, plan_blocks, plan_document
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
     DEFAULT_MAX_CHARS,
@@ -175,24 +175,10 @@ def diff_command(
         sys.exit(1)
     grouped = changes_per_cluster(report)
     if as_json:
-        totals = report.totals()
         extra = {"clusters": {name: [s.shard for s in shards] for name, shards in grouped.items()}} if grouped else {}
-        click.echo(
-            json_document(
-                True,
-                problems,
-                **extra,
-                identical=report.identical,
-                totals={
-                    "added": totals.added,
-                    "removed": totals.removed,
-                    "modified": totals.modified,
-                    "replaced": totals.replaced,
-                },
-                autoscaling=[shard_dict(s.shard, s.autoscaling) for s in report.shards if s.autoscaling is not None],
-                diff=None if out is not None else parts,
-            )
-        )
+        # structured keys (docs/diff.md); "diff" keeps the Markdown / text parts for older scripts
+        structured = report_dict(report, *plan_document(report))
+        click.echo(json_document(True, problems, **extra, **structured, diff=None if out is not None else parts))
         return
     where = f" to {out}" if out is not None else ""
     if report.identical:

@@ -8,6 +8,7 @@ or two git refs of a repository read from its object database.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.diff.errors import DiffError, SideInvalidError
@@ -16,7 +17,7 @@ from grove_gitops.diff.sides import PlannedSource, extracted_refs, pair_sources,
 from grove_gitops.diff.split import Block
 from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.load.memory import MemorySource
-from grove_gitops.plan.formats import markdown_blocks, unavailable_block
+from grove_gitops.plan.formats import markdown_blocks, plan_dict, unavailable_block
 from grove_gitops.plan.model import PlanError
 
 
@@ -91,3 +92,12 @@ def plan_blocks(report: Report) -> list[Block]:
         return markdown_blocks(build_fleet_plan(report.base, report.head))
     except PlanError as exc:
         return [unavailable_block(str(exc))]
+
+
+def plan_document(report: Report) -> tuple[dict[str, Any] | None, str]:
+    """The rollout plan for ``diff --output json`` (``plan --output json``'s document), or None
+    and why it could not be computed."""
+    try:
+        return plan_dict(build_fleet_plan(report.base, report.head)), ""
+    except PlanError as exc:
+        return None, str(exc)
