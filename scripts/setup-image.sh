@@ -4,17 +4,17 @@
 # (the local Debian base image). Debian packages, installed as root with apt-get; CI runs this on a
 # fresh machine through scripts/test.sh. Idempotent and quick (well under a second) once installed.
 #
-# It also writes the two settings this kind of machine needs and a fresh install lacks:
-#   * /etc/containers/storage.conf naming the storage driver podman picks on its first command
-#     (without the file every `podman run` waits about 20 s on conmon);
-#   * nothing else global: runc, the ulimits and the network are passed explicitly by
-#     scripts/build-image.sh and the tests (crun fails here, the default ulimits are refused).
+# It also writes /etc/containers/storage.conf, naming the storage driver podman picks on its first
+# command (without the file every `podman run` waits about 20 s on conmon), and nothing else
+# global: runc, the ulimits and the network are passed explicitly by scripts/build-image.sh and
+# the tests (crun fails on hybrid cgroups, the default ulimits are refused).
 set -euo pipefail
 
 packages=(buildah podman runc debootstrap)
 missing=()
 for pkg in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  if [ "$status" != "install ok installed" ]; then
     missing+=("$pkg")
   fi
 done

@@ -27,8 +27,6 @@ ENGINE = ["--runtime", "runc", "--ulimit", "nofile=20000:20000", "--ulimit", "np
 RUN_AS_DEPLOYED = [
     *ENGINE,
     "--rm",
-    "--user",
-    "65532:65532",
     "--read-only",
     "--read-only-tmpfs=false",
     "--tmpfs",
@@ -69,10 +67,17 @@ def build_image() -> str:
 
 
 def run(
-    image: str, *args: str, mounts: tuple[tuple[Path, str, str], ...] = (), entrypoint: str | None = None
+    image: str,
+    *args: str,
+    mounts: tuple[tuple[Path, str, str], ...] = (),
+    entrypoint: str | None = None,
+    user: str = "65532:65532",
+    workdir: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``podman run`` as deployed; ``mounts`` are (host path, container path, "ro" or "rw")."""
-    cmd = ["podman", "run", *RUN_AS_DEPLOYED]
+    cmd = ["podman", "run", *RUN_AS_DEPLOYED, "--user", user]
+    if workdir is not None:
+        cmd += ["--workdir", workdir]
     for host, target, mode in mounts:
         cmd += ["-v", f"{host}:{target}:{mode}"]
     if entrypoint is not None:

@@ -17,6 +17,7 @@ import typing
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -93,6 +94,32 @@ def test_render_examples_from_a_read_only_mount(image: str, tmp_path: Path) -> N
     assert theirs == ours
 
 
+def test_argocd_plugin_generate_as_uid_999(image: str) -> None:
+    """overlays/argocd's sidecar runs the plugin's ``generate`` as uid 999 (no passwd entry) in the
+    source directory: it needs ``grove-gitops`` and a ``python3`` with PyYAML from this image."""
+    config = yaml.safe_load((PROJECT / "overlays" / "argocd" / "cmp-plugin.yaml").read_text())
+    generate = yaml.safe_load(config["data"]["plugin.yaml"])["spec"]["generate"]
+    assert generate["command"] == ["sh", "-c"]
+    proc = run(
+        image,
+        "-c",
+        *generate["args"],
+        entrypoint="sh",
+        user="999:999",
+        workdir="/src",
+        mounts=((EXAMPLES, "/src", "ro"),),
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = [doc for doc in yaml.safe_load_all(proc.stdout) if doc is not None]
+    expected = rendered_objects(EXAMPLES)
+    assert sorted(map(_identity, printed)) == sorted(map(_identity, expected))
+
+
+def _identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    meta = obj["metadata"]
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
 def _kubeconfig(server: FakeApiServer, path: Path) -> Path:
     path.write_text(
         yaml.safe_dump(
@@ -116,7 +143,7 @@ def _agent(image: str, config: Path, log: Path) -> Iterator[subprocess.Popen[str
     output goes to ``log``."""
     name = f"grove-gitops-test-{uuid.uuid4().hex[:12]}"
     cmd = [
-        "podman", "run", *RUN_AS_DEPLOYED, "--name", name,
+        "podman", "run", *RUN_AS_DEPLOYED, "--user", "65532:65532", "--name", name,
         "-v", f"{config}:/config/kubeconfig:ro", "-e", "POD_NAME=image-test",
         image, "agent", "--kubeconfig", "/config/kubeconfig", "--lease-namespace", "default",
         "--metrics-address", "",
