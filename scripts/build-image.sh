@@ -10,6 +10,8 @@
 #                  Set PYTHON_IMAGE=python:3.11-slim to use Docker Hub's instead.
 #   DEBIAN_MIRROR  overrides the mirror read from /etc/apt/sources.list{,.d/*.list,.d/*.sources}.
 #
+# `scripts/build-image.sh --print-mirror` only prints that mirror (APT_ETC replaces /etc/apt).
+#
 # PyPI may be reached through a TLS-inspecting proxy: the host's CA bundle and a pip.conf naming
 # it are mounted into the build's RUN steps (`buildah bud -v`), so neither lands in the image.
 # runc, the ulimits and the host network are explicit (crun and the default ulimits fail on some
@@ -24,16 +26,12 @@ BASE_PACKAGES=python3,python3-venv,ca-certificates
 BASE_RECIPE=3
 ULIMITS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 
-for tool in buildah podman; do
-  command -v "$tool" >/dev/null || { echo "build-image.sh: $tool is missing; run scripts/setup-image.sh as root" >&2; exit 1; }
-done
-
 # The first `deb` source apt reads (one-line .list or deb822 .sources, as apt does: only those
 # extensions, `Enabled: no` skipped) that serves suite $1 with component main.
 debian_mirror() {
-  local suite=$1 files=() f
-  [ -f /etc/apt/sources.list ] && files+=(/etc/apt/sources.list)
-  for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+  local suite=$1 etc=${APT_ETC:-/etc/apt} files=() f
+  [ -f "$etc/sources.list" ] && files+=("$etc/sources.list")
+  for f in "$etc"/sources.list.d/*.list "$etc"/sources.list.d/*.sources; do
     [ -f "$f" ] && files+=("$f")
   done
   ((${#files[@]})) || return 0
@@ -65,6 +63,15 @@ debian_mirror() {
     END { if (deb822 && !found) flush() }
   ' "${files[@]}"
 }
+
+if [ "$TAG" = --print-mirror ]; then
+  debian_mirror "$SUITE"
+  exit 0
+fi
+
+for tool in buildah podman; do
+  command -v "$tool" >/dev/null || { echo "build-image.sh: $tool is missing; run scripts/setup-image.sh as root" >&2; exit 1; }
+done
 
 # A minimal Debian with python3, imported into local storage once per (mirror, recipe).
 local_base() {
