@@ -18,6 +18,10 @@ from tests.support import PROJECT, write_source
 from tests.support import SMALL_PCS as BASE
 
 TAS_ON = "apiVersion: operator.config.grove.io/v1alpha1\nkind: OperatorConfiguration\ntopologyAwareScheduling: {enabled: true}\n"
+TWO_PROFILES = (
+    "apiVersion: operator.config.grove.io/v1alpha1\nkind: OperatorConfiguration\n"
+    "scheduler: {profiles: [{name: default-scheduler}, {name: kai-scheduler}]}\n"
+)
 CTB = """apiVersion: grove.io/v1alpha1
 kind: ClusterTopologyBinding
 metadata: {name: fabric}
@@ -102,9 +106,12 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str]]] = [
     ("min-available-too-big", {"w.yaml": pcs(_set("spec.template.cliques.1.spec.minAvailable", 5))},
      [f"w.yaml: {C1}.spec.minAvailable: Invalid value: 5: minAvailable must not be greater than replicas"]),
     ("unknown-scheduler", {"w.yaml": pcs(_set("spec.template.cliques.0.spec.podSpec.schedulerName", "foo"))},
-     [f'w.yaml: {T}.cliques.spec.podSpec.schedulerName: Invalid value: "foo": schedulerName must be an enabled scheduler backend']),
+     [f'w.yaml: {T}.cliques[0].spec.podSpec.schedulerName: Invalid value: "foo": schedulerName must be an enabled scheduler backend']),
     ("mixed-schedulers", {"w.yaml": pcs(_set("spec.template.cliques.1.spec.podSpec.schedulerName", "other"))},
-     [f'{T}.cliques.spec.podSpec.schedulerName: Invalid value: "default-scheduler, other": the schedulerName for all pods have to be the same']),
+     [f'{T}.cliques[1].spec.podSpec.schedulerName: Invalid value: "other": schedulerName must be an enabled scheduler backend']),
+    ("mixed-enabled-schedulers", {"w.yaml": pcs(_set("spec.template.cliques.1.spec.podSpec.schedulerName", "kai-scheduler")),
+                                  "op.yaml": TWO_PROFILES},
+     [f'{T}.cliques[1].spec.podSpec.schedulerName: Invalid value: "default-scheduler, kai-scheduler": the schedulerName for all pods have to be the same']),
     ("startsafter-cycle", {"w.yaml": pcs(_both(
         _set("spec.template.cliqueStartupType", "CliqueStartupTypeExplicit"),
         _set("spec.template.cliques.0.spec.startsAfter", ["worker"]),

@@ -1,0 +1,145 @@
+"""Issue 25, "Writing": every mistake of a file in one run, with a suggestion, and
+scheduler-name errors on the clique at fault."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grove_gitops.cli import main
+from grove_gitops.errors import InputProblem, InvalidInputError
+from grove_gitops.render import render_source
+from tests.support import PROJECT
+
+PCS_FILE = "workloads/llm-inference/llama-disagg.yaml"
+
+
+def example(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    """The project's example source tree with ``(old, new)`` text edits to its PodCliqueSet."""
+    src = tmp_path / "src"
+    shutil.copytree(PROJECT / "examples", src)
+    path = src / PCS_FILE
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    return src
+
+
+def problems(src: Path) -> list[InputProblem]:
+    with pytest.raises(InvalidInputError) as info:
+        render_source(src)
+    return info.value.problems
+
+
+def fields(found: list[InputProblem]) -> list[str]:
+    return [p.field for p in found]
+
+
+#: The worked example of the issue: a misspelt field and a misspelt topology domain.
+TWO_MISTAKES = (("spec:\n  replicas: 1", "spec:\n  replcias: 3"), ("required: rack", "required: regoin"))
+SCALING_REQUIRED = "spec.template.podCliqueScalingGroups[0].topologyConstraint.pack.required"
+
+
+def test_unknown_field_and_topology_typo_are_reported_in_one_run(tmp_path: Path) -> None:
+    found = problems(example(tmp_path, *TWO_MISTAKES))
+    assert fields(found) == ["spec.replcias", SCALING_REQUIRED]
+    assert found[0].message == "field not declared in schema; did you mean replicas?"
+    assert found[1].message.startswith('Invalid value: "regoin": topology domain \'regoin\' does not exist')
+
+
+def test_unknown_field_is_checked_as_the_field_it_misspells(tmp_path: Path) -> None:
+    """``replcias: 1`` read as ``replicas: 1`` makes the clique's ``minAvailable: 2`` too large:
+    the error the user gets once the typo is fixed, reported now."""
+    src = example(
+        tmp_path,
+        ("          roleName: router\n          replicas: 2\n          minAvailable: 1", "          roleName: router\n          replcias: 1\n          minAvailable: 2"),
+    )
+    found = problems(src)
+    assert fields(found) == ["spec.template.cliques[0].spec.replcias", "spec.template.cliques[0].spec.minAvailable"]
+    assert "did you mean replicas?" in found[0].message
+    assert "minAvailable must not be greater than replicas" in found[1].message
+
+
+def test_an_unknown_field_without_a_close_name_hides_the_checks_of_its_mapping(tmp_path: Path) -> None:
+    """Dropping ``count`` leaves the clique without ``replicas``: its errors could be the drop's
+    doing, so only the checks of other parts are reported beside it."""
+    src = example(
+        tmp_path,
+        ("          roleName: router\n          replicas: 2\n", "          roleName: router\n          count: 2\n"),
+        ("required: rack", "required: regoin"),
+    )
+    found = problems(src)
+    assert fields(found) == ["spec.template.cliques[0].spec.count", SCALING_REQUIRED]
+    assert found[0].message == "field not declared in schema"
+
+
+def test_a_wrong_type_stops_the_checks_that_need_the_parsed_object(tmp_path: Path) -> None:
+    """A value of the wrong type cannot be guessed; the schema errors alone are reported."""
+    found = problems(example(tmp_path, ("spec:\n  replicas: 1", 'spec:\n  replicas: "3"'), TWO_MISTAKES[1]))
+    assert fields(found) == ["spec.replicas"]
+
+
+def test_nested_unknown_field_suggests_the_declared_name(tmp_path: Path) -> None:
+    found = problems(example(tmp_path, ("        cliqueNames: [pleader, pworker]", "        cliqueName: [pleader, pworker]")))
+    assert [(p.field, p.message) for p in found] == [
+        (
+            "spec.template.podCliqueScalingGroups[0].cliqueName",
+            "field not declared in schema; did you mean cliqueNames?",
+        )
+    ]
+
+
+def test_unknown_field_of_a_configuration_suggests_the_declared_name(tmp_path: Path) -> None:
+    src = example(tmp_path)
+    path = src / "config/render-configuration.yaml"
+    path.write_text(path.read_text().replace("defaultNamespace:", "defaultNamepsace:"))
+    found = problems(src)
+    assert [(p.field, p.message) for p in found] == [
+        ("defaultNamepsace", "field not declared in schema; did you mean defaultNamespace?")
+    ]
+
+
+SCHEDULER_TYPO = ("          startsAfter: [pleader]\n          podSpec:\n", "          startsAfter: [pleader]\n          podSpec:\n            schedulerName: kai-schedular\n")
+
+
+def test_scheduler_typo_names_the_clique_and_the_enabled_profiles(tmp_path: Path) -> None:
+    found = problems(example(tmp_path, SCHEDULER_TYPO))
+    assert [(p.field, p.message) for p in found] == [
+        (
+            "spec.template.cliques[2].spec.podSpec.schedulerName",
+            'Invalid value: "kai-schedular": schedulerName must be an enabled scheduler backend; this scheduler '
+            "is not enabled in OperatorConfiguration (enabled profiles: default-scheduler, kai-scheduler); "
+            "did you mean kai-scheduler?",
+        )
+    ]
+
+
+def test_scheduler_typo_in_the_first_clique_is_one_error(tmp_path: Path) -> None:
+    """Grove's webhook reports both "have to be the same" and "not enabled" for this one typo."""
+    typo = ("          podSpec:\n            containers:\n              - name: router", "          podSpec:\n            schedulerName: kai-schedular\n            containers:\n              - name: router")
+    found = problems(example(tmp_path, typo))
+    assert fields(found) == ["spec.template.cliques[0].spec.podSpec.schedulerName"]
+
+
+def test_two_enabled_schedulers_are_one_error_on_the_first_clique_that_differs(tmp_path: Path) -> None:
+    other = ("          startsAfter: [pleader]\n          podSpec:\n", "          startsAfter: [pleader]\n          podSpec:\n            schedulerName: default-scheduler\n")
+    found = problems(example(tmp_path, other))
+    assert [(p.field, p.message) for p in found] == [
+        (
+            "spec.template.cliques[2].spec.podSpec.schedulerName",
+            'Invalid value: "kai-scheduler, default-scheduler": the schedulerName for all pods have to be the same',
+        )
+    ]
+
+
+def test_cli_prints_both_mistakes(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["validate", str(example(tmp_path, *TWO_MISTAKES))])
+    assert result.exit_code == 1
+    assert "2 errors; nothing was written" in result.output
+    assert "did you mean replicas?" in result.output
+    assert '"regoin"' in result.output
