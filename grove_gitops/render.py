@@ -28,6 +28,7 @@ from grove_gitops.expand.scaling import Counts, counts_at
 from grove_gitops.expand.workload import expand_pcs
 from grove_gitops.expand.workloadobject import workload_object
 from grove_gitops.load.memory import MemorySource
+from grove_gitops.load.positions import locate
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs, repaired_pcs
 from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.config import validate_binding, validate_operator_config
@@ -413,7 +414,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         if unknown is not None:
             inputs.warnings.append(f"{passthrough.file}: {unknown}")
     if problems:
-        raise InvalidInputError(problems)
+        raise InvalidInputError(locate(problems, source.files))
 
     extra: list[RenderedObject] = []
     for binding in inputs.bindings.values():

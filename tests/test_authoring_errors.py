@@ -49,7 +49,7 @@ def test_unknown_field_and_topology_typo_are_reported_in_one_run(tmp_path: Path)
     found = problems(example(tmp_path, *TWO_MISTAKES))
     assert fields(found) == ["spec.replcias", SCALING_REQUIRED]
     assert found[0].message == "field not declared in schema; did you mean replicas?"
-    assert found[1].message.startswith('Invalid value: "regoin": topology domain \'regoin\' does not exist')
+    assert found[1].message.startswith("Invalid value: \"regoin\": topology domain 'regoin' does not exist")
 
 
 def test_unknown_field_is_checked_as_the_field_it_misspells(tmp_path: Path) -> None:
@@ -57,7 +57,10 @@ def test_unknown_field_is_checked_as_the_field_it_misspells(tmp_path: Path) -> N
     the error the user gets once the typo is fixed, reported now."""
     src = example(
         tmp_path,
-        ("          roleName: router\n          replicas: 2\n          minAvailable: 1", "          roleName: router\n          replcias: 1\n          minAvailable: 2"),
+        (
+            "          roleName: router\n          replicas: 2\n          minAvailable: 1",
+            "          roleName: router\n          replcias: 1\n          minAvailable: 2",
+        ),
     )
     found = problems(src)
     assert fields(found) == ["spec.template.cliques[0].spec.replcias", "spec.template.cliques[0].spec.minAvailable"]
@@ -85,7 +88,9 @@ def test_a_wrong_type_stops_the_checks_that_need_the_parsed_object(tmp_path: Pat
 
 
 def test_nested_unknown_field_suggests_the_declared_name(tmp_path: Path) -> None:
-    found = problems(example(tmp_path, ("        cliqueNames: [pleader, pworker]", "        cliqueName: [pleader, pworker]")))
+    found = problems(
+        example(tmp_path, ("        cliqueNames: [pleader, pworker]", "        cliqueName: [pleader, pworker]"))
+    )
     assert [(p.field, p.message) for p in found] == [
         (
             "spec.template.podCliqueScalingGroups[0].cliqueName",
@@ -104,7 +109,10 @@ def test_unknown_field_of_a_configuration_suggests_the_declared_name(tmp_path: P
     ]
 
 
-SCHEDULER_TYPO = ("          startsAfter: [pleader]\n          podSpec:\n", "          startsAfter: [pleader]\n          podSpec:\n            schedulerName: kai-schedular\n")
+SCHEDULER_TYPO = (
+    "          startsAfter: [pleader]\n          podSpec:\n",
+    "          startsAfter: [pleader]\n          podSpec:\n            schedulerName: kai-schedular\n",
+)
 
 
 def test_scheduler_typo_names_the_clique_and_the_enabled_profiles(tmp_path: Path) -> None:
@@ -121,13 +129,19 @@ def test_scheduler_typo_names_the_clique_and_the_enabled_profiles(tmp_path: Path
 
 def test_scheduler_typo_in_the_first_clique_is_one_error(tmp_path: Path) -> None:
     """Grove's webhook reports both "have to be the same" and "not enabled" for this one typo."""
-    typo = ("          podSpec:\n            containers:\n              - name: router", "          podSpec:\n            schedulerName: kai-schedular\n            containers:\n              - name: router")
+    typo = (
+        "          podSpec:\n            containers:\n              - name: router",
+        "          podSpec:\n            schedulerName: kai-schedular\n            containers:\n              - name: router",
+    )
     found = problems(example(tmp_path, typo))
     assert fields(found) == ["spec.template.cliques[0].spec.podSpec.schedulerName"]
 
 
 def test_two_enabled_schedulers_are_one_error_on_the_first_clique_that_differs(tmp_path: Path) -> None:
-    other = ("          startsAfter: [pleader]\n          podSpec:\n", "          startsAfter: [pleader]\n          podSpec:\n            schedulerName: default-scheduler\n")
+    other = (
+        "          startsAfter: [pleader]\n          podSpec:\n",
+        "          startsAfter: [pleader]\n          podSpec:\n            schedulerName: default-scheduler\n",
+    )
     found = problems(example(tmp_path, other))
     assert [(p.field, p.message) for p in found] == [
         (
@@ -143,3 +157,71 @@ def test_cli_prints_both_mistakes(tmp_path: Path) -> None:
     assert "2 errors; nothing was written" in result.output
     assert "did you mean replicas?" in result.output
     assert '"regoin"' in result.output
+
+
+# --- positions ------------------------------------------------------------------------------
+
+
+def test_text_output_places_each_problem_at_its_line_and_column(tmp_path: Path) -> None:
+    src = example(tmp_path, *TWO_MISTAKES)
+    lines = (src / PCS_FILE).read_text().splitlines()
+    result = CliRunner().invoke(main, ["validate", str(src)])
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert errors[0] == f"error: {PCS_FILE}:13:3: spec.replcias: field not declared in schema; did you mean replicas?"
+    assert errors[1].startswith(f"error: {PCS_FILE}:115:13: {SCALING_REQUIRED}: ")
+    assert lines[12][2:].startswith("replcias:") and lines[114][12:].startswith("required: regoin")
+
+
+def test_json_output_carries_line_and_column(tmp_path: Path) -> None:
+    import json
+
+    result = CliRunner().invoke(main, ["validate", "--output", "json", str(example(tmp_path, *TWO_MISTAKES))])
+    assert result.exit_code == 1
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["field"], p["line"], p["column"]) for p in problems] == [
+        ("spec.replcias", 13, 3),
+        (SCALING_REQUIRED, 115, 13),
+    ]
+
+
+def test_position_is_looked_up_in_the_document_that_holds_the_path(tmp_path: Path) -> None:
+    from grove_gitops.load.positions import locate
+
+    text = "a: 1\n---\nspec:\n  template:\n    cliques:\n    - name: x\n      spec: {replicas: -1}\n"
+    found = locate([InputProblem("f.yaml", "spec.template.cliques[0].spec.replicas", "bad")], {"f.yaml": text.encode()})
+    assert (found[0].line, found[0].column) == (7, 14)
+    assert str(found[0]) == "f.yaml:7:14: spec.template.cliques[0].spec.replicas: bad"
+
+
+def test_a_missing_field_is_placed_on_the_mapping_that_lacks_it(tmp_path: Path) -> None:
+    found = problems(example(tmp_path, ("        cliqueNames: [pleader, pworker]\n", "")))
+    assert [(p.field, p.line, p.column) for p in found] == [
+        ("spec.template.podCliqueScalingGroups[0].cliqueNames", 91, 9)
+    ]
+
+
+def test_a_yaml_error_moves_its_position_to_the_front(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w.yaml").write_text("a: 1\nb: [1, 2\n")
+    found = problems(src)
+    assert [str(p) for p in found] == ["w.yaml:3:1: malformed YAML: did not find expected ',' or ']'"]
+
+
+def test_a_problem_of_a_file_outside_the_source_gets_no_position(tmp_path: Path) -> None:
+    from grove_gitops.load.positions import locate
+
+    found = locate([InputProblem("../etc/passwd", "spec", "bad")], {"w.yaml": b"spec: 1\n"})
+    assert found[0].line is None and str(found[0]) == "../etc/passwd: spec: bad"
+
+
+def test_positions_come_from_a_git_tree_held_in_memory_too(tmp_path: Path) -> None:
+    from grove_gitops.load.memory import MemorySource
+
+    src = example(tmp_path, *TWO_MISTAKES)
+    files = {str(p.relative_to(src)): p.read_bytes() for p in src.rglob("*.yaml")}
+    with pytest.raises(InvalidInputError) as info:
+        from grove_gitops.render import plan_source
+
+        plan_source(MemorySource("head", files))
+    assert [(p.line, p.column) for p in info.value.problems] == [(13, 3), (115, 13)]

@@ -172,7 +172,15 @@ def test_watch_lines_have_timestamps_and_warnings_once(tmp_path: Path) -> None:
 def _json(result: Result) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(result.stdout)  # exactly one document on stdout
     for problem in data["problems"]:
-        assert set(problem) == {"file", "field", "message", "severity"}
+        assert {"file", "field", "message", "severity"} <= set(problem) <= {
+            "file",
+            "field",
+            "message",
+            "severity",
+            "line",
+            "column",
+        }
+        assert ("line" in problem) == ("column" in problem)
         assert problem["severity"] in ("error", "warning")
     return data
 
@@ -201,6 +209,7 @@ def test_json_validate_and_render(tmp_path: Path) -> None:
         assert data["ok"] is False
         assert {"file": "a.yaml", "severity": "error"}.items() <= data["problems"][0].items()
         assert data["problems"][0]["field"].endswith(".replicas")
+        assert (data["problems"][0]["line"], data["problems"][0]["column"]) == (21, 9)
     assert not (tmp_path / "out2").exists()
 
 

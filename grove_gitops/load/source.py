@@ -118,6 +118,9 @@ class SourceSet:
     render_configs: list[Sourced[RenderConfig]] = field(default_factory=list)
     config_conflicts: list[InputProblem] = field(default_factory=list)
     fleet_problems: list[InputProblem] = field(default_factory=list)
+    #: Every file read, by the name problems give it: where ``load.positions`` finds the
+    #: line and column of a problem (a path on disk, or the bytes of a tree in memory).
+    files: dict[str, FileData] = field(default_factory=dict)
 
     @property
     def has_inventory(self) -> bool:
@@ -416,6 +419,7 @@ def load_source(root: Path | MemorySource, cache: RenderCache | None = None, job
     if len(named) > MAX_FILES:
         out.problems.append(InputProblem(where, "", f"more than {MAX_FILES} YAML files"))
         return out
+    out.files = {display: data for data, display in named}
     for (_, display), (docs, problems) in zip(named, parse_files(named, jobs, cache), strict=True):
         out.problems.extend(problems)
         if Path(display).name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):

@@ -18,7 +18,7 @@ from grove_gitops.backendapi import BackendContext
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult
 from tests.schemas import CRDRegistry
-from tests.support import assert_schema_valid, objects_by_kind, render_files
+from tests.support import assert_schema_valid, objects_by_kind, plain, render_files
 
 T = "spec.template"
 OBJ = 'Invalid value: "object"'
@@ -102,7 +102,7 @@ def render(
 def problems(tmp_path: Path, doc: dict[str, Any], config: dict[str, Any] | None = None, **kw: Any) -> list[str]:
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, doc, config, **kw)
-    return [str(p) for p in info.value.problems]
+    return [plain(str(p)) for p in info.value.problems]
 
 
 def test_one_podgroup_per_podgang_with_the_summed_minimum(tmp_path: Path, crds: CRDRegistry) -> None:

@@ -20,7 +20,7 @@ from backends.workload_api import fit_label
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult, render_source
 from tests.schemas import CRDRegistry, builtin_errors
-from tests.support import CRDS, write_source
+from tests.support import CRDS, plain, write_source
 
 VERSIONS = ("1.35", "1.36", "1.37")
 GANG_OBJECTS = "gitops.grove.io/gang-objects"
@@ -612,7 +612,7 @@ def test_137_topology_at_every_level(tmp_path: Path, crds: CRDRegistry) -> None:
 def test_rejects_non_boolean_gang_scheduling(tmp_path: Path, value: Any) -> None:
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, "1.36", SOLO, gang=value)
-    assert [str(p) for p in info.value.problems] == [
+    assert [plain(str(p)) for p in info.value.problems] == [
         'pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: Invalid value: "object": '
         f"gangScheduling must be a boolean (true or false), not {value!r}"
     ]
@@ -629,7 +629,7 @@ def test_137_rejects_more_than_eight_templates_per_composite(tmp_path: Path) -> 
     )
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, "1.37", text)
-    assert [str(p) for p in info.value.problems] == [
+    assert [plain(str(p)) for p in info.value.problems] == [
         'pcs0.yaml: spec.template.cliques: Invalid value: "object": Kubernetes 1.37 allows at most 8 pod group '
         "templates under one CompositePodGroup template, but PodGang wide-0 needs 9 (c0, c1, c2, c3, c4, c5, c6, "
         "c7, c8)"
