@@ -43,6 +43,7 @@ from grove_gitops.validation.limits import (
     estimate_pod_bytes,
 )
 from grove_gitops.validation.mnnvl import validate_mnnvl
+from grove_gitops.validation.namespaces import namespace_warnings
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
@@ -408,6 +409,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         problems += _problems(raw.file, errs)
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy, raw))
+    inputs.warnings += namespace_warnings(source, inputs.render)
     for passthrough in source.passthrough:
         problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
         unknown = unknown_builtin_kind(passthrough.obj, inputs.render.kubernetesVersion)

@@ -225,3 +225,99 @@ def test_positions_come_from_a_git_tree_held_in_memory_too(tmp_path: Path) -> No
 
         plan_source(MemorySource("head", files))
     assert [(p.line, p.column) for p in info.value.problems] == [(13, 3), (115, 13)]
+
+
+# --- namespaces ------------------------------------------------------------------------------
+
+RENDER_CONFIG = "config/render-configuration.yaml"
+NAMESPACE_FILE = "workloads/llm-inference/namespace.yaml"
+
+
+def _warnings(src: Path) -> list[str]:
+    return [w for w in render_source(src).warnings if ": metadata.namespace: " in w]
+
+
+def _edit(src: Path, rel: str, old: str, new: str) -> None:
+    path = src / rel
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_example_renders_without_warnings(tmp_path: Path) -> None:
+    assert render_source(example(tmp_path)).warnings == []
+    result = CliRunner().invoke(main, ["validate", str(PROJECT / "examples")])
+    assert result.exit_code == 0 and "warning" not in result.output
+
+
+def test_a_podcliqueset_without_namespace_or_default_namespace_is_warned_about(tmp_path: Path) -> None:
+    src = example(tmp_path, ("  namespace: inference\n", ""))
+    _edit(src, RENDER_CONFIG, "defaultNamespace: default\n", "")
+    assert _warnings(src) == [
+        f"{PCS_FILE}: metadata.namespace: not set, and RenderConfiguration sets no defaultNamespace: the "
+        'PodCliqueSet renders into namespace "default"; set one of them'
+    ]
+    # Saying so is enough: defaultNamespace: default is a choice, not an accident.
+    _edit(src, RENDER_CONFIG, "kind: RenderConfiguration\n", "kind: RenderConfiguration\ndefaultNamespace: default\n")
+    assert _warnings(src) == []
+
+
+def test_a_namespace_the_source_does_not_create_is_warned_about_until_declared(tmp_path: Path) -> None:
+    src = example(tmp_path)
+    (src / NAMESPACE_FILE).unlink()
+    expected = (
+        f'{PCS_FILE}: metadata.namespace: namespace "inference" is not created by the source (no v1 Namespace '
+        "object) nor listed in RenderConfiguration existingNamespaces; applying fails unless the cluster has it"
+    )
+    assert _warnings(src) == [expected]
+    _edit(
+        src,
+        RENDER_CONFIG,
+        "kind: RenderConfiguration\n",
+        "kind: RenderConfiguration\nexistingNamespaces: [inference]\n",
+    )
+    assert _warnings(src) == []
+
+
+def test_an_undeclared_default_namespace_and_pass_through_namespace_are_warned_about(tmp_path: Path) -> None:
+    src = example(tmp_path, ("  namespace: inference\n", ""))
+    _edit(src, RENDER_CONFIG, "defaultNamespace: default", "defaultNamespace: serving")
+    (src / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: tools}\n")
+    assert [w.split(" is not created")[0] for w in _warnings(src)] == [
+        f'{PCS_FILE}: metadata.namespace: namespace "serving" (RenderConfiguration defaultNamespace)',
+        'cm.yaml: metadata.namespace: namespace "tools"',
+    ]
+
+
+def test_namespace_warnings_are_acknowledged_like_every_warning(tmp_path: Path) -> None:
+    src = example(tmp_path)
+    (src / NAMESPACE_FILE).unlink()
+    result = CliRunner().invoke(main, ["validate", str(src)])
+    assert result.exit_code == 0 and 'namespace "inference" is not created' in result.output
+    _edit(
+        src,
+        RENDER_CONFIG,
+        "kind: RenderConfiguration\n",
+        'kind: RenderConfiguration\nacknowledgedWarnings: ["namespace \\"inference\\""]\n',
+    )
+    result = CliRunner().invoke(main, ["validate", "-q", str(src)])
+    assert result.exit_code == 0 and "warning" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("[Bad_NS]", 'existingNamespaces[0]: Invalid value: "Bad_NS": Value error, a lowercase RFC 1123 label'),
+        (f"[{'n' * 64}]", 'existingNamespaces[0]: Invalid value: "nnnn'),
+        ("[1]", "existingNamespaces[0]: Invalid value: 1: must be of type string"),
+        ("ml", 'existingNamespaces: Invalid value: "ml": must be of type array'),
+        ("[" + ", ".join(f"n{i}" for i in range(10_001)) + "]", "existingNamespaces: Invalid value:"),
+    ],
+)
+def test_existing_namespaces_are_validated(tmp_path: Path, value: str, expected: str) -> None:
+    src = example(tmp_path)
+    _edit(
+        src, RENDER_CONFIG, "kind: RenderConfiguration\n", f"kind: RenderConfiguration\nexistingNamespaces: {value}\n"
+    )
+    found = problems(src)
+    assert len(found) == 1 and f"{found[0].field}: {found[0].message}".startswith(expected), found
