@@ -321,3 +321,23 @@ def test_existing_namespaces_are_validated(tmp_path: Path, value: str, expected:
     )
     found = problems(src)
     assert len(found) == 1 and f"{found[0].field}: {found[0].message}".startswith(expected), found
+
+
+def test_unknown_pod_spec_field_suggests_the_declared_name(tmp_path: Path) -> None:
+    typo = (
+        "                resources:\n                  requests: {cpu",
+        "                resource:\n                  requests: {cpu",
+    )
+    found = problems(example(tmp_path, typo))
+    assert [(p.field, p.message) for p in found] == [
+        ("spec.template.cliques[0].spec.podSpec.containers[0].resource", "unknown field; did you mean resources?")
+    ]
+
+
+def test_suggestions_are_bounded_per_document(tmp_path: Path) -> None:
+    from grove_gitops.validation.suggest import MAX_SUGGESTIONS
+
+    keys = "".join(f"  replicas{i}: 1\n" for i in range(MAX_SUGGESTIONS + 50))
+    found = problems(example(tmp_path, ("spec:\n  replicas: 1\n", "spec:\n  replicas: 1\n" + keys)))
+    assert len(found) == MAX_SUGGESTIONS + 50
+    assert sum("did you mean" in p.message for p in found) == MAX_SUGGESTIONS

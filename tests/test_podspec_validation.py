@@ -204,7 +204,7 @@ def test_all_problems_of_a_koordinator_pcs_in_one_run(tmp_path: Path) -> None:
     doc["spec"]["template"]["cliques"][1]["spec"]["podSpec"]["containers"][0]["resource"] = {}
     found = koord_problems(tmp_path, doc)
     assert "pcs.yaml: spec.template.cliques[0].spec.minAvailable: Invalid value: 5: minAvailable must not be greater than replicas" in found
-    assert "pcs.yaml: spec.template.cliques[1].spec.podSpec.containers[0].resource: unknown field" in found
+    assert "pcs.yaml: spec.template.cliques[1].spec.podSpec.containers[0].resource: unknown field; did you mean resources?" in found
     assert any(p.startswith("pcs.yaml: metadata.annotations[grove.io/mnnvl-group]") and "koord-scheduler does not support MNNVL" in p for p in found)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from grove_gitops.api.base import INT32_MAX, INT32_MIN
-from grove_gitops.validation.suggest import closest
+from grove_gitops.validation.suggest import MAX_SUGGESTIONS, closest
 
 _NO_VALUE = object()
 
@@ -156,6 +156,8 @@ def misspellings(errors: Sequence[Any], model: type[BaseModel]) -> dict[tuple[in
         guess = closest(loc[-1], declared_fields(model, loc[:-1]))
         if guess is not None:
             extra[tuple(loc)] = guess
+            if len(extra) >= MAX_SUGGESTIONS:
+                break
     return extra
 
 

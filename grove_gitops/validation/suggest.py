@@ -13,6 +13,9 @@ from collections.abc import Iterable
 
 #: Longer words are not typos of a Kubernetes field or kind name; comparing them costs time.
 MAX_WORD = 100
+#: Suggestions made for one document at most: a document of 100,000 unknown keys is not a
+#: typo, and each suggestion compares the word with every declared name.
+MAX_SUGGESTIONS = 100
 
 
 def closest(word: str, known: Iterable[str]) -> str | None:
