@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 #: Longer words are not typos of a Kubernetes field or kind name; comparing them costs time.
 MAX_WORD = 100
-#: Suggestions made for one document at most: a document of 100,000 unknown keys is not a
+#: Suggestions made for one document (one pod spec) at most: 100,000 unknown keys are not a
 #: typo, and each suggestion compares the word with every declared name.
 MAX_SUGGESTIONS = 100
 
