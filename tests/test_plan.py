@@ -22,7 +22,7 @@ from grove_gitops.cli import main
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source
-from tests.support import PROJECT
+from tests.support import PROJECT, plain
 
 EXAMPLES = PROJECT / "examples"
 PCS_FILE = Path("workloads/llm-inference/llama-disagg.yaml")
@@ -339,7 +339,7 @@ def test_invalid_head_exits_1_with_file_field_message(tmp_path: Path) -> None:
     base, head = example(tmp_path, "base"), example(tmp_path, "head", broken)
     result = run(str(base), str(head))
     assert result.exit_code == 1 and result.stdout == ""
-    assert f"error: head: {PCS_FILE.as_posix()}: spec.replicas" in result.stderr
+    assert f"error: head: {PCS_FILE.as_posix()}: spec.replicas" in plain(result.stderr)
     as_json = run(str(base), str(head), "--output", "json")
     assert as_json.exit_code == 1
     problems = json.loads(as_json.stdout)["problems"]
