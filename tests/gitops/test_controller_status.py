@@ -90,7 +90,7 @@ def test_github_pending_then_success_then_failure_with_the_errors(remote: Remote
         assert statuses.flush(60)
     failure = github.statuses[-1]
     assert states(github.statuses, bad) == ["pending", "failure"]
-    assert failure["description"].startswith("2 errors: src/a.yaml: spec.template.cliques[1].spec.replicas: ")
+    assert failure["description"].startswith("2 errors: src/a.yaml:21:9: spec.template.cliques[1].spec.replicas: ")
     assert len(failure["description"]) <= 140
     assert failure["description"] == failure_description(result.failed[bad])
     assert all(auth == f"Bearer {TOKEN}" for _, _, auth in github.requests)
@@ -109,7 +109,7 @@ def test_gitlab_statuses_use_its_states_and_name(remote: Remote, gitlab: FakeGit
     assert states(gitlab.statuses, good) == ["pending", "success"]
     assert states(gitlab.statuses, bad) == ["pending", "failed"]
     assert {s["name"] for s in gitlab.statuses} == {CONTEXT}
-    assert gitlab.statuses[-1]["description"].startswith("2 errors: src/a.yaml: ")
+    assert gitlab.statuses[-1]["description"].startswith("2 errors: src/a.yaml:21:9: ")
     assert {r[1].split("/statuses/")[0] for r in gitlab.requests} == {"/api/v4/projects/acme%2Fworkloads"}
     assert all(r[2] == f"PRIVATE-TOKEN: {TOKEN}" for r in gitlab.requests)
 
