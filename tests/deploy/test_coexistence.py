@@ -172,3 +172,67 @@ def test_the_agent_ignores_grove_operator_objects() -> None:
     assert (key, value) == (MANAGED_BY, "grove-gitops")
     for obj in (GROVE_PODGANG, GROVE_POD):
         assert _labels(obj).get(key) != value
+
+
+#: Grove's topology-aware backend whose topology the operator manages (spec grove-backends §5).
+KAI = "kai-scheduler"
+EXTERNAL_KAI = """  schedulerTopologyBindings:
+    - schedulerName: kai-scheduler
+      topologyReference: gpu-fabric-kai
+---
+apiVersion: kai.scheduler/v1alpha1
+kind: Topology
+metadata:
+  name: gpu-fabric-kai
+spec:
+  levels:
+    - nodeLabel: topology.kubernetes.io/zone
+    - nodeLabel: network.example.com/block
+    - nodeLabel: network.example.com/rack
+    - nodeLabel: kubernetes.io/hostname
+"""
+
+
+def grove_topology_sync_errors(objs: list[Obj]) -> list[str]:
+    """Grove's ``SyncTopology`` for KAI (spec grove-backends §5: ``kai/topology.go``), run for
+    every ClusterTopologyBinding that does not name KAI under ``schedulerTopologyBindings``, at
+    operator start-up (the first error exits with code 3) and on every reconcile: a Topology
+    named after the binding that the binding does not control is an error."""
+    errors = []
+    topologies = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Topology" and o["apiVersion"].startswith("kai.scheduler/")}
+    for ctb in (o for o in objs if o["kind"] == "ClusterTopologyBinding"):
+        name = ctb["metadata"]["name"]
+        named = {b.get("schedulerName") for b in ctb.get("spec", {}).get("schedulerTopologyBindings") or []}
+        topo = topologies.get(name)
+        if KAI in named or topo is None:
+            continue
+        owners = (topo.get("metadata") or {}).get("ownerReferences") or []
+        if not any(r.get("kind") == "ClusterTopologyBinding" and r.get("name") == name and r.get("controller") for r in owners):
+            errors.append(
+                f"KAI Topology {name} is not owned by ClusterTopologyBinding {name}. It is required that KAI Topology "
+                "by this name is created by Grove operator and has ClusterTopologyBinding set as its owner"
+            )
+    return errors
+
+
+def test_an_auto_managed_kai_topology_stops_a_grove_operator_beside_us() -> None:
+    """docs/migration.md: the rendered auto-managed KAI Topology has no ownerReference (no UIDs at
+    render time), so a Grove operator with KAI enabled refuses it: at start-up it exits."""
+    objs = _rendered(PROJECT / "examples")
+    assert grove_topology_sync_errors(objs)
+
+
+def test_an_external_kai_topology_coexists(tmp_path: Path) -> None:
+    """The documented fix: name KAI's Topology under schedulerTopologyBindings (passed through
+    from the source); grove-gitops then renders no auto-managed Topology and Grove only checks
+    the external one for drift."""
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(PROJECT / "examples", src)
+    binding = src / "topology" / "gpu-fabric.yaml"
+    binding.write_text(binding.read_text() + EXTERNAL_KAI)
+    objs = _rendered(src)
+    assert grove_topology_sync_errors(objs) == []
+    names = {o["metadata"]["name"] for o in objs if o["kind"] == "Topology"}
+    assert names == {"gpu-fabric-kai"}

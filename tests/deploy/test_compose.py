@@ -160,3 +160,30 @@ def test_no_setting_is_positional(overlay: str) -> None:
     for deployment in find(build(PROJECT / "overlays" / overlay), "Deployment"):
         for ctr in deployment["spec"]["template"]["spec"]["containers"]:
             assert len(ctr["args"]) == 1 and not ctr["args"][0].startswith("-"), ctr["args"]
+
+
+def _option_envvars(command: str) -> set[str]:
+    """GROVE_GITOPS_<COMMAND>_<OPTION> of every option of ``command`` (click's auto_envvar_prefix
+    naming: the option's name upper-cased)."""
+    import click
+
+    from grove_gitops.cli import main
+
+    with click.Context(main) as ctx:
+        cmd = main.get_command(ctx, command)
+        assert cmd is not None
+    prefix = f"GROVE_GITOPS_{command.upper().replace('-', '_')}_"
+    return {prefix + str(p.name).upper() for p in cmd.params if isinstance(p, click.Option) and p.name}
+
+
+@pytest.mark.parametrize(("overlay", "name"), [("gate-lifter/namespaced", "gate-lifter"), ("controller", "controller")])
+def test_every_setting_names_a_real_option(overlay: str, name: str) -> None:
+    """click ignores an environment variable it does not know, so a typo (…_LEASENAME) would
+    silently fall back to the default: every GROVE_GITOPS_<COMMAND>_* the manifests set is an
+    option of the command they run."""
+    deployment = one(build(PROJECT / "overlays" / overlay), "Deployment")
+    ctr = container(deployment, name)
+    command = ctr["args"][0]
+    prefix = f"GROVE_GITOPS_{command.upper()}_"
+    names = {e["name"] for e in ctr["env"] if e["name"].startswith(prefix)}
+    assert names and names <= _option_envvars(command), names - _option_envvars(command)
