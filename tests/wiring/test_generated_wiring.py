@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grove_gitops.output.wiring import GITOPS_HEALTH, app_name
 from tests.schemas import CRDRegistry
@@ -209,3 +211,66 @@ def test_each_shard_builds_and_the_wiring_builds(tmp_path: Path) -> None:
     for path in (*SHARDS, "_flux", "_argocd"):
         proc = subprocess.run([kubectl(), "kustomize", str(out / path)], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, (path, proc.stderr)
+
+
+# --- untrusted values: every accepted wiring yields valid objects --------------------------------
+_TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
+    ["", ".", "..", "a/../b", "/abs", "-x", "ok", "clusters/prod", "https://h.example/r.git", "ssh://git@h/r", "HEAD", "v1.0"]
+)
+
+
+@pytest.fixture(scope="module")
+def example_tree() -> Any:
+    from grove_gitops.fleet.output import render_source_tree
+
+    return render_source_tree(EXAMPLES).tree
+
+
+_BASELINE = {
+    "repo": "https://git.example.com/platform/grove-rendered.git",
+    "rev": "rendered",
+    "path": "clusters/prod",
+    "ns": "flux-system",
+    "project": "default",
+    "source": "grove-rendered",
+    "dest": None,
+    "crds": "grove-gitops-crds",
+}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(overrides=st.dictionaries(st.sampled_from(sorted(_BASELINE)), _TEXT, max_size=3))
+def test_accepted_wiring_is_always_valid(
+    example_tree: Any, gitops_crds: CRDRegistry, overrides: dict[str, str]
+) -> None:
+    """Whatever a pull request writes into ``wiring:``: either a ``wiring.<field>`` problem, or
+    objects the upstream CRDs accept, with repository paths that stay relative and inside."""
+    from grove_gitops.api.gitopswiring import GitOpsWiring, wiring_problems
+    from grove_gitops.output.wiring import WiringTarget, wiring_files
+
+    v: dict[str, Any] = {**_BASELINE, **overrides}
+    repo, rev, path, ns, project, source, dest, crds = (
+        v[k] for k in ("repo", "rev", "path", "ns", "project", "source", "dest", "crds")
+    )
+    settings_ = GitOpsWiring.model_validate(
+        {
+            "repoURL": repo,
+            "targetRevision": rev,
+            "path": path,
+            "flux": {"namespace": ns, "sourceRef": {"name": source}, "crdsKustomization": crds},
+            "argocd": {"namespace": ns, "project": project, "destinationName": dest},
+        }
+    )
+    problems = wiring_problems("render-configuration.yaml", settings_, "wiring")
+    assert all(p.field.startswith("wiring.") for p in problems)
+    if problems:
+        return
+    files = wiring_files(WiringTarget(settings_, "both"), example_tree.files, example_tree.shards)
+    for name, data in files.items():
+        if name.endswith("kustomization.yaml"):
+            continue
+        obj = yaml.safe_load(data)
+        assert gitops_crds.validate(obj) == [], (name, obj)
+        where = obj["spec"].get("path") or obj["spec"]["source"]["path"]
+        parts = PurePosixPath(where.removeprefix("./")).parts
+        assert not where.startswith("/") and ".." not in parts, where
