@@ -7,6 +7,7 @@ still sees the cause.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -17,20 +18,33 @@ class GroveGitopsError(Exception):
 
 @dataclass(frozen=True, order=True)
 class InputProblem:
-    """One problem in one source file, rendered as ``file: field: message``.
+    """One problem in one source file, rendered as ``file: field: message``, or
+    ``file:line:col: field: message`` once its position is known (``load.positions``), the
+    form editors and terminals turn into a link to the spot.
 
     ``field`` is a Kubernetes-style field path (``spec.template.cliques[1].spec.replicas``)
-    or empty when the problem concerns the whole file (for example malformed YAML).
+    or empty when the problem concerns the whole file (for example malformed YAML). The
+    position is where the problem is, not what it is: two problems differing only there are
+    the same problem.
     """
 
     file: str
     field: str
     message: str
+    line: int | None = dataclasses.field(default=None, compare=False)
+    column: int | None = dataclasses.field(default=None, compare=False)
+
+    @property
+    def where(self) -> str:
+        """``file``, with ``:line:col`` when known."""
+        if self.line is None:
+            return self.file
+        return f"{self.file}:{self.line}:{self.column}" if self.column is not None else f"{self.file}:{self.line}"
 
     def __str__(self) -> str:
         if self.field:
-            return f"{self.file}: {self.field}: {self.message}"
-        return f"{self.file}: {self.message}"
+            return f"{self.where}: {self.field}: {self.message}"
+        return f"{self.where}: {self.message}"
 
 
 class InvalidInputError(GroveGitopsError):

@@ -20,21 +20,24 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True)
 class Problem:
-    """One line of ``--output json``: ``{file, field, message, severity}``."""
+    """One line of ``--output json``: ``{file, field, message, severity}``, plus ``line`` and
+    ``column`` (1-based) when the problem's position in its file is known."""
 
     file: str
     field: str
     message: str
     severity: Severity
+    line: int | None = None
+    column: int | None = None
 
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
+    def as_dict(self) -> dict[str, str | int]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def from_input_problem(problem: InputProblem, prefix: str = "") -> Problem:
     """An error of an invalid source tree; ``prefix`` names a diff side (``base``/``head``)."""
     message = f"{prefix}: {problem.message}" if prefix else problem.message
-    return Problem(problem.file, problem.field, message, "error")
+    return Problem(problem.file, problem.field, message, "error", problem.line, problem.column)
 
 
 def from_warning(text: str) -> Problem:
@@ -95,7 +98,11 @@ class WarningSink:
         return shown
 
     def emit(
-        self, warnings: Iterable[str], echo: Callable[[str], None], acknowledgements: Sequence[str] = (), prefix: str = ""
+        self,
+        warnings: Iterable[str],
+        echo: Callable[[str], None],
+        acknowledgements: Sequence[str] = (),
+        prefix: str = "",
     ) -> list[str]:
         shown = self.select(warnings, acknowledgements)
         for warning in shown:

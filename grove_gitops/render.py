@@ -29,7 +29,8 @@ from grove_gitops.expand.scaling import Counts, counts_at
 from grove_gitops.expand.workload import expand_pcs
 from grove_gitops.expand.workloadobject import workload_object
 from grove_gitops.load.memory import MemorySource
-from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs
+from grove_gitops.load.positions import locate
+from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs, repaired_pcs
 from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
@@ -43,6 +44,7 @@ from grove_gitops.validation.limits import (
     estimate_pod_bytes,
 )
 from grove_gitops.validation.mnnvl import validate_mnnvl
+from grove_gitops.validation.namespaces import namespace_warnings
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
@@ -211,6 +213,26 @@ def _backend_findings(
     return errs
 
 
+def _checks_despite_schema(
+    raw: Sourced[dict[str, Any]], inputs: _Inputs, claim_templates: Mapping[tuple[str, str], Any]
+) -> list[InputProblem]:
+    """Grove's checks of a PodCliqueSet whose only schema errors are unknown fields, on its
+    repaired copy (``load.schemarepair``), so one run reports a typo'd field and a wrong
+    topology domain together. The document fails already: its warnings are dropped, and a
+    check that cannot judge the repaired copy (an exception) adds nothing."""
+    repaired = repaired_pcs(raw)
+    if repaired is None:
+        return []
+    before = len(inputs.warnings)
+    try:
+        errs = _validate_pcs(Sourced(raw.file, repaired.model), inputs, claim_templates)
+    except Exception:
+        errs = []
+    finally:
+        del inputs.warnings[before:]
+    return _problems(raw.file, [e for e in errs if repaired.keeps(e)])
+
+
 @dataclass
 class PlannedPCS:
     """A valid PodCliqueSet waiting to be expanded (``pcs`` is None when the cache has it)."""
@@ -356,7 +378,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         else:
             pcs, parse_problems = parse_pcs(raw)
             if pcs is None:
-                problems += parse_problems
+                problems += parse_problems + _checks_despite_schema(raw, inputs, claim_templates)
                 continue
             before = len(inputs.warnings)
             errs = _validate_pcs(Sourced(raw.file, pcs), inputs, claim_templates)
@@ -390,13 +412,14 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         problems += _problems(raw.file, errs)
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy, raw))
+    inputs.warnings += namespace_warnings(source, inputs.render)
     for passthrough in source.passthrough:
         problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
         unknown = unknown_builtin_kind(passthrough.obj, inputs.render.kubernetesVersion)
         if unknown is not None:
             inputs.warnings.append(f"{passthrough.file}: {unknown}")
     if problems:
-        raise InvalidInputError(problems)
+        raise InvalidInputError(locate(problems, source.files))
 
     extra: list[RenderedObject] = []
     for binding in inputs.bindings.values():

@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-browser.sh  # chromium + mermaid for the diagram browser test; never fails
+bash scripts/setup-image.sh || echo "setup-image.sh failed: tests/image will fail, saying what is missing" >&2
 .venv/bin/ruff check grove_gitops backends tests
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"

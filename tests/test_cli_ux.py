@@ -21,7 +21,7 @@ from grove_gitops.gitops.watch import watch
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.problems import WarningSink
 from grove_gitops.render import plan_source
-from tests.support import PROJECT, pcs_yaml, write_source
+from tests.support import ML_NAMESPACE, PROJECT, pcs_yaml, write_source
 
 
 def _token_secret_pairs(docs: list[dict]) -> list[tuple[int, int]]:  # type: ignore[type-arg]
@@ -172,13 +172,21 @@ def test_watch_lines_have_timestamps_and_warnings_once(tmp_path: Path) -> None:
 def _json(result: Result) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(result.stdout)  # exactly one document on stdout
     for problem in data["problems"]:
-        assert set(problem) == {"file", "field", "message", "severity"}
+        assert {"file", "field", "message", "severity"} <= set(problem) <= {
+            "file",
+            "field",
+            "message",
+            "severity",
+            "line",
+            "column",
+        }
+        assert ("line" in problem) == ("column" in problem)
         assert problem["severity"] in ("error", "warning")
     return data
 
 
 def test_json_validate_and_render(tmp_path: Path) -> None:
-    src = write_source(tmp_path / "src", {"a.yaml": pcs_yaml("alpha", cliques=_TYPO)})
+    src = write_source(tmp_path / "src", {"a.yaml": pcs_yaml("alpha", cliques=_TYPO), "ns.yaml": ML_NAMESPACE})
     for command in (["validate", str(src)], ["render", str(src), "--out", str(tmp_path / "out")]):
         result = _run(*command, "--output", "json")
         assert result.exit_code == 0, result.output
@@ -201,12 +209,13 @@ def test_json_validate_and_render(tmp_path: Path) -> None:
         assert data["ok"] is False
         assert {"file": "a.yaml", "severity": "error"}.items() <= data["problems"][0].items()
         assert data["problems"][0]["field"].endswith(".replicas")
+        assert (data["problems"][0]["line"], data["problems"][0]["column"]) == (21, 9)
     assert not (tmp_path / "out2").exists()
 
 
 def test_json_diff(tmp_path: Path) -> None:
-    base = write_source(tmp_path / "base", {"a.yaml": pcs_yaml("alpha")})
-    head = write_source(tmp_path / "head", {"a.yaml": pcs_yaml("alpha", cliques=_TYPO)})
+    base = write_source(tmp_path / "base", {"a.yaml": pcs_yaml("alpha"), "ns.yaml": ML_NAMESPACE})
+    head = write_source(tmp_path / "head", {"a.yaml": pcs_yaml("alpha", cliques=_TYPO), "ns.yaml": ML_NAMESPACE})
     result = _run("diff", str(base), str(head), "--output", "json", "--format", "text")
     assert result.exit_code == 0, result.output
     data = _json(result)
@@ -264,7 +273,7 @@ def test_pr_check_is_listed_and_runs_but_is_imported_only_when_used() -> None:
     import subprocess
     import sys
 
-    code = "import sys, grove_gitops.cli; print('grove_gitops.prcheck.cli' in sys.modules)"
+    code = "import sys, grove_gitops.cli; print('grove_gitops.cli.prcheck' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
     from click.testing import CliRunner
 

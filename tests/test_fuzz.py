@@ -31,7 +31,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from grove_gitops.cli import main
-from tests.support import PROJECT, SAMPLES
+from tests.support import PROJECT, SAMPLES, plain
 
 Tree = dict[str, list[Any]]  # relative file name -> its YAML documents
 
@@ -161,7 +161,7 @@ def _check_output(result: Any, files: set[str]) -> list[str]:
     if result.exit_code == 1:
         assert errors, text
         for line in errors:
-            assert any(line.startswith(f"error: {f}: ") or line == f"error: {f}" for f in files), line
+            assert any(plain(line).startswith(f"error: {f}: ") or line == f"error: {f}" for f in files), line
     return errors
 
 

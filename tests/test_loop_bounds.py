@@ -21,7 +21,7 @@ from grove_gitops.expand import plan
 from grove_gitops.validation.limits import BYTES_RULE, MAX_STARTUP_WAITS
 from grove_gitops.validation.podcliqueset import _dups, _strongly_connected, starts_after_warnings
 from tests.bombs import GANG_OPCFG, bounded_planner, clique, gang_source, pcs_doc, run_limited
-from tests.support import write_source
+from tests.support import plain, write_source
 
 LIMIT = "(RenderConfiguration limits.maxPodsPerPodCliqueSet)"
 ABOVE = f"must be no more than 20000, the most pods this PodCliqueSet may have {LIMIT}"
@@ -37,8 +37,8 @@ def _errors(src: Path, tmp_path: Path) -> list[str]:
         assert result.exit_code == 1, result.output
         assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
         assert "Traceback" not in result.output
-    v_err = [line for line in v.output.splitlines() if line.startswith("error:")]
-    assert v_err == [line for line in r.output.splitlines() if line.startswith("error:")]
+    v_err = [plain(line) for line in v.output.splitlines() if line.startswith("error:")]
+    assert v_err == [plain(line) for line in r.output.splitlines() if line.startswith("error:")]
     assert not (tmp_path / "out").exists()
     return v_err
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from grove_gitops.cli import main
-from tests.support import write_source
+from tests.support import plain, write_source
 
 META = "metadata: {name: g, namespace: ml}\n"
 GROVE = "apiVersion: scheduler.grove.io/v1alpha1\nkind: PodGang\n" + META
@@ -30,7 +30,7 @@ def _run(src: Path, out: Path) -> list[tuple[int, str]]:
     for result in results:
         assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
         assert "Traceback" not in result.output
-    return [(r.exit_code, r.output) for r in results]
+    return [(r.exit_code, plain(r.output)) for r in results]
 
 
 @pytest.mark.parametrize(

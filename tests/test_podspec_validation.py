@@ -24,7 +24,7 @@ from grove_gitops.validation.podspec import parse_quantity, pod_spec_errors, res
 from tests.backends.test_koordinator import pcs_doc
 from tests.backends.test_koordinator import problems as koord_problems
 from tests.support import SMALL_PCS as BASE
-from tests.support import render_files
+from tests.support import plain, render_files
 
 W = "spec.template.cliques[1].spec.podSpec"
 
@@ -71,7 +71,7 @@ def test_podspec_typo_fails_with_source_path(case: str, mutate: Callable[[dict[s
             assert result.exit_code == 1, result.output
             assert isinstance(result.exception, SystemExit)
             assert "Traceback" not in result.output
-            assert f"w.yaml: {expected}" in result.output, result.output
+            assert f"w.yaml: {expected}" in plain(result.output), result.output
             assert "demo-0-worker" not in result.output  # the source path, never the rendered pod
 
 
@@ -204,13 +204,13 @@ def test_all_problems_of_a_koordinator_pcs_in_one_run(tmp_path: Path) -> None:
     doc["spec"]["template"]["cliques"][1]["spec"]["podSpec"]["containers"][0]["resource"] = {}
     found = koord_problems(tmp_path, doc)
     assert "pcs.yaml: spec.template.cliques[0].spec.minAvailable: Invalid value: 5: minAvailable must not be greater than replicas" in found
-    assert "pcs.yaml: spec.template.cliques[1].spec.podSpec.containers[0].resource: unknown field" in found
+    assert "pcs.yaml: spec.template.cliques[1].spec.podSpec.containers[0].resource: unknown field; did you mean resources?" in found
     assert any(p.startswith("pcs.yaml: metadata.annotations[grove.io/mnnvl-group]") and "koord-scheduler does not support MNNVL" in p for p in found)
 
 
 def test_backend_crash_on_an_invalid_spec_is_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A backend may assume a spec Grove accepts; on one Grove rejects, its exception is swallowed."""
-    from backends.koordinator import KoordinatorBackend
+    from grove_gitops_backends.koordinator import KoordinatorBackend
 
     def boom(self: Any, pcs: Any) -> Any:
         raise KeyError("assumed valid")
@@ -267,9 +267,11 @@ def test_passthrough_builtins_are_checked_on_their_own_field_paths(tmp_path: Pat
     result = CliRunner().invoke(main, ["validate", str(src)])
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
-    assert "svc.yaml: spec.prots: unknown field" in result.output
-    assert "cm.yaml: date: unknown field" in result.output
-    assert "deploy.yaml: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 80000" in result.output
+    assert "svc.yaml: spec.prots: unknown field" in plain(result.output)
+    assert "cm.yaml: date: unknown field" in plain(result.output)
+    assert "deploy.yaml: spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 80000" in plain(
+        result.output
+    )
     assert "cr.yaml" not in result.output  # custom resources have no built-in schema to judge them by
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import grove_gitops.output.layout as layout
 from grove_gitops.cli import main
 from grove_gitops.load.yamlio import MAX_OBJECT_BYTES, parse_documents
-from tests.support import PROJECT, write_source
+from tests.support import PROJECT, plain, write_source
 
 CM = "apiVersion: v1\nkind: ConfigMap\n"
 
@@ -47,8 +47,8 @@ def _run_both(src: Path, out: Path) -> tuple[int, list[str]]:
     for result in (v, r):
         assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
         assert "Traceback" not in result.output
-    v_err = [line for line in v.output.splitlines() if line.startswith("error:")]
-    r_err = [line for line in r.output.splitlines() if line.startswith("error:")]
+    v_err = [plain(line) for line in v.output.splitlines() if line.startswith("error:")]
+    r_err = [plain(line) for line in r.output.splitlines() if line.startswith("error:")]
     assert (v.exit_code, v_err) == (r.exit_code, r_err), (v.output, r.output)
     if r.exit_code == 1:
         assert not (out / "o").exists()

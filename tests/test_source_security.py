@@ -22,7 +22,7 @@ from grove_gitops.load import source as source_mod
 from grove_gitops.output.layout import Tree, build_tree, object_file_name
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import RenderedObject, RenderResult
-from tests.support import pcs_yaml, write_source
+from tests.support import pcs_yaml, plain, write_source
 
 
 def _cm(name: str = "cfg", namespace: object = "ml", kind: str = "ConfigMap", api: str = "v1") -> str:
@@ -52,7 +52,7 @@ def _rejected(tmp_path: Path, files: dict[str, str], *fragments: str) -> None:
         assert result.exit_code == 1, result.output
         assert "Traceback" not in result.output
         for fragment in fragments:
-            assert fragment in result.output, f"{fragment!r} not in:\n{result.output}"
+            assert fragment in plain(result.output), f"{fragment!r} not in:\n{result.output}"
     # Nothing written anywhere: not OUT, not beside it, not in the source tree.
     assert _files(tmp_path) == before | {"work"}
     assert not out.exists()

@@ -7,12 +7,13 @@ Kubernetes version the output targets and which GitOps tool applies it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from grove_gitops.api.base import ObjectMeta, StrictModel
 from grove_gitops.api.gitopswiring import GitOpsWiring
+from grove_gitops.validation.k8snames import dns1123_label_problems
 
 #: Grove's init container (chart value ``grove-initc``) at the Grove release we follow.
 DEFAULT_INIT_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc:v0.1.0"
@@ -32,6 +33,19 @@ DEFAULT_MAX_PODS_PER_RENDER = 50_000
 #: millisecond and a few KiB per pod, so this many pods is minutes and a few hundred MiB.
 MAX_PODS_CEILING = 200_000
 MAX_ACKNOWLEDGED = 1_000
+#: Namespaces a cluster holds that the source does not create; far above any real cluster's.
+MAX_EXISTING_NAMESPACES = 10_000
+
+
+def _namespace_name(value: str) -> str:
+    problems = dns1123_label_problems(value)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return value
+
+
+#: A namespace name: a DNS-1123 label (at most 63 characters), as Kubernetes requires.
+NamespaceName = Annotated[str, AfterValidator(_namespace_name)]
 
 
 class RenderLimits(StrictModel):
@@ -48,6 +62,9 @@ class RenderConfig(StrictModel):
     #: Substrings of warnings the user has read; ``-q`` then stops printing them. At most
     #: ``MAX_ACKNOWLEDGED`` of them: each warning is compared with each.
     acknowledgedWarnings: list[str] = Field(default_factory=list, max_length=MAX_ACKNOWLEDGED)
+    #: Namespaces the cluster already has (created outside this source): rendering into one
+    #: is not warned about (``validation.namespaces``).
+    existingNamespaces: list[NamespaceName] = Field(default_factory=list, max_length=MAX_EXISTING_NAMESPACES)
     kubernetesVersion: KubernetesVersion = "1.35"
     defaultNamespace: str = "default"
     initContainerImage: str = DEFAULT_INIT_IMAGE

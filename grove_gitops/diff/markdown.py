@@ -30,6 +30,7 @@ from grove_gitops.diff.unified import ObjectDiff
 from grove_gitops.diff.views import (
     AUTOSCALING_HEADER,
     MAX_FIELD_ROWS,
+    SETTINGS_LEGEND,
     autoscaling_notes,
     autoscaling_rows,
     change_words,
@@ -39,6 +40,7 @@ from grove_gitops.diff.views import (
     settings_text,
     shard_title,
     summary_bullets,
+    whole_objects_text,
 )
 from grove_gitops.output import diagram
 
@@ -101,7 +103,9 @@ def _overview(report: Report) -> str:
             f" | {counts_text(s.gang_objects)} | {settings_text(s)} | {counts_text(s.pods)} | {counts_text(s.others)} |"
         )
     lines.append("")
-    lines.append("Legend: + added, − removed, ~ modified, ⇄ replaced (a pod recreated under a new name).")
+    lines.append(
+        f"Legend: + added, − removed, ~ modified, ⇄ replaced (a pod recreated under a new name); {SETTINGS_LEGEND}."
+    )
     new_warnings = [w for w in report.head.warnings if w not in report.base.warnings]
     if new_warnings:
         lines += ["", f"<details><summary>⚠️ {len(new_warnings)} new render warning(s) in head</summary>", ""]
@@ -113,14 +117,17 @@ def _overview(report: Report) -> str:
 def _shard_summary(s: ShardSummary) -> str:
     lines = [f"### {shard_title(s.shard, code)}", ""]
     lines += [f"- {b}" for b in summary_bullets(s, code, _strong)]
-    if s.fields:
+    changed = s.changed_fields
+    if changed:
         lines += ["", "| object | field | base | head |", "| --- | --- | --- | --- |"]
-        for f in s.fields[:MAX_FIELD_ROWS]:
+        for f in changed[:MAX_FIELD_ROWS]:
             old = code(f.old) if f.old is not None else "—"
             new = code(f.new) if f.new is not None else "—"
             lines.append(f"| {code(f.key.kind_label)} {code(f.key.object_label)} | {code(f.path)} | {old} | {new} |")
-        if len(s.fields) > MAX_FIELD_ROWS:
-            lines.append(f"| … | {len(s.fields) - MAX_FIELD_ROWS} more changed settings (see the diffs) | | |")
+        if len(changed) > MAX_FIELD_ROWS:
+            lines.append(f"| … | {len(changed) - MAX_FIELD_ROWS} more changed settings (see the diffs) | | |")
+    if s.whole_objects():
+        lines += ["", f"{_strong('Gang settings of added / removed objects')} (in their diffs): {whole_objects_text(s, code)}"]
     if s.autoscaling is not None:
         lines += ["", "**Autoscaling**", ""]
         rows = autoscaling_rows(s.autoscaling, code)

@@ -197,6 +197,9 @@ class FieldChange:
     category: Category
     old: str | None
     new: str | None
+    #: What happened to the object: an added or removed object's settings are all "— → value"
+    #: and are summarised per object (:meth:`ShardSummary.whole_objects`), not listed.
+    object_change: ChangeType = ChangeType.MODIFIED
 
 
 def field_changes(change: Change) -> list[FieldChange]:
@@ -209,7 +212,7 @@ def field_changes(change: Change) -> list[FieldChange]:
         new_s = format_value(new[1]) if new else None
         source = new or old
         if old_s != new_s and source is not None:
-            out.append(FieldChange(change.key, path, source[0], old_s, new_s))
+            out.append(FieldChange(change.key, path, source[0], old_s, new_s, change.type))
     return out
 
 
@@ -278,11 +281,26 @@ class ShardSummary:
     def pod_names(self, change_type: ChangeType) -> list[str]:
         return [c.key.name for c in self.changes if c.type == change_type and _is_pod(c.key)]
 
+    @property
+    def changed_fields(self) -> list[FieldChange]:
+        """Settings that moved on an object present on both sides (the rows of the table)."""
+        return [f for f in self.fields if f.object_change not in (ChangeType.ADDED, ChangeType.REMOVED)]
+
+    def whole_objects(self) -> list[tuple[ObjectKey, ChangeType, dict[Category, int]]]:
+        """Added and removed objects with how many gang settings they carry, per category."""
+        out: dict[ObjectKey, tuple[ChangeType, dict[Category, int]]] = {}
+        for f in self.fields:
+            if f.object_change in (ChangeType.ADDED, ChangeType.REMOVED):
+                counts = out.setdefault(f.key, (f.object_change, {}))[1]
+                counts[f.category] = counts.get(f.category, 0) + 1
+        return [(k, t, {c: n[c] for c in CATEGORIES if c in n}) for k, (t, n) in out.items()]
+
     def categories(self) -> dict[Category, int]:
-        """How many gang settings changed, per category, in :data:`CATEGORIES` order."""
+        """How many gang settings changed on objects present on both sides, per category, in
+        :data:`CATEGORIES` order (an added gang's settings are not changes of a setting)."""
         out: dict[Category, int] = {}
         for category in CATEGORIES:
-            n = sum(1 for f in self.fields if f.category == category)
+            n = sum(1 for f in self.changed_fields if f.category == category)
             if n:
                 out[category] = n
         return out

@@ -12,6 +12,7 @@ from grove_gitops.diff.semantic import ShardSummary
 from grove_gitops.diff.views import (
     AUTOSCALING_HEADER,
     MAX_FIELD_ROWS,
+    SETTINGS_LEGEND,
     autoscaling_notes,
     autoscaling_rows,
     change_words,
@@ -21,6 +22,7 @@ from grove_gitops.diff.views import (
     settings_text,
     shard_title,
     summary_bullets,
+    whole_objects_text,
 )
 
 
@@ -28,14 +30,17 @@ def _shard(s: ShardSummary) -> list[str]:
     title = shard_title(s.shard)
     lines = [title, "=" * len(title)]
     lines += [f"  {b}" for b in summary_bullets(s)]
-    if s.fields:
+    changed = s.changed_fields
+    if changed:
         lines.append("  Gang settings:")
-        for f in s.fields[:MAX_FIELD_ROWS]:
+        for f in changed[:MAX_FIELD_ROWS]:
             old = f.old if f.old is not None else "(none)"
             new = f.new if f.new is not None else "(none)"
             lines.append(f"    {f.key.kind_label} {f.key.object_label}: {f.path}: {old} -> {new}")
-        if len(s.fields) > MAX_FIELD_ROWS:
-            lines.append(f"    ... {len(s.fields) - MAX_FIELD_ROWS} more changed settings (see the diffs)")
+        if len(changed) > MAX_FIELD_ROWS:
+            lines.append(f"    ... {len(changed) - MAX_FIELD_ROWS} more changed settings (see the diffs)")
+    if s.whole_objects():
+        lines.append(f"  Gang settings of added / removed objects (in their diffs): {whole_objects_text(s)}")
     if s.autoscaling is not None:
         lines.append("  Autoscaling:")
         for row in autoscaling_rows(s.autoscaling):
@@ -59,7 +64,7 @@ def render_text(report: Report, title: str = "grove-gitops render diff") -> str:
         f"Shards changed: {len(report.shards)} of {len(all_shards)}; objects: {counts_text(report.totals())};"
         f" diff +{report.lines_added} -{report.lines_removed} lines"
     )
-    lines.append("(+ added, − removed, ~ modified, ⇄ replaced: a pod recreated under a new name)")
+    lines.append(f"(+ added, − removed, ~ modified, ⇄ replaced: a pod recreated under a new name; {SETTINGS_LEGEND})")
     lines.append("")
     for s in report.shards:
         lines.append(

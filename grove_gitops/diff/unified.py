@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from grove_gitops.diff.jsonannotations import changed_json_annotations, expand
 from grove_gitops.diff.model import Change, ChangeType
 from grove_gitops.diff.paths import changed_paths
 from grove_gitops.diff.renderinputs import collapse_paths, condense_text
@@ -43,8 +44,10 @@ class ObjectDiff:
 def object_diff(change: Change, context: int = DEFAULT_CONTEXT) -> ObjectDiff:
     base, head = change.base, change.head
     # The gitops.grove.io PodCliqueSet's render inputs as one line (see .renderinputs).
-    old = condense_text(base.key, base.text, base.obj).splitlines() if base else []
-    new = condense_text(head.key, head.text, head.obj).splitlines() if head else []
+    # ... and a changed one-line JSON annotation (gitops.grove.io/day2) one field per line.
+    names = changed_json_annotations(base.obj, head.obj) if base and head else frozenset()
+    old = expand(condense_text(base.key, base.text, base.obj), base.obj, names).splitlines() if base else []
+    new = expand(condense_text(head.key, head.text, head.obj), head.obj, names).splitlines() if head else []
     from_label = f"a/{base.path}" if base else "/dev/null"
     to_label = f"b/{head.path}" if head else "/dev/null"
     lines = tuple(difflib.unified_diff(old, new, from_label, to_label, lineterm="", n=context))

@@ -6,7 +6,7 @@ the terminal view leaves them bare.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from grove_gitops.diff.autoscaling import (
     AGENT_NOTE,
@@ -21,7 +21,7 @@ from grove_gitops.diff.autoscaling import (
     git_owned,
 )
 from grove_gitops.diff.model import Change, ChangeType
-from grove_gitops.diff.semantic import Counts, ShardSummary, display_name
+from grove_gitops.diff.semantic import Category, Counts, ShardSummary, display_name
 from grove_gitops.expand.scaling import PCLQ_KIND
 from grove_gitops.render import CLUSTER_SHARD
 
@@ -89,6 +89,29 @@ def scheduler_text(s: ShardSummary, wrap: Wrap = bare) -> str:
 def settings_text(s: ShardSummary) -> str:
     """How many gang settings changed, by category: ``size 2, topology 1``."""
     return ", ".join(f"{name} {n}" for name, n in s.categories().items()) or "—"
+
+
+#: What the overview's "gang settings" column counts (``size 5, queue 3, topology 5``).
+SETTINGS_LEGEND = (
+    "gang settings = changed settings of gang objects present on both sides, by kind: size (gang minimums "
+    "such as minMember, minReplicas), queue, priority (priorityClassName), topology"
+)
+
+
+def category_text(counts: Mapping[Category, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
+def whole_objects_text(s: ShardSummary, wrap: Wrap = bare) -> str:
+    """``PodGang ml/x-0 (added: size 2), …``: added / removed objects' settings, one entry
+    each instead of a "— → value" row per field; at most :data:`MAX_NAMES`."""
+    items = s.whole_objects()
+    shown = [
+        f"{wrap(k.kind_label)} {wrap(k.object_label)} ({t.value}: {category_text(c)})"
+        for k, t, c in items[:MAX_NAMES]
+    ]
+    more = len(items) - MAX_NAMES
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def names_text(names: list[str], wrap: Wrap = bare) -> str:

@@ -33,10 +33,12 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.cachestore import ShardStore
 from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.fleet.output import render_source_tree
+from grove_gitops.forge.statuses import failure_description
 from grove_gitops.gitops import hydrator, trailers
 from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
 from grove_gitops.gitops.repo import SourceCommit, Workspace, split_credentials
+from grove_gitops.gitops.status import StatusReporter
 
 log = logging.getLogger("grove_gitops.controller")
 
@@ -65,6 +67,8 @@ class ControllerConfig:
     hydrator: bool = False
     #: Size bound of the persistent render cache under the work directory (issue 14).
     cache_max_mb: int = 1024
+    #: Seconds between "idle" log lines while no source commit arrives (0: never).
+    heartbeat_interval: float = 600.0
 
     @property
     def folder_mode(self) -> bool:
@@ -97,12 +101,24 @@ class Controller:
         config: ControllerConfig,
         registry: Registry | None = None,
         before_push: Callable[[], None] | None = None,
+        statuses: StatusReporter | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if config.folder_mode and not config.output_path.strip("/"):
             raise ControllerUsageError("folder mode (output branch = source branch) needs an --output-path")
         self.config = config
         self.registry = registry or Registry()
         self.before_push = before_push
+        #: Commit statuses on the source commits (``None``: off).
+        self.statuses = statuses
+        self.clock = clock
+        #: The source head's state: its SHA, whether it renders (``None``: not known yet) and
+        #: its errors; the gauge ``grove_gitops_source_renders`` and the heartbeat say it.
+        self.head: str | None = None
+        self.head_renders: bool | None = None
+        self.head_errors = 0
+        self._last_heartbeat = clock()
+        self._idle_iterations = 0
         self.workspace = Workspace(config.repo, config.workdir, config.author_name, config.author_email)
         #: Rendered PodCliqueSets of earlier source commits: unchanged ones are not re-expanded,
         #: also by the next process (``--once`` from a CronJob): the cache persists in the workdir.
@@ -140,11 +156,18 @@ class Controller:
             pending = self._pending()
             ws.checkout_output(cfg.output_branch, cfg.output_path)
             for commit in pending:
+                if self.statuses is not None:
+                    self.statuses.pending(commit.sha)
                 self._render_commit(commit, result)
             if not pending:
+                self._head_from_record()
                 self._record(result)
                 return result
-            examined = ws.record_examined_commit(trailers.examined_message(pending[-1].sha, self.config_digest))
+            head = pending[-1].sha
+            self._set_head(head, head not in result.failed, len(result.failed.get(head, [])))
+            examined = ws.record_examined_commit(
+                trailers.examined_message(head, self.config_digest, head not in result.failed)
+            )
             _pause("before-push")
             if self.before_push is not None:
                 self.before_push()
@@ -163,6 +186,7 @@ class Controller:
                 time.sleep(delay)
                 continue
             if not result.rendered:
+                self._post_successes(result)
                 self._record(result)
                 return result
             self.registry.observe(
@@ -170,6 +194,7 @@ class Controller:
             )
             result.pushed = True
             ws.mark_pushed()
+            self._post_successes(result)
             self._record(result)
             return result
         raise GitPushRejectedError(f"gave up after {cfg.max_push_attempts} rejected pushes to {cfg.output_branch!r}")
@@ -269,6 +294,40 @@ class Controller:
         self.registry.inc("grove_gitops_render_failures_total", "Source commits that failed to render")
         for line in lines:
             log.error("source commit %s: %s", commit.sha[:12], line)
+        if self.statuses is not None:  # final: the same commit fails the same way next time
+            self.statuses.failure(commit.sha, failure_description(lines))
+
+    def _post_successes(self, result: IterationResult) -> None:
+        """Success on the commits whose output is now on the remote (after the push)."""
+        if self.statuses is None:
+            return
+        branch = self.config.output_branch
+        for sha in result.rendered:
+            self.statuses.success(sha, f"rendered and committed to {branch}")
+        for sha in result.unchanged:
+            self.statuses.success(sha, f"rendered; the output on {branch} did not change")
+
+    # -- the source head's state: gauge and heartbeat --------------------------------------
+    def _set_head(self, sha: str, renders: bool, errors: int = 0) -> None:
+        self.head, self.head_renders, self.head_errors = sha, renders, errors
+        self.registry.set(
+            "grove_gitops_source_renders",
+            "1 while the source head renders, 0 while it does not",
+            1.0 if renders else 0.0,
+        )
+
+    def _head_from_record(self) -> None:
+        """Nothing new: the head was examined before, by this process or an earlier one (its
+        record on the remote says whether it rendered)."""
+        head = self.workspace.newest_source(self.config.source_branch)
+        if head is None or head.sha == self.head:
+            return
+        examined = self.workspace.examined(self.config.output_branch) or {}
+        rendered = self.workspace.last_rendered_trailers(self.config.output_branch) or {}
+        if examined.get(trailers.EXAMINED) == head.sha and examined.get(trailers.HEAD_RENDERS) in ("true", "false"):
+            self._set_head(head.sha, examined[trailers.HEAD_RENDERS] == "true")
+        elif rendered.get(trailers.DRY_SHA) == head.sha:
+            self._set_head(head.sha, True)
 
     def _record(self, result: IterationResult) -> None:
         done = result.rendered + result.unchanged
@@ -283,8 +342,9 @@ class Controller:
     def run_forever(self, interval: float, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                self.run_once()
+                result = self.run_once()
                 self.last_error = None
+                self._heartbeat(result)
             except GroveGitopsError as exc:
                 self.last_error = redact(str(exc))
                 self.registry.inc("grove_gitops_iteration_failures_total", "Controller iterations that failed")
@@ -295,6 +355,31 @@ class Controller:
                 log.error("iteration failed unexpectedly: %s", self.last_error)
                 log.debug("iteration traceback", exc_info=True)
             stop.wait(interval)
+
+    def _heartbeat(self, result: IterationResult) -> None:
+        """While idle, one line every ``heartbeat_interval`` seconds: the process is alive and
+        what state the source head is in (a failing head is logged once, when rendered)."""
+        now = self.clock()
+        if result.rendered or result.unchanged or result.failed:
+            self._last_heartbeat, self._idle_iterations = now, 0
+            return
+        self._idle_iterations += 1
+        every = self.config.heartbeat_interval
+        if every <= 0 or now - self._last_heartbeat < every:
+            return
+        if self.head_renders is None:
+            state = "not known yet"
+        elif self.head_renders:
+            state = "renders"
+        else:
+            state = f"does not render ({self.head_errors} error(s))"
+        log.info(
+            "idle: %d iteration(s) without a new source commit; source head %s %s",
+            self._idle_iterations,
+            (self.head or "?")[:12],
+            state,
+        )
+        self._last_heartbeat, self._idle_iterations = now, 0
 
     def healthy(self, interval: float) -> bool:
         """Unhealthy when no iteration succeeded for a long time (a wedged process)."""

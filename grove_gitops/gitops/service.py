@@ -10,10 +10,12 @@ import threading
 from pathlib import Path
 
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.forge.statuses import StatusConfigError
 from grove_gitops.gitops.controller import Controller, ControllerConfig, ControllerUsageError
 from grove_gitops.gitops.metrics import HealthServer, Registry
 from grove_gitops.gitops.redact import redact
 from grove_gitops.gitops.repo import WorkdirError
+from grove_gitops.gitops.status import StatusReporter, reporter_from_options
 
 
 class _RedactingFormatter(logging.Formatter):
@@ -55,6 +57,11 @@ def run_controller(
     jobs: int = 1,
     hydrator: bool = False,
     cache_max_mb: int = 1024,
+    heartbeat_interval: float = 600.0,
+    status_forge: str = "auto",
+    status_api_url: str = "",
+    status_repo: str = "",
+    status_target_url: str = "",
 ) -> int:
     _setup_logging()
     log = logging.getLogger("grove_gitops.controller")
@@ -71,10 +78,13 @@ def run_controller(
         jobs=jobs,
         hydrator=hydrator,
         cache_max_mb=cache_max_mb,
+        heartbeat_interval=heartbeat_interval,
     )
     registry = Registry()
+    statuses: StatusReporter | None = None
     try:
-        with Controller(config, registry) as ctl:
+        statuses = reporter_from_options(repo, status_forge, status_api_url, status_repo, status_target_url, registry)
+        with Controller(config, registry, statuses=statuses) as ctl:
             if once:
                 result = ctl.run_once()
                 log.info(
@@ -97,9 +107,12 @@ def run_controller(
                 if server is not None:
                     server.stop()
             return 0
-    except (ControllerUsageError, WorkdirError) as exc:
+    except (ControllerUsageError, WorkdirError, StatusConfigError) as exc:
         log.error("usage error: %s", redact(str(exc)))
         return 2
     except GroveGitopsError as exc:
         log.error("%s", redact(str(exc)))
         return 1
+    finally:
+        if statuses is not None:
+            statuses.close()  # the last statuses go out before the process ends

@@ -18,6 +18,9 @@ VERSION = "Grove-Render-Version"
 ARGO_REFERENCE = "Argocd-reference-commit-sha"
 CONFIG = "Grove-Render-Config"
 EXAMINED = "Grove-Render-Examined"
+#: On the examined record: whether the examined source commit rendered (``true``/``false``),
+#: so a restarted controller knows the source head's state without rendering it again.
+HEAD_RENDERS = "Grove-Render-Head-Renders"
 
 
 ARGO_AUTHOR = "Argocd-reference-commit-author"
@@ -76,6 +79,7 @@ def dry_sha(commit_message: str) -> str | None:
     return parse(commit_message).get(DRY_SHA)
 
 
-def examined_message(source_sha: str, config: str) -> str:
+def examined_message(source_sha: str, config: str, renders: bool | None = None) -> str:
     """Message of the bookkeeping commit that records the last source commit examined."""
-    return f"grove-gitops: examined {source_sha[:12]}\n\n{EXAMINED}: {source_sha}\n{CONFIG}: {config}\n"
+    head = "" if renders is None else f"{HEAD_RENDERS}: {'true' if renders else 'false'}\n"
+    return f"grove-gitops: examined {source_sha[:12]}\n\n{EXAMINED}: {source_sha}\n{CONFIG}: {config}\n{head}"

@@ -13,7 +13,6 @@ leave the source tree and reports folders it cannot read instead of skipping the
 
 from __future__ import annotations
 
-import difflib
 import errno
 import json
 import os
@@ -36,6 +35,7 @@ from grove_gitops.errors import InputProblem
 from grove_gitops.load.files import FileData, parse_files
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.patterns import gitignore_spec
+from grove_gitops.load.schemarepair import Repaired, repair
 from grove_gitops.load.treepaths import component_problem
 from grove_gitops.load.treepaths import shown as shown_path
 from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
 from grove_gitops.validation.fielderrors import FieldError, from_pydantic, invalid, required
 from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+from grove_gitops.validation.suggest import closest
 
 PCS_KIND = ("grove.io/v1alpha1", "PodCliqueSet")
 CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")
@@ -117,6 +118,9 @@ class SourceSet:
     render_configs: list[Sourced[RenderConfig]] = field(default_factory=list)
     config_conflicts: list[InputProblem] = field(default_factory=list)
     fleet_problems: list[InputProblem] = field(default_factory=list)
+    #: Every file read, by the name problems give it: where ``load.positions`` finds the
+    #: line and column of a problem (a path on disk, or the bytes of a tree in memory).
+    files: dict[str, FileData] = field(default_factory=dict)
 
     @property
     def has_inventory(self) -> bool:
@@ -415,6 +419,7 @@ def load_source(root: Path | MemorySource, cache: RenderCache | None = None, job
     if len(named) > MAX_FILES:
         out.problems.append(InputProblem(where, "", f"more than {MAX_FILES} YAML files"))
         return out
+    out.files = {display: data for data, display in named}
     for (_, display), (docs, problems) in zip(named, parse_files(named, jobs, cache), strict=True):
         out.problems.extend(problems)
         if Path(display).name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):
@@ -438,7 +443,17 @@ def parse_pcs(item: Sourced[dict[str, Any]]) -> tuple[PodCliqueSet | None, list[
     try:
         return PodCliqueSet.model_validate(item.obj), []
     except ValidationError as exc:
-        return None, [InputProblem(item.file, e.path, e.message()) for e in from_pydantic(exc)]
+        return None, [InputProblem(item.file, e.path, e.message()) for e in from_pydantic(exc, model=PodCliqueSet)]
+
+
+def repaired_pcs(item: Sourced[dict[str, Any]]) -> Repaired[PodCliqueSet] | None:
+    """A PodCliqueSet document that failed its schema, repaired for Grove's remaining checks
+    when its only schema errors are unknown fields (see ``load.schemarepair``)."""
+    try:
+        PodCliqueSet.model_validate(item.obj)
+    except ValidationError as exc:
+        return repair(PodCliqueSet, item.obj, exc)
+    return None
 
 
 def _parse(model: type[B], doc: Document, out: SourceSet, prefix: str = "") -> B | None:
@@ -446,7 +461,7 @@ def _parse(model: type[B], doc: Document, out: SourceSet, prefix: str = "") -> B
         return model.model_validate(doc.data)
     except ValidationError as exc:
         where = prefix.rstrip(".")
-        out.problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, where))
+        out.problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, where, model))
         return None
 
 
@@ -549,7 +564,7 @@ def _parse_config(model: type[B], doc: Document, out: SourceSet, *, first: bool)
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        out.fleet_problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc))
+        out.fleet_problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, model=model))
         return None
 
 
@@ -583,15 +598,9 @@ def _owned_kind_problem(api: str, kind: str) -> FieldError | None:
                 f"kind {kind} belongs to API group {other}, not {group} (apiVersion {other}/{version})",
             )
     detail = f"{group} has no kind {kind}"
-    guess = _closest(kind, known) or _closest(kind, tuple(k for ks in OWNED_KINDS.values() for k in ks))
+    guess = closest(kind, known) or closest(kind, (k for ks in OWNED_KINDS.values() for k in ks))
     detail += f"; did you mean {guess}?" if guess else f"; its kinds are {', '.join(known)}"
     return FieldError("kind", "Unsupported value", detail, kind)
-
-
-def _closest(kind: str, known: tuple[str, ...]) -> str | None:
-    by_lower = {k.lower(): k for k in known}
-    matches = difflib.get_close_matches(kind.lower(), list(by_lower), n=1, cutoff=0.6)
-    return by_lower[matches[0]] if matches else None
 
 
 def passthrough_problems(data: dict[str, Any]) -> list[FieldError]:
@@ -706,5 +715,5 @@ def _podgang_problems(file: str, data: dict[str, Any]) -> list[InputProblem]:
     try:
         PodGangSpec.model_validate(spec, strict=True)
     except ValidationError as exc:
-        return [InputProblem(file, e.path, e.message()) for e in from_pydantic(exc, "spec")]
+        return [InputProblem(file, e.path, e.message()) for e in from_pydantic(exc, "spec", PodGangSpec)]
     return []

@@ -19,6 +19,7 @@ from grove_gitops.diff.report import Side
 from grove_gitops.plan.model import ON_DELETE, Plan, PodCliqueSetPlan
 from grove_gitops.plan.pods import RenderedPod, Workload, WorkloadKey, natural, strategy, workloads
 from grove_gitops.plan.restart import restart_fields
+from grove_gitops.plan.risk import role_totals, step_risks
 
 
 def ordered_steps(changed: list[RenderedPod]) -> list[Step]:
@@ -59,6 +60,8 @@ def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCl
     else:
         steps = tuple(ordered_steps(changed))
         message = ""
+    staying = [head.pods[h] for h in base.pods.keys() & head.pods.keys()]
+    risks, outages = step_risks(key[1], staying, steps, frozenset(head.units))
     return PodCliqueSetPlan(
         key[0],
         key[1],
@@ -74,6 +77,9 @@ def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCl
         # the floor moved: these slots change hands between Git and the agent
         to_cluster=tuple(h for h in removed if head.in_cluster_range(base.pods[h])),
         from_cluster=tuple(h for h in added if base.in_cluster_range(head.pods[h])),
+        risks=risks,
+        outages=outages,
+        roles=tuple(role_totals(key[1], staying).items()),
     )
 
 

@@ -16,6 +16,7 @@ from grove_gitops.diff.markdown import code
 from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.split import Block, shrink_lines
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
+from grove_gitops.plan.risk import KIND_WORDS, RoleCapacity
 
 PLAN_HEADING = "### Rollout plan"
 #: Groups the plan's blocks, so a comment part that opens inside the plan says where it is.
@@ -31,6 +32,11 @@ AUTOSCALED_NOTE = (
     "this plan covers the replicas Git holds (below each floor); the agent rolls the replicas it created "
     "(from the floor up to the live count, which is not in Git) the same way, with the same template"
 )
+LEFT_NOTE = (
+    "left: the available pods of the role a step rolls, in its PodCliqueSet replica and in the whole "
+    "PodCliqueSet, while the step's pods are down (a scaling-group replica counts as down whole, as Grove "
+    "recreates all its cliques together); every other role keeps all its pods"
+)
 #: Scale targets listed per PodCliqueSet (a workload may have one per PCS replica and unit).
 MAX_UNITS = 10
 INTRO = (
@@ -43,7 +49,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def summary(p: PodCliqueSetPlan) -> str:
+def summary(p: PodCliqueSetPlan, wrap: Callable[[str], str] = str) -> str:
     """``RollingRecreate; 12 pods replaced in 7 steps; at most 4 unavailable at once``."""
     parts = [p.strategy]
     if p.change != "modified":
@@ -61,7 +67,28 @@ def summary(p: PodCliqueSetPlan) -> str:
         parts.append(f"{len(p.from_cluster)} into Git from the agent")
     if p.to_cluster:
         parts.append(f"{len(p.to_cluster)} handed to the agent")
+    if p.outages:
+        parts.append("OUTAGE of " + ", ".join(wrap(o.role.name) for o in p.outages))
     return "; ".join(parts)
+
+
+def step_capacity(p: PodCliqueSetPlan, i: int) -> str:
+    """What step ``i`` (0-based) leaves the roles it touches, ``OUTAGE`` marked."""
+    if i >= len(p.risks):
+        return ""
+    replica = p.steps[i].replica
+    return "; ".join(c.text(replica) + (" (OUTAGE)" if c.outage else "") for c in p.risks[i].capacities)
+
+
+def capacity_json(c: RoleCapacity) -> dict[str, Any]:
+    return {
+        "role": c.role.name,
+        "kind": c.role.kind,
+        "replica": {"available": c.replica_available, "total": c.replica_total},
+        "podCliqueSet": {"available": c.pcs_available, "total": c.pcs_total},
+        "outage": c.outage,
+        "autoscaled": c.autoscaled,
+    }
 
 
 def added(p: PodCliqueSetPlan) -> tuple[str, ...]:
@@ -98,15 +125,19 @@ def grouped_fields(p: PodCliqueSetPlan) -> list[tuple[tuple[str, ...], list[str]
 
 def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
     lines = [f"{p.title}: {summary(p)}"]
+    lines += [f"  {o.sentence()}" for o in p.outages]
     if p.restart_fields:
         lines.append("  Restart forced by:")
         for paths, cliques in grouped_fields(p):
             lines.append(f"    {', '.join(paths)}  (PodCliques: {', '.join(cliques)})")
     if p.steps:
-        lines.append("  Steps:")
+        lines.append(f"  Steps ({LEFT_NOTE}):")
         width = len(str(len(p.steps)))
         for i, s in enumerate(p.steps, start=1):
             lines.append(f"    {i:>{width}}. replica {s.replica}, {s.unit}: {', '.join(s.hostnames)}")
+            left = step_capacity(p, i - 1)
+            if left:
+                lines.append(f"    {'':>{width}}  left: {left}")
     if added(p):
         lines.append(f"  Added ({ADDED_NOTE}): {', '.join(added(p))}")
     if removed(p):
@@ -142,7 +173,14 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
         "namespace": p.namespace,
         "name": p.name,
         "strategy": p.strategy,
-        "steps": [{"replica": s.replica, "pods": list(s.hostnames)} for s in p.steps],
+        "steps": [
+            {
+                "replica": s.replica,
+                "pods": list(s.hostnames),
+                "capacity": [capacity_json(c) for c in (p.risks[i].capacities if i < len(p.risks) else ())],
+            }
+            for i, s in enumerate(p.steps)
+        ],
         "change": p.change,
         "maxUnavailable": p.max_unavailable,
         "restartFields": {clique: list(paths) for clique, paths in p.restart_fields.items()},
@@ -163,11 +201,29 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
         ],
         "toCluster": list(p.to_cluster),
         "fromCluster": list(p.from_cluster),
+        "roles": [{"role": r.name, "kind": r.kind, "pods": n} for r, n in p.roles],
+        "outages": [
+            {
+                "role": o.role.name,
+                "kind": o.role.kind,
+                "steps": list(o.steps),
+                "autoscaled": o.autoscaled,
+                "message": o.sentence(),
+                "fix": o.fix,
+            }
+            for o in p.outages
+        ],
     }
 
 
 def render_json(plan: Plan) -> str:
-    return json.dumps({"podcliquesets": [pcs_dict(p) for p in plan.podcliquesets]}, indent=2)
+    return json.dumps(plan_dict(plan), indent=2)
+
+
+def plan_dict(plan: Plan) -> dict[str, Any]:
+    """``{"podcliquesets": [...]}``: ``plan --output json`` and ``diff``'s ``plan`` key (each
+    PodCliqueSet lists its ``outages``)."""
+    return {"podcliquesets": [pcs_dict(p) for p in plan.podcliquesets]}
 
 
 # -- Markdown ---------------------------------------------------------------------------
@@ -181,19 +237,45 @@ def _steps_table(p: PodCliqueSetPlan, shown: int | None = None) -> list[str]:
     """The steps as a table, collapsed above :data:`COLLAPSE_STEPS`; ``shown`` keeps only the
     first rows (a plan too long for one comment) and says how many were left out."""
     steps = p.steps if shown is None else p.steps[:shown]
-    rows = ["| step | replica | unit | pods retired together |", "| --- | --- | --- | --- |"]
+    rows = [
+        "| step | replica | unit | pods retired together | left (this replica · PodCliqueSet) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for i, s in enumerate(steps, start=1):
-        rows.append(f"| {i} | {s.replica} | {code(s.unit)} | {_list(s.hostnames, code)} |")
+        left = "; ".join(_capacity_cell(c) for c in p.risks[i - 1].capacities) if i - 1 < len(p.risks) else ""
+        rows.append(f"| {i} | {s.replica} | {code(s.unit)} | {_list(s.hostnames, code)} | {left} |")
     if len(steps) < len(p.steps):
         rows += ["", f"⚠️ {len(p.steps) - len(steps)} more steps not shown: run {code('grove-gitops plan')} for all."]
+    rows += ["", f"<sub>{LEFT_NOTE}.</sub>"]
     if len(p.steps) <= COLLAPSE_STEPS:
         return [*rows, ""]
     return [f"<details><summary>{len(p.steps)} steps</summary>", "", *rows, "", "</details>", ""]
 
 
+def _capacity_cell(c: RoleCapacity) -> str:
+    cell = f"{code(c.role.name)} {c.replica_available}/{c.replica_total} · {c.pcs_available}/{c.pcs_total}"
+    return f"🛑 **{cell} OUTAGE**" if c.outage else cell
+
+
+def outage_markdown(p: PodCliqueSetPlan) -> list[str]:
+    """One bullet per role the rollout takes down (our own words; names in code spans)."""
+    out = []
+    for o in p.outages:
+        steps = ", ".join(str(s) for s in o.steps)
+        live = " (counting the replicas Git holds; the live count may be higher)" if o.autoscaled else ""
+        fix = o.fix_text(code)
+        out.append(
+            f"🛑 **OUTAGE of {code(o.role.name)}** ({KIND_WORDS[o.role.kind]}) in {code(p.title)}: "
+            f"step{'s' if len(o.steps) != 1 else ''} {steps} leave{'' if len(o.steps) != 1 else 's'} it no available "
+            f"pod in the whole PodCliqueSet{live}. **Fix:** {fix}."
+        )
+    return out
+
+
 def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
     """One PodCliqueSet's part of the plan (an indivisible block of the PR comment)."""
-    lines = [f"**{code(p.title)}** · {summary(p)}", ""]
+    lines = [f"**{code(p.title)}** · {summary(p, code)}", ""]
+    lines += [f"- {line}" for line in outage_markdown(p)]
     for paths, cliques in grouped_fields(p):
         lines.append(f"- **Restart forced by** {_list(paths, code)} in {_list(tuple(cliques), code)}")
     if added(p):
@@ -240,6 +322,23 @@ def markdown_blocks(plan: Plan) -> list[Block]:
         return []
     head = Block(f"{PLAN_HEADING}\n\n{INTRO}\n\n", PLAN_SECTION, PLAN_CONTINUATION)
     return [head, *(_block(p) for p in plan.podcliquesets)]
+
+
+OUTAGE_HEADING = "### 🛑 Rollout outage"
+
+
+def outage_blocks(plan: Plan) -> list[Block]:
+    """The banner for the top of a PR comment: every role a rollout takes down, with the fix.
+    Empty when there is none (then nothing is added)."""
+    lines = [line for p in plan.podcliquesets for line in outage_markdown(p)]
+    if not lines:
+        return []
+    intro = (
+        f"{OUTAGE_HEADING}\n\nMerging this rolls out a change that leaves a role with no available pod "
+        "in its whole PodCliqueSet while its pods are replaced (Grove deletes them before the "
+        "replacements are Ready); see the rollout plan below.\n\n"
+    )
+    return [Block(intro + "".join(f"- {line}\n" for line in lines) + "\n", "outage", f"{OUTAGE_HEADING} (continued)\n\n")]
 
 
 def unavailable_block(reason: str) -> Block:

@@ -12,6 +12,7 @@ from typing import Literal
 from grove_gitops.agent.order import Step
 from grove_gitops.diff.autoscaling import Bounds
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.plan.risk import Outage, Role, StepRisk
 
 ROLLING_RECREATE = "RollingRecreate"
 ON_DELETE = "OnDelete"
@@ -52,6 +53,12 @@ class PodCliqueSetPlan:
     #: Of ``added``: slots that enter Git because the floor went up, from the range the agent
     #: created (they may already run).
     from_cluster: tuple[str, ...] = ()
+    #: Per step (same order as ``steps``) the capacity left to the roles it touches.
+    risks: tuple[StepRisk, ...] = ()
+    #: Roles some step leaves with no available pod in the whole PodCliqueSet.
+    outages: tuple[Outage, ...] = ()
+    #: Pods per role in the whole PodCliqueSet (slots on both sides): what an untouched role keeps.
+    roles: tuple[tuple[Role, int], ...] = ()
 
     @property
     def max_unavailable(self) -> int:
@@ -72,3 +79,8 @@ class Plan:
     @property
     def steps(self) -> int:
         return sum(len(p.steps) for p in self.podcliquesets)
+
+    @property
+    def outages(self) -> list[tuple[PodCliqueSetPlan, Outage]]:
+        """Every role some rollout takes down, with its PodCliqueSet."""
+        return [(p, o) for p in self.podcliquesets for o in p.outages]

@@ -9,7 +9,8 @@ JavaScript:
   parts below GitHub's 65,536-character limit;
 * :mod:`.annotations` turns ``validate --output json`` problems into workflow commands on
   the source lines;
-* :mod:`.github` and :mod:`.sticky` keep one sticky comment set per key on the PR;
+* :mod:`.github` and :mod:`.sticky` keep one sticky comment set per key on the PR, and
+  :mod:`.gitlab` the same set as notes on a GitLab merge request;
 * :mod:`.verdict` applies ``fail-on``;
 * :mod:`.cli` is ``grove-gitops pr-check`` (also ``python -m grove_gitops.prcheck``).
 """

@@ -40,13 +40,17 @@ from typing import Any
 import git
 
 from grove_gitops.diff.gitrefs import extract, open_repo, resolve, write_source
+from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.diff.markdown import MARKER, markdown_blocks, part_header, part_marker
 from grove_gitops.diff.mdescape import md_text
-from grove_gitops.diff.report import build_report
+from grove_gitops.diff.report import Report, build_report
 from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
-from grove_gitops.diffcli import InvalidSidesError, load_sides, plan_blocks
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.fleet.diff import build_fleet_plan
+from grove_gitops.plan.formats import markdown_blocks as plan_markdown_blocks
+from grove_gitops.plan.formats import outage_blocks, unavailable_block
+from grove_gitops.plan.model import PlanError
 from grove_gitops.prcheck.annotations import to_annotations
 from grove_gitops.prcheck.capping import DEFAULT_MAX_PARTS, pack_capped
 from grove_gitops.prcheck.sections import (
@@ -115,6 +119,11 @@ class Status:
     merge_base: str = ""
     head: str = ""
     notes: list[str] = field(default_factory=list)
+    #: ``ok`` when the rollout plan was computed, ``failed`` when a side could not be
+    #: planned, ``unknown`` when the diff did not get that far.
+    plan: str = "unknown"
+    #: One line per role a rollout leaves with no available pod (``ns/pcs: decode (scaling group): steps 1``).
+    outages: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -218,6 +227,23 @@ def _cut_note(max_parts: int, report_url: str) -> Callable[[int, int], str]:
     return note
 
 
+def rollout_blocks(report: Report, status: Status) -> tuple[list[Block], list[Block]]:
+    """(the outage banner for the top of the comment, the rollout plan's section), recording
+    the plan's outcome and every outage in ``status`` for ``fail-on: outage``. A side the plan
+    cannot read costs the section (and fails ``outage``), not the diff."""
+    try:
+        plan = build_fleet_plan(report.base, report.head)
+    except PlanError as exc:
+        status.plan = "failed"
+        return [], [unavailable_block(str(exc))]
+    status.plan = "ok"
+    status.outages = [
+        f"{p.title}: {o.role.label}: step{'s' if len(o.steps) != 1 else ''} {', '.join(map(str, o.steps))}"
+        for p, o in plan.outages
+    ]
+    return outage_blocks(plan), plan_markdown_blocks(plan)
+
+
 def compose(opts: Options) -> Result:
     """Run every check and return the comment parts, the status and the annotations."""
     if not KEY_RE.match(opts.key):
@@ -285,6 +311,7 @@ def compose(opts: Options) -> Result:
     status.diff = "ok"
     report = build_report(base_side, head_side)
     hint = f"grove-gitops diff {args} --format text"
+    outage, plan = rollout_blocks(report, status)
     if opts.fmt == "markdown":
         blocks = markdown_blocks(
             report,
@@ -292,13 +319,14 @@ def compose(opts: Options) -> Result:
             key=opts.key,
             max_chars=opts.max_chars,
             rerun_hint=hint,
-            plan_blocks=plan_blocks(report),
+            plan_blocks=plan,
             lead_blocks=feas,
         )
-        return packed(blocks, lambda i, n: part_header(report, opts.title, opts.key, i, n))
+        # the outage goes first: it is what a reviewer of a serving change must not miss
+        return packed([*outage, *blocks], lambda i, n: part_header(report, opts.title, opts.key, i, n))
     body = text_blocks(render_text(report, opts.title))
     return packed(
-        [*body[:1], *feas, *plan_blocks(report), *body[1:]],
+        [*outage, *body[:1], *feas, *plan, *body[1:]],
         lambda i, n: part_header(report, opts.title, opts.key, i, n),
     )
 

@@ -1,5 +1,5 @@
-"""One sticky comment set per key on a PR: update in place, create what is missing,
-delete what a shorter report no longer needs.
+"""One sticky comment set per key on a PR (or a GitLab merge request's note set): update in
+place, create what is missing, delete what a shorter report no longer needs.
 
 The same rules as the github-script the in-repo workflow used before the Action: a comment is
 ours when its author is a bot (or exactly ``author`` when given: a PAT posts as a user) and
@@ -7,6 +7,9 @@ its body *starts* with :data:`~grove_gitops.diff.markdown.MARKER` and carries th
 marker. A human quoting the marker is never edited or deleted, since the body of a quote
 starts with ``>``, and an author filter excludes humans anyway. Of two comments claiming the
 same part (a re-run that raced another), the first is kept and the other deleted.
+
+GitLab does not say whether a note's author is a bot, so there ``author`` is always given (by
+default the token's own user, ``GET /user``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from grove_gitops.diff.markdown import MARKER
-from grove_gitops.prcheck.github import Comment, GitHub
+from grove_gitops.forge.thread import Comment, Thread
 
 _PART = re.compile(r"<!-- grove-gitops-diff key=([A-Za-z0-9._-]+) part=(\d+)/(\d+) -->")
 
@@ -44,7 +47,7 @@ class SyncResult:
 
 
 def sync(
-    gh: GitHub,
+    gh: Thread,
     issue: int,
     key: str,
     parts: Sequence[str],

@@ -6,6 +6,9 @@
   is not one the check writes;
 * ``infeasible``: that, or a gang does not fit the node inventory, or the feasibility check
   failed;
+* ``outage``: that (``error``), or the rollout of a PodCliqueSet leaves one of its roles (a
+  standalone PodClique or a scaling group) with no available pod in the whole PodCliqueSet
+  (:mod:`grove_gitops.plan.risk`), or the rollout plan could not be computed;
 * ``never``: the check reports and comments but always passes.
 
 A pass has to be earned: only a status that says head rendered (``diff`` ``ok``, or
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from grove_gitops.prcheck.compose import Status
 
-FAIL_ON = ("error", "infeasible", "never")
+FAIL_ON = ("error", "infeasible", "outage", "never")
 #: ``Status.diff`` values that say head rendered.
 HEAD_RENDERED = ("ok", "base-invalid")
 
@@ -44,4 +47,8 @@ def failures(status: Status, fail_on: str) -> list[str]:
             reasons.append("a gang does not fit the node inventory")
         elif status.feasibility == "failed":
             reasons.append("the gang feasibility check failed on head (see the job log)")
+    if fail_on == "outage":
+        reasons += [f"rollout outage: {o}" for o in status.outages]
+        if status.diff in HEAD_RENDERED and status.plan != "ok":
+            reasons.append(f"the rollout plan could not be computed (plan status {status.plan!r})")
     return reasons

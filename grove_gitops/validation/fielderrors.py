@@ -9,6 +9,8 @@ JSON.
 from __future__ import annotations
 
 import json
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from grove_gitops.api.base import INT32_MAX, INT32_MIN
+from grove_gitops.validation.suggest import MAX_SUGGESTIONS, closest
 
 _NO_VALUE = object()
 
@@ -101,22 +104,29 @@ _TYPE_NAMES = {
 }
 
 
-def from_pydantic(exc: ValidationError, prefix: str = "") -> list[FieldError]:
+def from_pydantic(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> list[FieldError]:
     """Translate pydantic's errors into Kubernetes-style field errors.
 
     Pydantic appends union-member and tag names to ``loc`` (``function-after``, ``str``);
-    only the JSON path the user wrote is kept.
+    only the JSON path the user wrote is kept. With the ``model`` that was validated, an
+    unknown field gets the declared field it most likely misspells (``replcias`` → ``replicas``),
+    and a required field that the misspelling stands for is not reported missing as well.
     """
+    errors = exc.errors(include_url=False)
+    guesses = misspellings(errors, model) if model is not None else {}
+    explained = {(*loc[:-1], guess) for loc, guess in guesses.items()}
     out: list[FieldError] = []
-    for err in exc.errors(include_url=False):
-        loc = [p for p in err["loc"] if isinstance(p, int) or not _is_internal(p)]
+    for err in errors:
+        loc = user_loc(err["loc"])
         path = join_path([*([prefix] if prefix else []), *loc])
         kind = err["type"]
         value = err.get("input")
         if kind == "missing":
-            out.append(required(path))
+            if tuple(loc) not in explained:
+                out.append(required(path))
         elif kind == "extra_forbidden":
-            out.append(FieldError(path, "field not declared in schema"))
+            guess = guesses.get(tuple(loc))
+            out.append(FieldError(path, "field not declared in schema" + (f"; did you mean {guess}?" if guess else "")))
         elif kind == "literal_error":
             expected = err.get("ctx", {}).get("expected", "")
             supported = [s.strip().strip("'") for s in str(expected).replace(" or ", ", ").split(",")]
@@ -130,6 +140,27 @@ def from_pydantic(exc: ValidationError, prefix: str = "") -> list[FieldError]:
     return out
 
 
+def user_loc(loc: Sequence[int | str]) -> list[int | str]:
+    """Pydantic's ``loc`` without its union-member and tag names: the path the user wrote."""
+    return [p for p in loc if isinstance(p, int) or not is_internal(p)]
+
+
+def misspellings(errors: Sequence[Any], model: type[BaseModel]) -> dict[tuple[int | str, ...], str]:
+    """For each unknown field of ``errors`` (pydantic's, of ``model``) that closely matches a
+    field declared in its mapping: that field's name."""
+    extra: dict[tuple[int | str, ...], str] = {}
+    for err in errors:
+        loc = user_loc(err["loc"])
+        if err["type"] != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
+            continue
+        guess = closest(loc[-1], declared_fields(model, loc[:-1]))
+        if guess is not None:
+            extra[tuple(loc)] = guess
+            if len(extra) >= MAX_SUGGESTIONS:
+                break
+    return extra
+
+
 _INT32_MESSAGE = f"must be a 32-bit integer ({INT32_MIN} to {INT32_MAX}), the type Grove declares"
 
 
@@ -138,7 +169,53 @@ def _is_int32_bound(ctx: dict[str, Any]) -> bool:
     return ctx.get("le") == INT32_MAX or ctx.get("ge") == INT32_MIN
 
 
-def _is_internal(part: str) -> bool:
+def is_internal(part: str) -> bool:
     return part in {"str", "int", "bool", "float", "list", "dict"} or part.startswith(
         ("function-", "tagged-union", "literal[")
     )
+
+
+def declared_fields(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The fields declared where ``loc`` (a path into a document of ``model``) leads, or none
+    when it leads to no model (a free-form mapping, a path the model does not have)."""
+    target: Any = model
+    for part in loc:
+        target = _inner(target, part)
+        if target is None:
+            return []
+    target = _model_of(target)
+    return list(target.model_fields) if target is not None else []
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The model an annotation holds, through ``X | None`` and ``Annotated[X, ...]``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, typing.Annotated):
+        for arg in typing.get_args(annotation):
+            found = _model_of(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _inner(annotation: Any, part: int | str) -> Any:
+    """One step down a type: a model's field, a list's item, a mapping's value."""
+    model = _model_of(annotation)
+    if model is not None:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        return field.annotation if field is not None else None
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, typing.Annotated):
+        for arg in typing.get_args(annotation):
+            found = _inner(arg, part)
+            if found is not None:
+                return found
+        return None
+    args = typing.get_args(annotation)
+    if origin is list and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and isinstance(part, str) and len(args) == 2:
+        return args[1]
+    return None

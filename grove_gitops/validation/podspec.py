@@ -29,6 +29,7 @@ from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required
+from grove_gitops.validation.suggest import MAX_SUGGESTIONS, did_you_mean
 
 __all__ = [
     "builtin_validator",
@@ -252,14 +253,18 @@ def _object_schema_errors(
 ) -> list[FieldError]:
     """Schema errors of ``obj`` as field errors; ``to_source`` maps a path in ``obj`` to the user's."""
     errs: list[FieldError] = []
+    suggested = 0
     for error in validator.iter_errors(obj):
         where = tuple(error.absolute_path)
         base = join_path(to_source(where))
         if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
             declared = (error.schema or {}).get("properties") or {}
-            errs += [
-                FieldError(join_path([base, str(k)]), "unknown field") for k in error.instance if k not in declared
-            ]
+            unused = [d for d in declared if d not in error.instance]
+            for k in error.instance:
+                if k not in declared:
+                    hint = did_you_mean(str(k), unused) if suggested < MAX_SUGGESTIONS else ""
+                    suggested += 1
+                    errs.append(FieldError(join_path([base, str(k)]), "unknown field" + hint))
         elif error.validator == "required" and isinstance(error.instance, Mapping):
             errs += [required(join_path([base, str(k)])) for k in error.validator_value if k not in error.instance]
         elif "resources" in where and error.validator == "oneOf":

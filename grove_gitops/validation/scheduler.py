@@ -3,6 +3,12 @@
 There is no PCS-level scheduler field: every clique's ``podSpec.schedulerName`` must resolve
 to the same enabled profile, an empty name meaning the OperatorConfiguration's default
 (``spec/grove-backends.md`` §1.4).
+
+Grove's webhook reports both rules under ``spec.template.cliques.spec.podSpec.schedulerName``
+(no index), and one misspelt name in one clique trips both ("have to be the same" and "not
+enabled"). Here each problem names the clique at fault, a name that is not enabled is reported
+once, on the clique that holds it, with the profiles that are, and "have to be the same" is
+left for cliques that disagree on enabled profiles. Grove's wording is kept.
 """
 
 from __future__ import annotations
@@ -11,8 +17,17 @@ from collections.abc import Collection
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.validation.fielderrors import FieldError, invalid
+from grove_gitops.validation.suggest import did_you_mean
 
-PATH = "spec.template.cliques.spec.podSpec.schedulerName"
+NOT_ENABLED = (
+    "schedulerName must be an enabled scheduler backend; this scheduler is not enabled in OperatorConfiguration"
+)
+NOT_SAME = "the schedulerName for all pods have to be the same"
+
+
+def clique_path(index: int) -> str:
+    """The schedulerName of clique ``index``: where the user edits it."""
+    return f"spec.template.cliques[{index}].spec.podSpec.schedulerName"
 
 
 def clique_scheduler_names(pcs: PodCliqueSet, default: str) -> list[str]:
@@ -23,29 +38,34 @@ def clique_scheduler_names(pcs: PodCliqueSet, default: str) -> list[str]:
     return out
 
 
+def _enabled_detail(name: str, enabled: Collection[str]) -> str:
+    names = sorted(enabled)
+    if not names:
+        return " (no scheduler profile is enabled)"
+    return f" (enabled profiles: {', '.join(names)}){did_you_mean(name, names)}"
+
+
 def validate_scheduler_names(pcs: PodCliqueSet, default: str, enabled: Collection[str]) -> list[FieldError]:
+    """Grove's two rules, one error per mistake, each on the clique that holds it."""
     names = clique_scheduler_names(pcs, default)
     if not names:
         return []  # "at least one PodClique must be defined" is reported elsewhere
     errs: list[FieldError] = []
+    typed: list[tuple[int, str]] = []  # (clique index, resolved name) of names of the right type
     for i, clique in enumerate(pcs.cliques):
         raw = clique.spec.podSpec.get("schedulerName")
         if raw is not None and not isinstance(raw, str):
-            errs.append(
-                invalid(f"spec.template.cliques[{i}].spec.podSpec.schedulerName", raw, "must be of type string")
-            )
-    unique = list(dict.fromkeys(names))
+            errs.append(invalid(clique_path(i), raw, "must be of type string"))
+        else:
+            typed.append((i, names[i]))
+    for i, name in typed:
+        if name not in enabled:
+            errs.append(invalid(clique_path(i), name, NOT_ENABLED + _enabled_detail(name, enabled)))
+    usable = [(i, name) for i, name in typed if name in enabled]
+    unique = list(dict.fromkeys(name for _, name in usable))
     if len(unique) > 1:
-        errs.append(invalid(PATH, ", ".join(unique), "the schedulerName for all pods have to be the same"))
-    if unique[0] not in enabled:
-        errs.append(
-            invalid(
-                PATH,
-                unique[0],
-                "schedulerName must be an enabled scheduler backend; this scheduler is not enabled in "
-                "OperatorConfiguration",
-            )
-        )
+        first = next(i for i, name in usable if name != unique[0])
+        errs.append(invalid(clique_path(first), ", ".join(unique), NOT_SAME))
     return errs
 
 

@@ -12,7 +12,14 @@ import pytest
 
 from grove_gitops.render import RenderResult
 from tests.schemas import CRDRegistry
-from tests.support import GPU_FABRIC, assert_schema_valid, objects_by_kind, problems_of, render_files
+from tests.support import (
+    GPU_FABRIC,
+    assert_schema_valid,
+    objects_by_kind,
+    problems_of,
+    render_files,
+    without_namespace_warnings,
+)
 
 VOLCANO_ENABLED = """
 apiVersion: operator.config.grove.io/v1alpha1
@@ -146,20 +153,20 @@ def test_worked_example_podgroups_and_pods(tmp_path: Path, crds: CRDRegistry) ->
     # The Queue passes through; Volcano has no topology object to render.
     assert set(objects_by_kind(result, "Queue")) == {"gpu"}
     assert objects_by_kind(result, "HyperNode") == {}
-    assert result.warnings == []
+    assert without_namespace_warnings(result.warnings) == []
     assert_schema_valid(result, crds)
 
 
 def test_missing_queue_is_a_warning_and_default_needs_nothing(tmp_path: Path) -> None:
     result = render_files(tmp_path, {"cfg.yaml": VOLCANO_ENABLED, "inf.yaml": INF})
-    assert result.warnings == [
+    assert without_namespace_warnings(result.warnings) == [
         "inf.yaml: metadata.annotations[scheduling.grove.io/volcano-queue]: volcano queue \"gpu\" is not defined "
         'in the source tree (no scheduling.volcano.sh/v1beta1 Queue "gpu"); it must exist and be Open in the '
         "cluster or Volcano keeps the PodGroups pending"
     ]
     no_queue = INF.replace(", annotations: {scheduling.grove.io/volcano-queue: gpu}", "")
     result = render_files(tmp_path / "d", {"cfg.yaml": VOLCANO_ENABLED, "inf.yaml": no_queue})
-    assert result.warnings == []
+    assert without_namespace_warnings(result.warnings) == []
     assert {g["spec"]["queue"] for g in objects_by_kind(result, "PodGroup").values()} == {"default"}
 
 
@@ -171,7 +178,7 @@ def test_queue_from_clique_templates_is_used(tmp_path: Path) -> None:
     text = text.replace("- name: pworker\n", "- name: pworker\n      annotations: {scheduling.grove.io/volcano-queue: gpu}\n")
     result = render_files(tmp_path, {"cfg.yaml": VOLCANO_ENABLED, "inf.yaml": text, "queue.yaml": QUEUE_GPU})
     assert {g["spec"]["queue"] for g in objects_by_kind(result, "PodGroup").values()} == {"gpu"}
-    assert result.warnings == []
+    assert without_namespace_warnings(result.warnings) == []
 
 
 def test_network_topology_from_hypernode_tiers(tmp_path: Path, crds: CRDRegistry) -> None:
@@ -208,7 +215,7 @@ def test_network_topology_from_hypernode_tiers(tmp_path: Path, crds: CRDRegistry
     for pod in pworker:
         assert pod["metadata"]["labels"]["grove.io/podcliquescalinggroup"] == "inf-0-prefill"
         assert pod["metadata"]["labels"]["grove.io/podcliquescalinggroup-replica-index"] == "1"
-    assert result.warnings == []
+    assert without_namespace_warnings(result.warnings) == []
     assert_schema_valid(result, crds)
 
 
@@ -228,7 +235,7 @@ spec:
     result = render_files(tmp_path, {"ctb.yaml": GPU_FABRIC, "cfg.yaml": cfg, "tn.yaml": text})
     group = objects_by_kind(result, "PodGroup")["tn-0"]
     assert group["spec"]["networkTopology"] == {"mode": "hard", "highestTierName": "rack-tier"}
-    assert result.warnings == [
+    assert without_namespace_warnings(result.warnings) == [
         "tn.yaml: spec.template.topologyConstraint.pack.preferred: Volcano networkTopology has one mode per "
         'constraint: the required domain "rack" is rendered (mode hard), the preferred domain "host" is not'
     ]
@@ -318,7 +325,7 @@ def test_bad_tier_config_is_rejected(tmp_path: Path, tiers: str, expected: list[
 def test_unknown_tier_domain_is_only_a_warning(tmp_path: Path) -> None:
     cfg = TIERS.replace("{zone: 3, rack: 2, host: 1}", "{zone: 3, rack: 2, host: 1, numa: 0}")
     result = render_files(tmp_path, {"ctb.yaml": GPU_FABRIC, "cfg.yaml": cfg, "inf.yaml": INF_TAS, "q.yaml": QUEUE_GPU})
-    assert result.warnings == [
+    assert without_namespace_warnings(result.warnings) == [
         f'inf.yaml: {TIERS_PATH}[numa]: ClusterTopologyBinding "gpu-fabric" has no domain "numa"'
     ]
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from backends.workload_api import fit_label
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.render import RenderResult, render_source
+from grove_gitops_backends.workload_api import fit_label
 from tests.schemas import CRDRegistry, builtin_errors
-from tests.support import CRDS, write_source
+from tests.support import CRDS, plain, without_namespace_warnings, write_source
 
 VERSIONS = ("1.35", "1.36", "1.37")
 GANG_OBJECTS = "gitops.grove.io/gang-objects"
@@ -178,13 +178,13 @@ def test_without_gang_scheduling_only_scheduler_name(tmp_path: Path, gang: bool 
         assert builtin_errors(pod, "1.36") == [] and builtin_errors(pod, "1.35") == []
         assert pod["spec"]["schedulerName"] == "default-scheduler"
         assert pod["spec"]["schedulingGates"] == GATE
-    assert result.warnings == []
+    assert without_namespace_warnings(result.warnings) == []
 
 
 def test_without_gang_scheduling_topology_is_recorded_not_enforced(tmp_path: Path) -> None:
     result = render(tmp_path, "1.37", TOPO_DISAGG, gang=False, tas=True)
     assert workload_api_objects(result) == []
-    assert result.warnings == [
+    assert without_namespace_warnings(result.warnings) == [
         "pcs0.yaml: spec.template: topology constraints are recorded in the PodGang but the default-scheduler does "
         "not enforce them"
     ]
@@ -473,7 +473,7 @@ def test_137_single_clique_scaling_group_replicas_share_a_template(tmp_path: Pat
 )
 def test_requirement_warning_once_per_render(tmp_path: Path, version: str, expected: str) -> None:
     result = render(tmp_path, version, SOLO, SOLO.replace("name: solo", "name: solo2"))
-    assert result.warnings == [expected]  # two PodCliqueSets, one warning, no topology / composite extras
+    assert without_namespace_warnings(result.warnings) == [expected]  # two PodCliqueSets, one warning, no topology / composite extras
 
 
 def test_merged_gang_warns_when_per_clique_minimum_is_lost(tmp_path: Path) -> None:
@@ -512,7 +512,7 @@ def test_135_topology_cannot_be_expressed(tmp_path: Path, crds: CRDRegistry) -> 
     assert_all_valid(result, "1.35", crds)
     none = "the Kubernetes 1.35 Workload API has no topology constraints: required packing by {} is not enforced"
     pref = "the Kubernetes Workload API has required topology constraints only: preferred packing by {} is not enforced"
-    assert result.warnings[:4] == [
+    assert without_namespace_warnings(result.warnings)[:4] == [
         "pcs0.yaml: spec.template.topologyConstraint.pack.required: "
         + none.format("network.topology.nvidia.com/block"),
         "pcs0.yaml: spec.template.podCliqueScalingGroups[0].topologyConstraint.pack.required: "
@@ -542,7 +542,7 @@ def test_136_topology_on_the_merged_podgroup(tmp_path: Path, crds: CRDRegistry) 
         "Kubernetes 1.37 CompositePodGroups)"
     )
     block_key = "network.topology.nvidia.com/block"
-    assert result.warnings == [
+    assert without_namespace_warnings(result.warnings) == [
         "pcs0.yaml: spec.template.podCliqueScalingGroups[0].topologyConstraint.pack.required: "
         + lost.format("PodGang disagg-0", block_key),
         "pcs0.yaml: spec.template.cliques[2].topologyConstraint.pack.required: "
@@ -550,13 +550,13 @@ def test_136_topology_on_the_merged_podgroup(tmp_path: Path, crds: CRDRegistry) 
         "pcs0.yaml: spec.template.cliques[2].topologyConstraint.pack.preferred: the Kubernetes Workload API has "
         "required topology constraints only: preferred packing by kubernetes.io/hostname is not enforced",
         # The scaled gangs' PodGroups carry the scaling group's rack, which implies the workers' rack.
-        result.warnings[3],
+        without_namespace_warnings(result.warnings)[3],
         "pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: PodGroup topology constraints need "
         "feature gate TopologyAwareWorkloadScheduling (alpha) on kube-apiserver and kube-scheduler; without it "
         "kube-apiserver drops schedulingConstraints (the pods are placed without topology and Argo CD / Flux report "
         "the objects out of sync)",
     ]
-    assert "GenericWorkload and GangScheduling" in result.warnings[3]
+    assert "GenericWorkload and GangScheduling" in without_namespace_warnings(result.warnings)[3]
 
 
 def test_136_single_group_gang_takes_the_narrowest_key(tmp_path: Path) -> None:
@@ -612,7 +612,7 @@ def test_137_topology_at_every_level(tmp_path: Path, crds: CRDRegistry) -> None:
 def test_rejects_non_boolean_gang_scheduling(tmp_path: Path, value: Any) -> None:
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, "1.36", SOLO, gang=value)
-    assert [str(p) for p in info.value.problems] == [
+    assert [plain(str(p)) for p in info.value.problems] == [
         'pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: Invalid value: "object": '
         f"gangScheduling must be a boolean (true or false), not {value!r}"
     ]
@@ -629,7 +629,7 @@ def test_137_rejects_more_than_eight_templates_per_composite(tmp_path: Path) -> 
     )
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, "1.37", text)
-    assert [str(p) for p in info.value.problems] == [
+    assert [plain(str(p)) for p in info.value.problems] == [
         'pcs0.yaml: spec.template.cliques: Invalid value: "object": Kubernetes 1.37 allows at most 8 pod group '
         "templates under one CompositePodGroup template, but PodGang wide-0 needs 9 (c0, c1, c2, c3, c4, c5, c6, "
         "c7, c8)"

@@ -544,15 +544,28 @@ def dockerfile_instructions(text: str) -> list[Instruction]:
 
 
 def dockerfile_stages(text: str) -> list[list[Instruction]]:
-    """Instructions grouped by stage (each list starts with its FROM)."""
+    """Instructions grouped by stage (each list starts with its FROM); the global ARGs before the
+    first FROM are in :func:`dockerfile_global_args`."""
     stages: list[list[Instruction]] = []
     for ins in dockerfile_instructions(text):
         if ins.keyword == "FROM":
             stages.append([ins])
-        else:
-            assert stages, f"{ins.keyword} before the first FROM"
+        elif stages:
             stages[-1].append(ins)
+        else:
+            assert ins.keyword == "ARG", f"{ins.keyword} before the first FROM"
     return stages
+
+
+def dockerfile_global_args(text: str) -> dict[str, str]:
+    """``ARG name=default`` lines before the first FROM (what FROM lines may use)."""
+    args: dict[str, str] = {}
+    for ins in dockerfile_instructions(text):
+        if ins.keyword == "FROM":
+            break
+        name, _, default = ins.args.partition("=")
+        args[name] = default
+    return args
 
 
 def exec_form(args: str) -> list[str] | None:

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import backends.coscheduling
-import backends.kai
-import backends.koordinator
-import backends.volcano
-import backends.workload_api
+import grove_gitops_backends.coscheduling
+import grove_gitops_backends.kai
+import grove_gitops_backends.koordinator
+import grove_gitops_backends.volcano
+import grove_gitops_backends.workload_api
 from grove_gitops.agent import drift, kube
 
 from .helpers import (
@@ -227,17 +227,17 @@ def test_gang_and_topology_groups_come_from_the_backends() -> None:
         if v == "get" and r != "pods" and (g, r) not in CLUSTER_SCOPED and g not in own
     }
     assert gang_gets == BACKEND_GANG_RESOURCES
-    wapi = backends.workload_api.GROUP
+    wapi = grove_gitops_backends.workload_api.GROUP
     assert gang_gets == {
-        (group(backends.kai.PODGROUP_API_VERSION), "podgroups"),
-        (group(backends.volcano.PODGROUP_API_VERSION), "podgroups"),
-        (group(backends.koordinator.PODGROUP_API_VERSION), "podgroups"),
-        (group(backends.coscheduling.API_VERSION), "podgroups"),
+        (group(grove_gitops_backends.kai.PODGROUP_API_VERSION), "podgroups"),
+        (group(grove_gitops_backends.volcano.PODGROUP_API_VERSION), "podgroups"),
+        (group(grove_gitops_backends.koordinator.PODGROUP_API_VERSION), "podgroups"),
+        (group(grove_gitops_backends.coscheduling.API_VERSION), "podgroups"),
         (wapi, "workloads"),
         (wapi, "podgroups"),
-        (group(backends.workload_api.COMPOSITE_API), "compositepodgroups"),
+        (group(grove_gitops_backends.workload_api.COMPOSITE_API), "compositepodgroups"),
     }
-    assert (group(backends.kai.TOPOLOGY_API_VERSION), "topologies", "get") in LIFTER_PERMISSIONS
+    assert (group(grove_gitops_backends.kai.TOPOLOGY_API_VERSION), "topologies", "get") in LIFTER_PERMISSIONS
     assert (kube.PODGANG_GROUP, kube.PODGANG_PLURAL, "list") in LIFTER_PERMISSIONS
     assert (kube.PODGANG_GROUP, f"{kube.PODGANG_PLURAL}/status", "patch") in LIFTER_PERMISSIONS
     assert drift.EVENT_NAMESPACE == CLUSTER_EVENT_NAMESPACE

@@ -17,11 +17,11 @@ from typing import Any
 import kubernetes.client
 import pytest
 
-import backends.coscheduling
-import backends.kai
-import backends.koordinator
-import backends.volcano
-import backends.workload_api
+import grove_gitops_backends.coscheduling
+import grove_gitops_backends.kai
+import grove_gitops_backends.koordinator
+import grove_gitops_backends.volcano
+import grove_gitops_backends.workload_api
 from grove_gitops.agent.drift import DriftChecker
 from grove_gitops.agent.gangs import ObjectRef
 from grove_gitops.agent.kube import Kube
@@ -99,13 +99,13 @@ def _initialized(server: FakeApiServer) -> bool:
 def _gang_refs() -> list[ObjectRef]:
     """One reference per backend gang kind and API version the renderer can list."""
     apis = {
-        (backends.kai.PODGROUP_API_VERSION, "PodGroup"),
-        (backends.volcano.PODGROUP_API_VERSION, "PodGroup"),
-        (backends.koordinator.PODGROUP_API_VERSION, "PodGroup"),
-        (backends.coscheduling.API_VERSION, "PodGroup"),
-        (backends.workload_api.COMPOSITE_API, "CompositePodGroup"),
+        (grove_gitops_backends.kai.PODGROUP_API_VERSION, "PodGroup"),
+        (grove_gitops_backends.volcano.PODGROUP_API_VERSION, "PodGroup"),
+        (grove_gitops_backends.koordinator.PODGROUP_API_VERSION, "PodGroup"),
+        (grove_gitops_backends.coscheduling.API_VERSION, "PodGroup"),
+        (grove_gitops_backends.workload_api.COMPOSITE_API, "CompositePodGroup"),
     }
-    for info in backends.workload_api.VERSIONS.values():
+    for info in grove_gitops_backends.workload_api.VERSIONS.values():
         apis.add((info.workload_api, "Workload"))
         if info.podgroup_api:
             apis.add((info.podgroup_api, "PodGroup"))
@@ -117,7 +117,7 @@ def _serve_workload_api(server: FakeApiServer) -> None:
     served: set[tuple[str, str]] = set()
     for ref in _gang_refs():
         group, version = ref.api_version.split("/", 1)
-        if group != backends.workload_api.GROUP or (version, ref.kind) in served:
+        if group != grove_gitops_backends.workload_api.GROUP or (version, ref.kind) in served:
             continue
         served.add((version, ref.kind))
         server.register_resource(group, version, f"{ref.kind.lower()}s", ref.kind)
@@ -129,7 +129,7 @@ def _drifted_binding(kube: Kube) -> None:
         "POST",
         "/apis/kai.scheduler/v1alpha1/topologies",
         {
-            "apiVersion": backends.kai.TOPOLOGY_API_VERSION,
+            "apiVersion": grove_gitops_backends.kai.TOPOLOGY_API_VERSION,
             "kind": "Topology",
             "metadata": {"name": "fabric-external"},
             "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
@@ -148,7 +148,7 @@ def _drifted_binding(kube: Kube) -> None:
                     {"domain": "host", "key": "kubernetes.io/hostname"},
                 ],
                 "schedulerTopologyBindings": [
-                    {"schedulerName": backends.kai.NAME, "topologyReference": "fabric-external"}
+                    {"schedulerName": grove_gitops_backends.kai.NAME, "topologyReference": "fabric-external"}
                 ],
             },
         },
@@ -202,7 +202,7 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None, lease_namespac
     assert not worker.is_alive()
     # Topology drift: list bindings, GET the external Topology, record a Warning Event.
     results = DriftChecker(kube, Registry()).check()
-    assert results.get(("fabric", backends.kai.NAME)), results
+    assert results.get(("fabric", grove_gitops_backends.kai.NAME)), results
     # Backend gang objects: an existence check of every kind.
     for ref in _gang_refs():
         assert kube.object_exists(ref) is False

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from click.testing import CliRunner, Result
 
-from grove_gitops.diffcli import diff_command
+from grove_gitops.cli.diff import diff_command
 from tests.support import write_source
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from grove_gitops.diff.markdown import MARKER, PART_SEPARATOR
-from grove_gitops.diffcli import part_path, write_parts
+from grove_gitops.diff.parts import part_path, write_parts
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.render import render_source
@@ -43,7 +43,7 @@ def test_invalid_head_exits_1_naming_the_file(tmp_path: Path) -> None:
     result = run_diff([str(base), str(head)])
     assert result.exit_code == 1
     assert result.stdout == ""
-    assert "error: head: broken.yaml: spec.template" in result.stderr
+    assert "error: head: broken.yaml:4:1: spec.template" in result.stderr
     assert "1 error in head" in result.stderr
     assert "base" not in result.stderr.replace("head", "")
 

@@ -15,7 +15,7 @@ import pytest
 from grove_gitops.diff.errors import GitRefError
 from grove_gitops.diff.gitrefs import extract, normalize_source_path
 from tests.diff.diffhelpers import LPX_PROFILES, clique, pcs, run_diff
-from tests.support import write_source
+from tests.support import plain, write_source
 
 BOT = git.Actor("grove-gitops tests", "tests@example.com")
 
@@ -95,7 +95,7 @@ def test_invalid_head_commit_names_the_file(repo: git.Repo) -> None:
     v2 = _commit(repo, {"app.yaml": _v(1).replace("replicas: 1\n  template", "replicas: -1\n  template")}, "v2")
     result = run_diff(["--repo", str(repo.working_dir), v1, v2])
     assert result.exit_code == 1
-    assert "error: head: app.yaml: spec.replicas" in result.stderr
+    assert "error: head: app.yaml: spec.replicas" in plain(result.stderr)
     assert f"in head ({v2[:7]})" in result.stderr
 
 

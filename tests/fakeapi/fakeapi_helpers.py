@@ -48,7 +48,7 @@ def raw(
     """One request bypassing the typed client (which validates bodies client-side)."""
     data = None if body is None else json.dumps(body).encode()
     response = urllib3.request(
-        method, server.url + path, body=data, headers={"Content-Type": content_type}, retries=False, timeout=5
+        method, server.url + path, body=data, headers={"Content-Type": content_type}, retries=False, timeout=30
     )
     text = response.data.decode()
     return response.status, json.loads(text) if text.startswith(("{", "[")) else text

@@ -255,7 +255,7 @@ def test_an_expensive_rule_is_cut_off_by_the_cost_limit(widgets: FakeApiServer) 
         "Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no further validation "
         "rules will be run due to call cost exceeds limit for rule: sums must be non-negative"
     )
-    assert elapsed < 20  # generous: the limit bounds the work (about a second here)
+    assert elapsed < 30  # generous: the limit bounds the work (about a second on a calm machine)
 
 
 def test_budget_is_per_call_and_per_object() -> None:

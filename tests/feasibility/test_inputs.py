@@ -10,6 +10,7 @@ from grove_gitops.feasibility.demand import NodeFilter, pod_requests
 from grove_gitops.feasibility.inventory import ClusterNode
 from grove_gitops.render import render_source
 from tests.feasibility.helpers import clique, feasibility, gang, inventory, pcs, pool, run, source
+from tests.support import plain
 
 NODE_LIST = """\
 apiVersion: v1
@@ -119,7 +120,7 @@ def test_bad_inventory_is_an_input_error(tmp_path: Path, text: str, expected: st
     for command in ("feasibility", "validate"):
         result = run(command, str(root))
         assert result.exit_code == 1, result.output
-        assert f"error: {expected}" in result.output
+        assert f"error: {expected}" in plain(result.output)
         assert "Traceback" not in result.output
 
 

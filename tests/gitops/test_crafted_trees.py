@@ -22,14 +22,14 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from grove_gitops.diffcli import diff_command
+from grove_gitops.cli.diff import diff_command
+from grove_gitops.cli.plan import plan_command
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.errors import GitError
 from grove_gitops.gitops.controller import Controller, ControllerConfig, IterationResult
 from grove_gitops.load import gittree
 from grove_gitops.load.treepaths import component_problem, path_problem, shown, symlink_problem
 from grove_gitops.load.yamlio import MAX_FILE_BYTES
-from grove_gitops.plancli import plan_command
-from grove_gitops.prcheck.cli import pr_check
 from tests.gitops.crafting import Blob, Gitlink, Link, Tree, blob, commit, configmap, craft, git, push
 
 REFUSED = "refusing the tree"

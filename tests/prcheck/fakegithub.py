@@ -11,6 +11,9 @@ For the token's safety, every request is recorded with the ``Authorization`` it 
 another server, ``link_base`` makes next-page links point elsewhere, ``echo_auth`` makes a
 401 quote the request's ``Authorization`` header, and ``replies`` answers a method with a
 fixed status and raw body (a dict where a list belongs, a comment without an id, not JSON).
+
+Commit statuses (``POST /repos/{repo}/statuses/{sha}``) are kept in ``statuses``; ``fail``
+answers that many requests with a 500 first (a flaky GitHub).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class FakeGitHub:
     link_base: str = ""
     echo_auth: bool = False
     replies: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    fail: int = 0
     next_id: int = 100
     url: str = ""
     _server: ThreadingHTTPServer | None = None
@@ -92,6 +97,10 @@ class FakeGitHub:
                 if fake.redirect_to:
                     self._send(302, None, {"Location": f"{fake.redirect_to}{self.path}"})
                     return
+                if fake.fail > 0:
+                    fake.fail -= 1
+                    self._send(500, {"message": "Server Error"})
+                    return
                 if auth != f"Bearer {fake.token}":
                     echo = f" (you sent Authorization: {auth})" if fake.echo_auth else ""
                     self._send(401, {"message": f"Bad credentials{echo}", "documentation_url": auth})
@@ -106,8 +115,18 @@ class FakeGitHub:
                 prefix = f"/repos/{fake.repo}/issues/"
                 listing = re.fullmatch(re.escape(prefix) + r"(\d+)/comments", parsed.path)
                 single = re.fullmatch(re.escape(prefix) + r"comments/(\d+)", parsed.path)
+                status = re.fullmatch(rf"/repos/{re.escape(fake.repo)}/statuses/([0-9a-f]{{40}})", parsed.path)
                 with fake.lock:
-                    if listing and method == "GET":
+                    if status and method == "POST":
+                        data = self._body()
+                        if data.get("state") not in ("error", "failure", "pending", "success"):
+                            self._send(422, {"message": "Validation Failed"})
+                        elif len(data.get("description") or "") > 140:
+                            self._send(422, {"message": "description is too long (maximum is 140 characters)"})
+                        else:
+                            fake.statuses.append({"sha": status.group(1), **data})
+                            self._send(201, {"id": len(fake.statuses), "state": data["state"]})
+                    elif listing and method == "GET":
                         issue = int(listing.group(1))
                         query = parse_qs(parsed.query)
                         per_page = min(int(query.get("per_page", ["30"])[0]), fake.page_size)

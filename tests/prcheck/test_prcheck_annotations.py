@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from grove_gitops.cli import main
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.prcheck.annotations import annotation
-from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.prcheck.lines import find_line, parse_path
 from grove_gitops.prcheck.workflow import command, escape_data, escape_property
 

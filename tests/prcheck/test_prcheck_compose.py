@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.diff.markdown import MARKER
 from grove_gitops.diff.split import pack
-from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.prcheck.compose import Options, Status, compose, read_parts, read_status, write_results
 from grove_gitops.prcheck.sections import feasibility_blocks, text_blocks
 from grove_gitops.prcheck.verdict import failures

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.diff.markdown import MARKER, part_marker
 from grove_gitops.prcheck import github as github_module
-from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.prcheck.github import GitHub, GitHubError
 from tests.prcheck.fakegithub import FakeGitHub
 

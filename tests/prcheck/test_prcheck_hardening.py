@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.diff.markdown import MARKER, render_markdown
 from grove_gitops.diff.mdescape import ZWSP
 from grove_gitops.diff.model import ObjectKey, TreeObject
@@ -22,7 +23,6 @@ from grove_gitops.diff.report import Side, build_report
 from grove_gitops.diff.split import Block
 from grove_gitops.prcheck import compose as compose_module
 from grove_gitops.prcheck.capping import MAX_PARTS_CEILING, pack_capped
-from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.prcheck.compose import Options, compose, read_parts, read_status
 from grove_gitops.prcheck.sections import feasibility_blocks
 from tests.prcheck.prhelpers import (

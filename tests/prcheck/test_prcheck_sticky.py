@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.diff.markdown import MARKER, part_marker
-from grove_gitops.prcheck.cli import pr_check
 from grove_gitops.prcheck.github import GitHub, GitHubError
 from grove_gitops.prcheck.sticky import sync
 from tests.prcheck.fakegithub import BOT, HUMAN, FakeGitHub

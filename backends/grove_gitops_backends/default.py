@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from backends import workload_api as wapi
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.backendapi import BackendContext, BackendFinding, K8sObject, PodPlacement, SchedulerBackend
 from grove_gitops.expand.context import ExpandContext
@@ -37,6 +36,7 @@ from grove_gitops.expand.plan import Planner
 from grove_gitops.expand.podgangs import build_podgangs
 from grove_gitops.expand.topology import Translator
 from grove_gitops.validation.topology import has_constraints
+from grove_gitops_backends import workload_api as wapi
 
 CONFIG_FIELD = "scheduler.profiles[default-scheduler].config.gangScheduling"
 TOPOLOGY_IGNORED = "topology constraints are recorded in the PodGang but the default-scheduler does not enforce them"

@@ -199,22 +199,108 @@ def run_command(
     )
 
 
+def _gitlab_mr(pr: int | None) -> int | None:
+    if pr is not None:
+        return pr
+    iid = os.environ.get("CI_MERGE_REQUEST_IID", "")
+    return int(iid) if iid.isascii() and iid.isdigit() and len(iid) < 19 else None
+
+
+def _post_gitlab(
+    key: str,
+    pr: int | None,
+    repository: str | None,
+    author: str,
+    api_url: str | None,
+    note_chars: int,
+    parts: list[str],
+) -> None:
+    """The GitLab side of ``post``: GitLab CI's variables, GITLAB_TOKEN or CI_JOB_TOKEN."""
+    from grove_gitops.forge.gitlab import DEFAULT_API_URL as GITLAB_API_URL
+    from grove_gitops.forge.gitlab import GitLabError
+    from grove_gitops.prcheck.gitlab import post_notes
+
+    mr = _gitlab_mr(pr)
+    if mr is None:
+        _fail("--pr: no merge request IID (CI_MERGE_REQUEST_IID is set in merge request pipelines only)")
+        return
+    project = repository or os.environ.get("CI_PROJECT_ID", "")
+    if not project:
+        _fail("--repository: no GitLab project (CI_PROJECT_ID)")
+    token, job = os.environ.get("GITLAB_TOKEN", ""), False
+    if not token and os.environ.get("CI_JOB_TOKEN"):
+        token, job = os.environ["CI_JOB_TOKEN"], True
+    if not token:
+        _fail("no token: set GITLAB_TOKEN (an access token with the api scope) or run in GitLab CI (CI_JOB_TOKEN)")
+    url = api_url or os.environ.get("CI_API_V4_URL") or GITLAB_API_URL
+    try:
+        post_notes(parts, key, project, mr, token, url, job, author, note_chars, log=lambda s: click.echo(s, err=True))
+    except GitLabError as exc:
+        if exc.status == 403:
+            click.echo(f"warning: cannot write notes on the merge request ({exc}); see report.md", err=True)
+            return
+        _fail(str(exc))
+    except (GroveGitopsError, ValueError) as exc:
+        _fail(str(exc))
+
+
 @pr_check.command("post")
 @KEY_OPTION
-@click.option("--pr", "pr", type=int, default=None, help="PR number (default: from GITHUB_EVENT_PATH).")
-@click.option("--repository", default=None, help="owner/name (default: GITHUB_REPOSITORY).")
-@click.option("--author", default="", help="Only comments by this login are ours (default: any bot).")
+@click.option(
+    "--forge",
+    type=click.Choice(["auto", "github", "gitlab"]),
+    default="auto",
+    show_default=True,
+    help="Where the PR is: auto is gitlab inside GitLab CI (GITLAB_CI=true), else github.",
+)
+@click.option(
+    "--pr",
+    "pr",
+    type=click.IntRange(min=1),
+    default=None,
+    help="PR number, or GitLab merge request IID (default: GITHUB_EVENT_PATH; CI_MERGE_REQUEST_IID).",
+)
+@click.option(
+    "--repository",
+    default=None,
+    help="owner/name, or GitLab project id or path (default: GITHUB_REPOSITORY; CI_PROJECT_ID).",
+)
+@click.option(
+    "--author", default="", help="Only comments by this login are ours (default: any bot; GitLab: the token's user)."
+)
+@click.option("--api-url", default=None, help="API base URL (default: GITHUB_API_URL; CI_API_V4_URL).")
+@click.option(
+    "--max-note-chars",
+    type=click.IntRange(400, 1_000_000),
+    default=1_000_000,
+    show_default=True,
+    help="GitLab: the parts are joined into notes of at most this many characters (GitLab's limit).",
+)
 @OUT_DIR
-def post_command(key: str, pr: int | None, repository: str | None, author: str, out_dir: Path) -> None:
-    """Create, update and delete the PR's sticky comments to match OUT_DIR's parts.
+def post_command(
+    key: str,
+    forge: str,
+    pr: int | None,
+    repository: str | None,
+    author: str,
+    api_url: str | None,
+    max_note_chars: int,
+    out_dir: Path,
+) -> None:
+    """Create, update and delete the PR's sticky comments (GitLab: notes) to match OUT_DIR's parts.
 
-    The token is GITHUB_TOKEN from the environment, the API GITHUB_API_URL.
+    GitHub: the token is GITHUB_TOKEN, the API GITHUB_API_URL. GitLab: the token is GITLAB_TOKEN
+    (PRIVATE-TOKEN; an access token with the api scope), else CI_JOB_TOKEN (JOB-TOKEN; most
+    GitLab instances do not let it write notes), the API CI_API_V4_URL.
     """
     parts = read_parts(out_dir)
     if not parts:
         _fail(f"{out_dir}: no comment.<i>.md parts to post (did the run step fail before writing them?)")
     if len(parts) > MAX_PARTS_CEILING:
         _fail(f"{out_dir}: {len(parts)} comment parts: more than {MAX_PARTS_CEILING} are never posted")
+    if forge == "gitlab" or (forge == "auto" and os.environ.get("GITLAB_CI") == "true"):
+        _post_gitlab(key, pr, repository, author, api_url, max_note_chars, parts)
+        return
     try:
         event = _event()
         number = pr if pr is not None else (event.get("pull_request") or {}).get("number")
@@ -222,7 +308,9 @@ def post_command(key: str, pr: int | None, repository: str | None, author: str, 
             _fail("--pr: no pull request number (not a pull_request event?)")
             return
         repo = repository or os.environ.get("GITHUB_REPOSITORY", "")
-        gh = GitHub(repo, os.environ.get("GITHUB_TOKEN", ""), os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
+        gh = GitHub(
+            repo, os.environ.get("GITHUB_TOKEN", ""), api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+        )
         sync(gh, number, key, parts, author, log=lambda line: click.echo(line, err=True))
     except GitHubError as exc:
         if exc.status == 403:

@@ -12,7 +12,7 @@ included: "no changes" is an answer), 1 when either side is invalid or unreadabl
 problem listed, prefixed with the side), 2 for usage errors. The status line goes to stderr
 so stdout can be piped or redirected as the diff itself.
 
-This module only exposes :data:`diff_command`; ``cli.py`` registers it.
+This module only exposes :data:`diff_command`; :mod:`grove_gitops.cli.main` registers it.
 """
 
 from __future__ import annotations
@@ -24,172 +24,27 @@ from pathlib import Path
 import click
 
 from grove_gitops.cache import RenderCache
-from grove_gitops.cliopts import cache_options, open_cache, output_option
-from grove_gitops.diff.autoscaling import shard_dict
-from grove_gitops.diff.errors import DiffError, SideInvalidError
+from grove_gitops.cli.options import cache_options, output_option
+from grove_gitops.cli.sides import check_modes, report_invalid, side_cache
+from grove_gitops.diff.jsonview import report_dict
+from grove_gitops.diff.loading import InvalidSidesError, load_sides, plan_blocks, plan_document
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
     DEFAULT_MAX_CHARS,
     DEFAULT_TITLE,
     GITHUB_COMMENT_LIMIT,
-    MARKER,
     PART_SEPARATOR,
     render_markdown,
 )
-from grove_gitops.diff.report import Report, Side, build_report
-from grove_gitops.diff.sides import PlannedSource, extracted_refs, pair_sources, plan_side, side_from_rendered
-from grove_gitops.diff.split import Block
+from grove_gitops.diff.parts import write_parts, write_text
+from grove_gitops.diff.report import Report, build_report
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.fleet.diff import build_fleet_plan, changes_per_cluster
-from grove_gitops.load.memory import MemorySource
-from grove_gitops.plan.formats import markdown_blocks, unavailable_block
-from grove_gitops.plan.model import PlanError
+from grove_gitops.fleet.diff import changes_per_cluster
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
 
 _KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-
-
-def part_path(out: Path, i: int) -> Path:
-    """``diff.md`` → ``diff.1.md``; a name without ``.md`` gets ``.<i>.md`` appended."""
-    stem = out.name[: -len(".md")] if out.name.endswith(".md") else out.name
-    return out.with_name(f"{stem}.{i}.md")
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise DiffError(f"{path}: cannot write: {exc}") from exc
-
-
-def write_parts(out: Path, parts: list[str]) -> list[Path]:
-    """Write every part to its own file and all of them (separated) to ``out``.
-
-    Part files left over from an earlier, longer run are deleted — but only files that
-    start with our marker, so a user's unrelated ``notes.3.md`` survives.
-    """
-    _write(out, f"\n{PART_SEPARATOR}\n".join(parts))
-    written = []
-    for i, text in enumerate(parts, start=1):
-        path = part_path(out, i)
-        _write(path, text)
-        written.append(path)
-    stem = part_path(out, 0).name[: -len(".0.md")]
-    numbered = re.compile(rf"^{re.escape(stem)}\.(\d+)\.md$")
-    for stale in sorted(out.parent.iterdir()):
-        match = numbered.match(stale.name)
-        if match is None or int(match.group(1)) <= len(parts) or not stale.is_file():
-            continue
-        try:
-            if stale.read_text(encoding="utf-8").startswith(MARKER):
-                stale.unlink()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DiffError(f"{stale}: cannot remove the stale part: {exc}") from exc
-    return written
-
-
-class InvalidSidesError(DiffError):
-    """One or both source trees are invalid; carries every side's problems so both are
-    reported before the command exits."""
-
-    def __init__(self, errors: list[SideInvalidError]) -> None:
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
-
-
-def report_invalid(errors: list[SideInvalidError]) -> None:
-    """Every problem of every invalid side, ``error: <side>: file: field: message``."""
-    for err in errors:
-        for problem in err.error.problems:
-            click.echo(f"error: {err.side}: {problem}", err=True)
-    for err in errors:
-        n = len(err.error.problems)
-        click.echo(f"{n} error{'s' if n != 1 else ''} in {err.side} ({err.label}); nothing was compared", err=True)
-
-
-def _render_sides(
-    base: Path | MemorySource,
-    head: Path | MemorySource,
-    base_label: str,
-    head_label: str,
-    cache: RenderCache | None = None,
-) -> tuple[Side, Side]:
-    """Render both source trees, collecting the problems of both before giving up.
-
-    One render cache serves both sides, so a PodCliqueSet equal on both is rendered once (or
-    comes from ``--cache-dir``), and a file equal on both is parsed once.
-    """
-    planned: list[PlannedSource] = []
-    errors: list[SideInvalidError] = []
-    cache = cache if cache is not None else RenderCache()
-    cache.start()
-    try:
-        for path, label, name in ((base, base_label, "base"), (head, head_label, "head")):
-            try:
-                planned.append(plan_side(path, label, name, cache))
-            except SideInvalidError as exc:
-                errors.append(exc)
-        if errors:
-            raise InvalidSidesError(errors)
-        return pair_sources(planned[0], planned[1], cache)
-    finally:
-        cache.finish()
-
-
-def load_sides(
-    base: str,
-    head: str,
-    rendered: bool,
-    repo: Path | None,
-    source_path: str | None,
-    labels: tuple[str | None, str | None],
-    cache: RenderCache | None = None,
-) -> tuple[Side, Side, str]:
-    """Both sides as ``diff`` and ``plan`` name them, and the arguments that name them again
-    (for a re-run hint: short SHAs in ``--repo`` mode, so the hint stays valid after a push)."""
-    if repo is not None:
-        with extracted_refs(repo, base, head, source_path or ".") as (b, h):
-            sides = _render_sides(b.source, h.source, labels[0] or b.label, labels[1] or h.label, cache)
-            sp = f" --source-path {source_path}" if source_path else ""
-            return sides[0], sides[1], f"--repo . {b.sha[:12]} {h.sha[:12]}{sp}"
-    if rendered:
-        return (
-            side_from_rendered(Path(base), labels[0] or base),
-            side_from_rendered(Path(head), labels[1] or head),
-            f"--rendered {base} {head}",
-        )
-    sides = _render_sides(Path(base), Path(head), labels[0] or base, labels[1] or head, cache)
-    return sides[0], sides[1], f"{base} {head}"
-
-
-def side_cache(
-    cache_dir: Path | None, cache_max_mb: int, base: str, head: str, rendered: bool, repo: Path | None
-) -> RenderCache | None:
-    """The cache ``--cache-dir`` names for ``diff`` and ``plan`` (never inside a source)."""
-    if cache_dir is None or rendered:
-        return None
-    sources = [repo] if repo is not None else [Path(base), Path(head)]
-    return open_cache(cache_dir, cache_max_mb, not_inside=sources)
-
-
-def plan_blocks(report: Report) -> list[Block]:
-    """The rollout plan for the Markdown report; a rendered side the plan cannot read (a
-    malformed day-2 annotation) costs the section, not the diff."""
-    try:
-        return markdown_blocks(build_fleet_plan(report.base, report.head))
-    except PlanError as exc:
-        return [unavailable_block(str(exc))]
-
-
-def check_modes(rendered: bool, repo: Path | None, source_path: str | None) -> None:
-    """The usage rules of the side options, shared by ``diff`` and ``plan`` (exit 2)."""
-    if rendered and repo is not None:
-        raise click.UsageError("--rendered and --repo exclude each other")
-    if source_path is not None and repo is None:
-        raise click.UsageError("--source-path needs --repo")
 
 
 def _build(
@@ -292,7 +147,7 @@ def diff_command(
             text = render_text(report, title)
             parts = [text]
             if out is not None:
-                _write(out, text)
+                write_text(out, text)
             elif not as_json:
                 click.echo(text, nl=False)
             parts_note = ""
@@ -320,24 +175,10 @@ def diff_command(
         sys.exit(1)
     grouped = changes_per_cluster(report)
     if as_json:
-        totals = report.totals()
         extra = {"clusters": {name: [s.shard for s in shards] for name, shards in grouped.items()}} if grouped else {}
-        click.echo(
-            json_document(
-                True,
-                problems,
-                **extra,
-                identical=report.identical,
-                totals={
-                    "added": totals.added,
-                    "removed": totals.removed,
-                    "modified": totals.modified,
-                    "replaced": totals.replaced,
-                },
-                autoscaling=[shard_dict(s.shard, s.autoscaling) for s in report.shards if s.autoscaling is not None],
-                diff=None if out is not None else parts,
-            )
-        )
+        # structured keys (docs/diff.md); "diff" keeps the Markdown / text parts for older scripts
+        structured = report_dict(report, *plan_document(report))
+        click.echo(json_document(True, problems, **extra, **structured, diff=None if out is not None else parts))
         return
     where = f" to {out}" if out is not None else ""
     if report.identical:

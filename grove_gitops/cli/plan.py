@@ -2,7 +2,7 @@
 
 It takes the same inputs as ``diff`` (two source trees, two rendered trees with
 ``--rendered``, or two git refs with ``--repo``) through the same code
-(:func:`grove_gitops.diffcli.load_sides`), and prints per PodCliqueSet the update strategy,
+(:func:`grove_gitops.diff.loading.load_sides`), and prints per PodCliqueSet the update strategy,
 the ordered steps, the most slots unavailable at once and the fields forcing the restart.
 
 ``--output json`` prints ``{"podcliquesets": [...]}`` alone on stdout (render warnings go to
@@ -10,7 +10,7 @@ stderr). Exit codes as ``diff``: 0 when a plan was produced (an empty one includ
 either side is invalid or unreadable (every problem listed, prefixed with its side; with
 ``--output json`` the usual ``{"ok": false, "problems": [...]}`` document), 2 for usage.
 
-This module only exposes :data:`plan_command`; ``cli.py`` registers it.
+This module only exposes :data:`plan_command`; :mod:`grove_gitops.cli.main` registers it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pathlib import Path
 
 import click
 
-from grove_gitops.cliopts import cache_options, output_option
-from grove_gitops.diffcli import InvalidSidesError, check_modes, load_sides, report_invalid, side_cache
+from grove_gitops.cli.options import cache_options, output_option
+from grove_gitops.cli.sides import check_modes, report_invalid, side_cache
+from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.plan.formats import render_json, render_text

@@ -1,4 +1,5 @@
-"""Command-line options shared by ``cli`` and ``diffcli`` (kept apart so neither imports the other)."""
+"""Command-line options and option checks shared by several commands, defined once so their
+names, defaults and help read the same everywhere."""
 
 from __future__ import annotations
 
@@ -64,3 +65,39 @@ def open_cache(cache_dir: Path | None, max_mb: int, *, not_inside: list[Path]) -
         if resolved.is_relative_to(other.resolve()):
             raise click.BadParameter(f"{cache_dir} is inside {other}", param_hint="--cache-dir")
     return RenderCache(store=ShardStore(cache_dir, max_mb * 1024 * 1024))
+
+
+OUTPUT_OPTION = output_option()
+JOBS_OPTION = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes expanding and serialising PodCliqueSets (default: the number of CPUs). "
+    "The output is the same for every value; small renders run in one process.",
+)
+NO_FSYNC_OPTION = click.option(
+    "--no-fsync",
+    "no_fsync",
+    is_flag=True,
+    help="Do not fsync the new output before swapping it in (tmpfs, CI: faster, not durable across a power loss).",
+)
+QUIET_OPTION = click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print no success line, and no warning listed in RenderConfiguration's acknowledgedWarnings.",
+)
+
+
+def host_port(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``host:port`` (host may be empty = all interfaces; empty value = disabled) or a usage error.
+
+    Checked here so a typo is exit 2 with the option named, not a traceback from the server.
+    """
+    if not value:
+        return value
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or ":" in host:
+        raise click.BadParameter(f"{value!r} is not host:port (e.g. 0.0.0.0:8080)")
+    return value

@@ -1,0 +1,110 @@
+"""``grove-gitops agent`` (and its deprecated alias ``gate-lifter``): the in-cluster agent."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from grove_gitops.cli.options import host_port
+
+
+def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
+    """The options of ``agent`` and of its deprecated alias ``gate-lifter``."""
+    options = [
+        click.option("--namespace", default=None, help="Only this namespace (default: all namespaces)."),
+        click.option("--lease-namespace", default="grove-gitops", show_default=True),
+        # The Lease keeps the gate-lifter's name so an upgrade never runs two leaders.
+        click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True),
+        click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid)."),
+        click.option(
+            "--metrics-address",
+            default="0.0.0.0:8080",
+            show_default=True,
+            callback=host_port,
+            help="Serves /healthz, /readyz, /metrics.",
+        ),
+        click.option("--kubeconfig", default=None, help="Default: in-cluster config, then ~/.kube/config."),
+        click.option("--concurrency", default=16, show_default=True, help="Parallel pod writes."),
+        click.option("--drift-interval", default=60.0, show_default=True, help="Seconds between topology drift checks."),
+        click.option(
+            "--grace",
+            default=60.0,
+            show_default=True,
+            type=click.FloatRange(min=0),
+            help="Seconds a pod is kept after its workload's PodGangs stopped wanting it (scale-in, removed "
+            "from Git, a gated pod superseded by a newer target) before the agent deletes it. A gated pod "
+            "applied before its PodGang is never deleted on this timer (see --unordered-grace).",
+        ),
+        click.option(
+            "--unordered-grace",
+            default=1800.0,
+            show_default=True,
+            type=click.FloatRange(min=0),
+            help="Seconds a gated pod no PodGang lists is kept when the agent cannot tell whether it was applied "
+            "before its PodGang or left behind (it was there before the agent started, and its workload's "
+            "PodGangs have not changed since). Default: three times the shipped Flux interval (10m).",
+        ),
+        click.option(
+            "--resync",
+            default=2.0,
+            show_default=True,
+            type=click.FloatRange(min=0.05),
+            help="Seconds between re-derivations of every workload without an event (grace periods and "
+            "terminationDelay expire silently).",
+        ),
+        click.option(
+            "--day2/--no-day2",
+            default=True,
+            show_default=True,
+            help="Rolling updates, failed-pod replacement, gang termination and scale-in; "
+            "--no-day2 only releases gates.",
+        ),
+        click.option(
+            "--autoscaling/--no-autoscaling",
+            default=True,
+            show_default=True,
+            help="Create the gitops.grove.io scale targets of autoscaled cliques and scaling groups and the "
+            "replicas above the floor Git renders (docs/autoscaling.md; needs overlays/crds installed).",
+        ),
+        click.option("--lease-duration", default=15.0, show_default=True, help="Seconds a Lease is valid without renewal."),
+        click.option(
+            "--renew-deadline", default=10.0, show_default=True, help="Seconds the leader may fail to renew before it stops."
+        ),
+        click.option("--retry-period", default=2.0, show_default=True, help="Seconds between Lease attempts."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _run_agent(**kwargs: Any) -> None:
+    from grove_gitops.agent.service import ServiceOptions, default_identity, run_agent
+
+    kwargs["identity"] = kwargs["identity"] or default_identity()
+    sys.exit(run_agent(ServiceOptions(**kwargs)))
+
+
+@click.command("agent")
+@_agent_options
+def agent(**kwargs: Any) -> None:
+    """Run the in-cluster agent: release gangs and carry Grove's day-2 behaviour.
+
+    It removes the scheduling gate from a gang's pods once the gang is complete, rolls
+    updates in Grove's order (RollingRecreate) or waits for deletes (OnDelete), replaces
+    failed pods, terminates gangs whose minAvailable stays breached past terminationDelay,
+    and deletes pods no PodGang wants any more. See docs/day2.md. It also creates the scale
+    targets of autoscaled cliques and scaling groups and the replicas above the floor Git
+    renders, at the count scalers write (docs/autoscaling.md).
+    """
+    _run_agent(**kwargs)
+
+
+@click.command("gate-lifter")
+@_agent_options
+def gate_lifter(**kwargs: Any) -> None:
+    """Deprecated alias of `agent` (same options, same behaviour)."""
+    click.echo("warning: `grove-gitops gate-lifter` is deprecated; use `grove-gitops agent`", err=True)
+    _run_agent(**kwargs)

@@ -1,0 +1,67 @@
+"""What ``render`` and ``validate`` share: every check of a render, the output written
+only when asked, and one summary line (or the JSON document)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grove_gitops.cache import RenderCache
+from grove_gitops.cli.report import fail
+from grove_gitops.errors import GroveGitopsError
+from grove_gitops.fleet.output import render_source_tree
+from grove_gitops.output.parallel import default_jobs
+from grove_gitops.output.writer import render_to
+from grove_gitops.problems import WarningSink, from_warning, json_document
+
+
+def check(
+    source: Path,
+    out: Path | None,
+    quiet: bool,
+    output: str,
+    jobs: int | None,
+    *,
+    fsync: bool = True,
+    cache: RenderCache | None = None,
+) -> None:
+    """What render and validate share: run every check, write OUT when given, report."""
+    as_json = output == "json"
+    n_jobs = default_jobs() if jobs is None else jobs
+    if cache is not None:
+        cache.start()
+    try:
+        outcome = render_source_tree(
+            source,
+            out,
+            n_jobs,
+            cache,
+            single=lambda plan: render_to(plan, out, n_jobs, fsync=fsync, cache=cache),
+            feasibility=True,
+            fsync=fsync,
+        )
+    except GroveGitopsError as exc:
+        fail(exc, as_json)
+    finally:
+        if cache is not None:
+            cache.finish()
+    sink = WarningSink(quiet=quiet)
+    tree, acks, n_pcs = outcome.tree, outcome.acknowledged, outcome.podcliquesets
+    tree.warnings = tree.warnings + outcome.feasibility_warnings  # reported, never in the output's README
+    fleet = f" for {len(outcome.clusters)} cluster(s) ({', '.join(c.name for c in outcome.clusters)})" if outcome.clusters else ""
+    if as_json:
+        shown = sink.select(tree.warnings, acks)
+        summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}
+        if outcome.clusters:
+            summary["clusters"] = {c.name: {"podCliqueSets": len(c.plan.items), "objects": c.tree.objects} for c in outcome.clusters}
+        click.echo(json_document(True, [from_warning(w) for w in shown], **summary))
+        return
+    sink.emit(tree.warnings, lambda line: click.echo(line, err=True), acks)
+    if quiet:
+        return
+    if out is not None:
+        click.echo(f"rendered {n_pcs} PodCliqueSet(s){fleet} into {tree.objects} objects, {len(tree.files)} files in {out}")
+    else:
+        click.echo(f"{n_pcs} PodCliqueSet(s) valid{fleet}")

@@ -1,0 +1,62 @@
+"""The ``grove-gitops`` command line.
+
+Exit codes (DESIGN contract): 0 ok, 1 invalid input or a failed operation (a clear message,
+never a traceback), 2 usage. Warnings go to stderr, each distinct one once per run, and never
+change the exit code; ``--output json`` puts every problem in one JSON document on stdout
+instead (see :mod:`grove_gitops.problems`). Help texts are plain text: click prints
+docstrings verbatim, so command docstrings hold no RST markup.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import click
+
+from grove_gitops import __version__
+from grove_gitops.cli.agent import agent, gate_lifter
+from grove_gitops.cli.controller import controller
+from grove_gitops.cli.diff import diff_command
+from grove_gitops.cli.envvars import ENV_PREFIX, name_envvars
+from grove_gitops.cli.feasibility import feasibility
+from grove_gitops.cli.plan import plan_command
+from grove_gitops.cli.render import render
+from grove_gitops.cli.validate import validate
+from grove_gitops.cli.watch import watch
+
+
+class _Group(click.Group):
+    """Imports ``pr-check`` (GitHub's HTTP client and the comment logic) only when it runs
+    or help lists it: every other command, ``diff`` from a CI job first of all, starts
+    without it."""
+
+    _LAZY: ClassVar[dict[str, tuple[str, str]]] = {"pr-check": ("grove_gitops.cli.prcheck", "pr_check")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self._LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._LAZY and cmd_name not in self.commands:
+            import importlib
+
+            module, attr = self._LAZY[cmd_name]
+            command = getattr(importlib.import_module(module), attr)
+            name_envvars(command, (cmd_name,))
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENV_PREFIX})
+@click.version_option(__version__, prog_name="grove-gitops")
+def main() -> None:
+    """Render Grove PodCliqueSets into GitOps manifests."""
+
+
+for _command in (render, validate, watch, controller, agent, gate_lifter, feasibility, diff_command, plan_command):
+    assert _command.name is not None
+    name_envvars(_command, (_command.name,))
+    main.add_command(_command)
+
+
+if __name__ == "__main__":
+    main()

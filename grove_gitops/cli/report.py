@@ -1,0 +1,38 @@
+"""How a command reports a user-facing error: every input problem on stderr (or in the
+JSON document of ``--output json``) and exit 1, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import click
+
+from grove_gitops.errors import GroveGitopsError, InvalidInputError
+from grove_gitops.problems import Problem, from_input_problem, json_document
+
+
+def report(exc: GroveGitopsError) -> None:
+    if isinstance(exc, InvalidInputError):
+        for problem in exc.problems:
+            click.echo(f"error: {problem}", err=True)
+        n = len(exc.problems)
+        click.echo(f"{n} error{'s' if n != 1 else ''}; nothing was written", err=True)
+    else:
+        click.echo(f"error: {exc}", err=True)
+
+
+def error_problems(exc: GroveGitopsError) -> list[Problem]:
+    """The JSON form of a failed run: every input problem, or the one error as a message."""
+    if isinstance(exc, InvalidInputError):
+        return [from_input_problem(p) for p in exc.problems]
+    return [Problem("", "", str(exc), "error")]
+
+
+def fail(exc: GroveGitopsError, as_json: bool) -> NoReturn:
+    """Report a user-facing error (as the JSON document under ``--output json``) and exit 1."""
+    if as_json:
+        click.echo(json_document(False, error_problems(exc)))
+    else:
+        report(exc)
+    sys.exit(1)
