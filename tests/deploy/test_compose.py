@@ -173,7 +173,12 @@ def _option_envvars(command: str) -> set[str]:
         cmd = main.get_command(ctx, command)
         assert cmd is not None
     prefix = f"GROVE_GITOPS_{command.upper().replace('-', '_')}_"
-    return {prefix + str(p.name).upper() for p in cmd.params if isinstance(p, click.Option) and p.name}
+    out: set[str] = set()
+    for p in cmd.params:
+        if isinstance(p, click.Option) and p.name:
+            # The CLI names each variable explicitly (grove_gitops/cli/envvars.py); else click's rule.
+            out.add(p.envvar if isinstance(p.envvar, str) else prefix + p.name.upper())
+    return out
 
 
 @pytest.mark.parametrize(("overlay", "name"), [("gate-lifter/namespaced", "gate-lifter"), ("controller", "controller")])
