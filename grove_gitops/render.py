@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grove_gitops.api.gitopswiring import wiring_problems
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
@@ -110,6 +111,8 @@ def _prepare(source: SourceSet) -> _Inputs:
     problems = list(source.problems)
     warnings: list[str] = list(source.warnings)
     render = source.render_config.obj if source.render_config else RenderConfig()
+    if source.render_config is not None and render.wiring is not None:
+        problems += wiring_problems(source.render_config.file, render.wiring, "wiring")
     opcfg_src = source.operator_config
     opcfg = opcfg_src.obj if opcfg_src else OperatorConfiguration()
     opcfg.apply_scheduler_defaults()

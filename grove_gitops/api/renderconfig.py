@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from grove_gitops.api.base import ObjectMeta, StrictModel
+from grove_gitops.api.gitopswiring import GitOpsWiring
 from grove_gitops.validation.k8snames import dns1123_label_problems
 
 #: Grove's init container (chart value ``grove-initc``) at the Grove release we follow.
@@ -70,3 +71,7 @@ class RenderConfig(StrictModel):
     gitops: GitOpsFlavour = "both"
     limits: RenderLimits = Field(default_factory=RenderLimits)
     feasibility: FeasibilityMode = "warn"
+    #: Opt in to generated Argo CD / Flux wiring (``_argocd/``, ``_flux/``: one Application and
+    #: one Kustomization per shard, docs/gitops-wiring.md). Absent: none (a fleet takes its
+    #: Cluster's ``spec.gitops`` instead, and refuses this field).
+    wiring: GitOpsWiring | None = None

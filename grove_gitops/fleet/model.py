@@ -13,31 +13,30 @@ inside the source tree. Everything is validated strictly, with ``file: field: me
 
 from __future__ import annotations
 
-import re
-from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from grove_gitops.api.base import ObjectMeta, StrictModel
+from grove_gitops.api.gitopswiring import (  # noqa: F401  (re-exported: the fleet's names)
+    ArgoCDWiring,
+    FluxWiring,
+    GitOpsWiring,
+    SourceRef,
+    wiring_problems,
+)
 from grove_gitops.errors import InputProblem
-from grove_gitops.fleet.refs import (
-    git_ref_problems,
-    git_url_problems,
+from grove_gitops.fleet.refs import (  # noqa: F401  (MAX_PATH re-exported)
+    MAX_PATH,
     image_registry_problems,
-    repo_path_problems,
+    path_problems,
     shown,
-    shown_url,
 )
 from grove_gitops.validation.fielderrors import from_pydantic
-from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+from grove_gitops.validation.k8snames import dns1123_label_problems
 
 #: ``spec.workloads.paths``: more patterns than any cluster needs would only cost time.
 MAX_PATTERNS = 256
-#: The longest path or pattern inside the source tree.
-MAX_PATH = 1024
-#: The Flux CRD's pattern for ``spec.interval`` (a Go duration).
-_DURATION_RE = re.compile(r"([0-9]+(\.[0-9]+)?(ms|s|m|h))+")
 
 
 class ConfigRef(StrictModel):
@@ -116,42 +115,6 @@ class Overrides(StrictModel):
     replicas: dict[str, int] = Field(default_factory=dict)
 
 
-class SourceRef(StrictModel):
-    kind: Literal["GitRepository", "OCIRepository", "Bucket"] = "GitRepository"
-    name: str
-    namespace: str | None = None
-
-
-class FluxWiring(StrictModel):
-    """The generated ``_flux/`` Kustomizations (when the RenderConfiguration's ``gitops`` is
-    ``flux`` or ``both``)."""
-
-    sourceRef: SourceRef = Field(default_factory=lambda: SourceRef(name="grove-rendered"))
-    namespace: str = "flux-system"
-    interval: str = "10m"
-
-
-class ArgoCDWiring(StrictModel):
-    """The generated ``_argocd/`` Applications (``gitops: argocd`` or ``both``)."""
-
-    namespace: str = "argocd"
-    project: str = "default"
-    #: ``spec.destination.name``: the cluster's name as registered in Argo CD (default: the
-    #: Cluster's own name).
-    destinationName: str | None = None
-
-
-class GitOpsWiring(StrictModel):
-    """Where the rendered output lives, for the generated wiring and the hydrator files."""
-
-    repoURL: str = "https://git.example.com/platform/grove-rendered.git"
-    targetRevision: str = "HEAD"
-    #: The output's directory inside that repository (the controller's ``--output-path``).
-    path: str = ""
-    flux: FluxWiring = Field(default_factory=FluxWiring)
-    argocd: ArgoCDWiring = Field(default_factory=ArgoCDWiring)
-
-
 class ClusterSpec(StrictModel):
     operatorConfiguration: ConfigRef | None = None
     renderConfiguration: ConfigRef | None = None
@@ -170,19 +133,6 @@ class Cluster(StrictModel):
     @property
     def name(self) -> str:
         return self.metadata.name
-
-
-def path_problems(value: str) -> list[str]:
-    """A path (or pattern) inside the source tree: relative, ``/``-separated, no ``..``."""
-    if not value:
-        return ["must not be empty"]
-    if len(value) > MAX_PATH:
-        return [f"must be no more than {MAX_PATH} characters"]
-    if value.startswith("/") or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
-        return ["must be a relative path inside the source tree ('/'-separated, no control characters)"]
-    if ".." in PurePosixPath(value).parts:
-        return ["must stay inside the source tree (no '..')"]
-    return []
 
 
 def pattern_problems(value: str) -> list[str]:
@@ -241,54 +191,5 @@ def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, l
             InputProblem(file, "spec.overrides.imageRegistry", f"Invalid value: {shown(overrides.imageRegistry)}: {p}")
             for p in image_registry_problems(overrides.imageRegistry)
         ]
-    problems += _wiring_problems(file, spec.gitops)
+    problems += wiring_problems(file, spec.gitops, "spec.gitops")
     return (None, problems) if problems else (cluster, [])
-
-
-def _wiring_problems(file: str, wiring: GitOpsWiring) -> list[InputProblem]:
-    """The fields copied into the generated Argo CD / Flux objects: each one checked against
-    what reads it (:mod:`grove_gitops.fleet.refs`); a URL is never shown with its userinfo."""
-    problems: list[InputProblem] = []
-    for where, value in (
-        ("spec.gitops.flux.namespace", wiring.flux.namespace),
-        ("spec.gitops.argocd.namespace", wiring.argocd.namespace),
-    ):
-        problems += [InputProblem(file, where, f"Invalid value: {shown(value)}: {p}") for p in dns1123_label_problems(value)]
-    source_ref = wiring.flux.sourceRef
-    problems += [
-        InputProblem(file, "spec.gitops.flux.sourceRef.name", f"Invalid value: {shown(source_ref.name)}: {p}")
-        for p in dns1123_subdomain_problems(source_ref.name)
-    ]
-    if source_ref.namespace is not None:
-        problems += [
-            InputProblem(file, "spec.gitops.flux.sourceRef.namespace", f"Invalid value: {shown(source_ref.namespace)}: {p}")
-            for p in dns1123_label_problems(source_ref.namespace)
-        ]
-    problems += [
-        InputProblem(file, "spec.gitops.argocd.project", f"Invalid value: {shown(wiring.argocd.project)}: {p}")
-        for p in dns1123_subdomain_problems(wiring.argocd.project)
-    ]
-    interval = wiring.flux.interval
-    if len(interval) > 64 or not _DURATION_RE.fullmatch(interval):
-        problems.append(
-            InputProblem(file, "spec.gitops.flux.interval", f"Invalid value: {shown(interval)}: a duration such as 10m or 1h30m")
-        )
-    problems += [
-        InputProblem(file, "spec.gitops.targetRevision", f"Invalid value: {shown(wiring.targetRevision)}: {p}")
-        for p in git_ref_problems(wiring.targetRevision)
-    ]
-    destination = wiring.argocd.destinationName
-    if destination is not None and (
-        not destination or len(destination) > 253 or any(not c.isprintable() for c in destination)
-    ):
-        problems.append(InputProblem(file, "spec.gitops.argocd.destinationName", "Invalid value: 1 to 253 printable characters"))
-    if wiring.path:
-        problems += [
-            InputProblem(file, "spec.gitops.path", f"Invalid value: {shown(wiring.path)}: {p}")
-            for p in path_problems(wiring.path) or repo_path_problems(wiring.path)
-        ]
-    problems += [
-        InputProblem(file, "spec.gitops.repoURL", f"Invalid value: {shown_url(wiring.repoURL)}: {p}")
-        for p in git_url_problems(wiring.repoURL)
-    ]
-    return problems

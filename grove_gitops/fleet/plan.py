@@ -253,6 +253,14 @@ def _cluster_source(
     if opcfg is not None:
         opcfg = Sourced(opcfg.file, opcfg.obj.model_copy(deep=True))
     render_cfg = render.obj if render is not None else RenderConfig()
+    if render is not None and render_cfg.wiring is not None:
+        problems.append(
+            InputProblem(
+                render.file,
+                "wiring",
+                f"Forbidden: Cluster {file}: a fleet generates each cluster's wiring from the Cluster's spec.gitops",
+            )
+        )
     default_ns = render_cfg.defaultNamespace
     profile = spec.overrides.defaultSchedulerProfile
     if profile is not None:

@@ -26,6 +26,7 @@ Every check returns the list of reasons (empty: valid), like :mod:`grove_gitops.
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 #: ``NameTotalLengthMax`` of distribution/reference: a repository name (domain and path).
 IMAGE_NAME_MAX = 255
@@ -241,4 +242,21 @@ def repo_path_problems(value: str) -> list[str]:
         return ["must not contain '.' or '..' components"]
     if any(p.startswith("-") for p in parts):
         return ["no component may start with '-' (a tool would read an option)"]
+    return []
+
+
+#: The longest path or pattern inside the source tree.
+MAX_PATH = 1024
+
+
+def path_problems(value: str) -> list[str]:
+    """A path (or pattern) inside the source tree: relative, ``/``-separated, no ``..``."""
+    if not value:
+        return ["must not be empty"]
+    if len(value) > MAX_PATH:
+        return [f"must be no more than {MAX_PATH} characters"]
+    if value.startswith("/") or "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return ["must be a relative path inside the source tree ('/'-separated, no control characters)"]
+    if ".." in PurePosixPath(value).parts:
+        return ["must stay inside the source tree (no '..')"]
     return []

@@ -35,7 +35,7 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
 from grove_gitops.load.yamlio import MAX_OBJECT_BYTES
-from grove_gitops.output import diagram, parallel
+from grove_gitops.output import diagram, parallel, wiring
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
@@ -352,6 +352,9 @@ def _finish(tree: Tree, summary: _Summary) -> None:
         tree.files[f"{ns}/{KUSTOMIZATION}"] = _kustomization(sorted(subs))
     root = ([CLUSTER_SHARD] if CLUSTER_SHARD in tree.shards else []) + sorted(namespaces)
     tree.files[KUSTOMIZATION] = _kustomization(root, root=True)
+    if summary.config.wiring is not None:  # opted in: _flux/, _argocd/ (not in the root kustomization)
+        target = wiring.WiringTarget(summary.config.wiring, summary.config.gitops)
+        tree.files.update(wiring.wiring_files(target, tree.files, tree.shards))
     for (ns, pcs), source_file in summary.podcliquesets.items():
         shard = f"{ns}/{pcs}"
         if f"{shard}/README.md" not in tree.files:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import CONTROLLER, GATE_LIFTER, NAMESPACED, build, require_kubectl
+from .helpers import CONTROLLER, DRIFT_EVENTS, GATE_LIFTER, NAMESPACED, build, require_kubectl
 
 Objects = list[dict[str, Any]]
 
@@ -27,3 +27,9 @@ def namespaced_objs() -> Objects:
 def controller_objs() -> Objects:
     require_kubectl()
     return build(CONTROLLER)
+
+
+@pytest.fixture
+def drift_event_objs() -> Objects:
+    require_kubectl()
+    return build(DRIFT_EVENTS)

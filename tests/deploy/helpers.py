@@ -30,6 +30,7 @@ OVERLAYS = PROJECT / "overlays"
 GATE_LIFTER = OVERLAYS / "gate-lifter"
 GATE_LIFTER_BASE = GATE_LIFTER / "base"
 NAMESPACED = GATE_LIFTER / "namespaced"
+DRIFT_EVENTS = GATE_LIFTER / "drift-events"
 CONTROLLER = OVERLAYS / "controller"
 CRDS = OVERLAYS / "crds"
 SCALERS = OVERLAYS / "scalers"
@@ -42,6 +43,7 @@ OVERLAY_DIRS = {
     "gate-lifter": GATE_LIFTER,
     "gate-lifter/base": GATE_LIFTER_BASE,
     "gate-lifter/namespaced": NAMESPACED,
+    "gate-lifter/drift-events": DRIFT_EVENTS,
     "controller": CONTROLLER,
     "crds": CRDS,
     "scalers": SCALERS,
@@ -51,7 +53,8 @@ KUBE_VERSIONS = ("1.35", "1.36", "1.37")
 LIFTER_NAMESPACE = "grove-gitops"
 LIFTER_SA = "grove-gitops-gate-lifter"
 LEASE_NAME = "grove-gitops-gate-lifter"
-#: The namespace overlays/gate-lifter/namespaced watches (role.yaml; the namespace of examples/).
+#: The namespace overlays/gate-lifter/namespaced runs in and watches (its kustomization's
+#: ``namespace:``; the namespace of examples/).
 WATCHED_NAMESPACE = "inference"
 #: Where Events about cluster-scoped objects go (grove_gitops/agent/drift.py EVENT_NAMESPACE).
 CLUSTER_EVENT_NAMESPACE = "default"
@@ -424,6 +427,22 @@ def container(deployment: dict[str, Any], name: str) -> dict[str, Any]:
 def expand_args(deployment: dict[str, Any], ctr: dict[str, Any]) -> list[str]:
     """The container's args with ``$(VAR)`` expanded as the kubelet does (fieldRefs resolved from
     the Deployment's own metadata/name placeholders)."""
+    values = container_env(deployment, ctr)
+
+    def sub(match: re.Match[str]) -> str:
+        return values.get(match.group(1), match.group(0))
+
+    return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, arg) for arg in ctr.get("args") or []]
+
+
+#: click's ``auto_envvar_prefix`` of the CLI: ``agent --namespace`` is GROVE_GITOPS_AGENT_NAMESPACE.
+ENV_PREFIX = "GROVE_GITOPS"
+
+
+def container_env(deployment: dict[str, Any], ctr: dict[str, Any]) -> dict[str, str]:
+    """The container's environment as the kubelet resolves it for one pod of ``deployment``:
+    literal values, and downward-API ``metadata.namespace`` / ``metadata.name`` from the
+    Deployment's own namespace and a generated pod name (other sources are left out)."""
     values: dict[str, str] = {}
     for env in ctr.get("env") or []:
         if "value" in env:
@@ -434,24 +453,39 @@ def expand_args(deployment: dict[str, Any], ctr: dict[str, Any]) -> list[str]:
             values[env["name"]] = deployment["metadata"]["namespace"]
         elif ref == "metadata.name":
             values[env["name"]] = f"{deployment['metadata']['name']}-abcde-12345"
-
-    def sub(match: re.Match[str]) -> str:
-        return values.get(match.group(1), match.group(0))
-
-    return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, arg) for arg in ctr.get("args") or []]
+    return values
 
 
-def cli_params(args: list[str]) -> dict[str, Any]:
-    """Parse ``grove-gitops <command> ...`` exactly as the CLI would (unknown flags raise)."""
+def cli_params(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Parse ``grove-gitops <command> ...`` exactly as the CLI would (unknown flags raise), with
+    ``env`` as the process environment (only it: the test's own GROVE_GITOPS_* never leak in)."""
+    import os
+
     import click
 
     from grove_gitops.cli import main
 
-    with click.Context(main) as ctx:
-        command = main.get_command(ctx, args[0])
-        assert command is not None, f"unknown command {args[0]!r}"
-        sub = command.make_context(args[0], list(args[1:]), parent=ctx)
-        return dict(sub.params)
+    saved = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIX + "_")}
+    for key in saved:
+        del os.environ[key]
+    os.environ.update({k: v for k, v in (env or {}).items() if k.startswith(ENV_PREFIX + "_")})
+    try:
+        with click.Context(main, auto_envvar_prefix=ENV_PREFIX) as ctx:
+            command = main.get_command(ctx, args[0])
+            assert command is not None, f"unknown command {args[0]!r}"
+            sub = command.make_context(args[0], list(args[1:]), parent=ctx)
+            return dict(sub.params)
+    finally:
+        for key in [k for k in os.environ if k.startswith(ENV_PREFIX + "_")]:
+            del os.environ[key]
+        os.environ.update(saved)
+
+
+def deployment_params(deployment: dict[str, Any], name: str) -> dict[str, Any]:
+    """The CLI parameters the container ``name`` of ``deployment`` runs with: its args (``$(VAR)``
+    expanded) and its GROVE_GITOPS_* environment, parsed by the real CLI."""
+    ctr = container(deployment, name)
+    return cli_params(expand_args(deployment, ctr), container_env(deployment, ctr))
 
 
 def mount_for(deployment: dict[str, Any], ctr: dict[str, Any], path: str) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ import yaml
 from grove_gitops.gitops.repo import TOKEN_ENV
 from tests.schemas import builtin_errors
 
-from .helpers import CONTROLLER, KUBE_VERSIONS, cli_params, container, expand_args, mount_for, one, pod_spec
+from .helpers import CONTROLLER, KUBE_VERSIONS, container, deployment_params, expand_args, mount_for, one, pod_spec
 from .test_gate_lifter import assert_hardened
 
 Objects = list[dict[str, Any]]
@@ -67,7 +67,7 @@ def test_secret_example_matches_and_is_not_applied(controller_objs: Objects) -> 
 def test_writable_paths_are_empty_dirs(controller_objs: Objects) -> None:
     deployment = _deployment(controller_objs)
     ctr = container(deployment, "controller")
-    params = cli_params(expand_args(deployment, ctr))
+    params = deployment_params(deployment, "controller")
     workdir = Path(params["workdir"])
     # The clone and its lock file (.<name>.lock next to it, grove_gitops/gitops/repo.py) are writable.
     for path in (workdir, workdir.parent / f".{workdir.name}.lock"):
@@ -84,9 +84,8 @@ def test_writable_paths_are_empty_dirs(controller_objs: Objects) -> None:
 def test_branch_mode_args(controller_objs: Objects, lifter_objs: Objects) -> None:
     deployment = _deployment(controller_objs)
     ctr = container(deployment, "controller")
-    args = expand_args(deployment, ctr)
-    assert args[0] == "controller"
-    params = cli_params(args)
+    assert expand_args(deployment, ctr) == ["controller"]  # every setting by name, in env
+    params = deployment_params(deployment, "controller")
     assert params["repo"].startswith("https://")
     assert params["output_branch"] != params["source_branch"]  # branch mode
     assert params["once"] is False

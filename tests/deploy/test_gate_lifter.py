@@ -9,9 +9,8 @@ from .helpers import (
     LIFTER_NAMESPACE,
     LIFTER_SA,
     WATCHED_NAMESPACE,
-    cli_params,
     container,
-    expand_args,
+    deployment_params,
     find,
     mount_for,
     one,
@@ -77,14 +76,13 @@ def test_pod_name_from_the_downward_api(lifter_objs: Objects) -> None:
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     # --identity is left to its default ($POD_NAME): a unique identity per replica.
-    args = expand_args(deployment, container(deployment, "gate-lifter"))
-    assert cli_params(args)["identity"] is None
+    assert deployment_params(deployment, "gate-lifter")["identity"] is None
 
 
 def test_args_parse_and_match_rbac_and_probes(lifter_objs: Objects) -> None:
     deployment = one(lifter_objs, "Deployment")
     ctr = container(deployment, "gate-lifter")
-    params = cli_params(expand_args(deployment, ctr))
+    params = deployment_params(deployment, "gate-lifter")
     assert params["namespace"] is None  # all namespaces: the ClusterRole
     lease_role = one(lifter_objs, "Role", "grove-gitops-gate-lifter-leader-election")
     assert params["lease_namespace"] == lease_role["metadata"]["namespace"] == LIFTER_NAMESPACE
@@ -153,19 +151,26 @@ def test_namespace_enforces_restricted(lifter_objs: Objects) -> None:
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
-def test_namespaced_overlay_watches_one_namespace(namespaced_objs: Objects, lifter_objs: Objects) -> None:
+def test_namespaced_overlay_watches_its_own_namespace(namespaced_objs: Objects, lifter_objs: Objects) -> None:
+    """One namespace for everything: the agent runs in, leases in and watches the namespace of
+    its Role and RoleBinding, and creates no Namespace of its own."""
     deployment = one(namespaced_objs, "Deployment")
     ctr = container(deployment, "gate-lifter")
-    params = cli_params(expand_args(deployment, ctr))
-    assert params["namespace"] == WATCHED_NAMESPACE
+    params = deployment_params(deployment, "gate-lifter")
+    assert params["namespace"] == params["lease_namespace"] == WATCHED_NAMESPACE
+    assert deployment["metadata"]["namespace"] == WATCHED_NAMESPACE
     role = one(namespaced_objs, "Role", "grove-gitops-gate-lifter")
     binding = one(namespaced_objs, "RoleBinding", "grove-gitops-gate-lifter")
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == params["namespace"]
-    # Apart from --namespace, the Deployment is the base's.
+    assert not find(namespaced_objs, "Namespace")
+    # Apart from the watched namespace, the Deployment is the base's.
     base = one(lifter_objs, "Deployment")
     base_ctr = container(base, "gate-lifter")
-    assert ctr["args"][: len(base_ctr["args"])] == base_ctr["args"]
-    assert ctr["args"][len(base_ctr["args"]) :] == ["--namespace=$(WATCH_NAMESPACE)"]
+    assert ctr["args"] == base_ctr["args"]
+    assert ctr["env"][: len(base_ctr["env"])] == base_ctr["env"]
+    assert ctr["env"][len(base_ctr["env"]) :] == [
+        {"name": "GROVE_GITOPS_AGENT_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
+    ]
     assert_hardened(deployment)
 
 

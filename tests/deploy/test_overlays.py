@@ -13,12 +13,14 @@ from tests.schemas import builtin_errors
 
 from .helpers import (
     CONTROLLER,
+    DRIFT_EVENTS,
     GATE_LIFTER,
     GATE_LIFTER_BASE,
     KUBE_VERSIONS,
     LIFTER_NAMESPACE,
     NAMESPACED,
     OVERLAY_DIRS,
+    WATCHED_NAMESPACE,
     build,
     one,
     require_kubectl,
@@ -42,17 +44,17 @@ EXPECTED_KINDS = {
     "gate-lifter/namespaced": Counter(
         {
             "CustomResourceDefinition": 3,
-            "Namespace": 1,
-            "ServiceAccount": 1,
+            "ServiceAccount": 1,  # no Namespace: the watched namespace is the user's
             "ClusterRole": 1,
             "ClusterRoleBinding": 1,
-            "Role": 3,  # lease, watched namespace, Events in `default`
-            "RoleBinding": 3,
+            "Role": 2,  # lease, watched namespace (Events in `default`: gate-lifter/drift-events)
+            "RoleBinding": 2,
             "Deployment": 1,
             "PodDisruptionBudget": 1,
             "Service": 1,
         }
     ),
+    "gate-lifter/drift-events": Counter({"Role": 1, "RoleBinding": 1}),
     "controller": Counter({"ServiceAccount": 1, "Deployment": 1}),
     "crds": Counter({"CustomResourceDefinition": 3}),
     "scalers": Counter({"ClusterRole": 1, "RoleBinding": 1}),
@@ -91,20 +93,20 @@ def test_cluster_wide_overlay_is_the_base() -> None:
 
 
 def test_namespaced_objects_live_in_known_namespaces() -> None:
-    """Base objects sit in grove-gitops; only the namespaced overlay's Roles reach elsewhere."""
-    for overlay, allowed in (
-        (GATE_LIFTER, {LIFTER_NAMESPACE}),
-        (CONTROLLER, {LIFTER_NAMESPACE}),
-        (NAMESPACED, {LIFTER_NAMESPACE, "inference", "default"}),
+    """Each install keeps its namespaced objects in one namespace; only the drift-events grant
+    reaches `default`."""
+    for overlay, home in (
+        (GATE_LIFTER, LIFTER_NAMESPACE),
+        (CONTROLLER, LIFTER_NAMESPACE),
+        (NAMESPACED, WATCHED_NAMESPACE),
+        (DRIFT_EVENTS, "default"),
     ):
         for obj in build(overlay):
             ns = obj["metadata"].get("namespace")
             if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
                 assert ns is None, obj["metadata"]
             else:
-                assert ns in allowed, (overlay.name, obj["kind"], obj["metadata"])
-            if ns not in (None, LIFTER_NAMESPACE):
-                assert obj["kind"] in ("Role", "RoleBinding"), obj["metadata"]
+                assert ns == home, (overlay.name, obj["kind"], obj["metadata"])
 
 
 def _referenced(kustomization: Path) -> set[str]:

@@ -127,32 +127,43 @@ def test_lease_access_is_limited(lifter_objs: Objects) -> None:
 
 
 # -- the namespaced overlay ------------------------------------------------------------------------
-def test_namespaced_overlay_splits_the_same_permissions(namespaced_objs: Objects) -> None:
+def test_namespaced_overlay_splits_the_same_permissions(namespaced_objs: Objects, drift_event_objs: Objects) -> None:
+    """The namespaced install (plus its drift-events grant) is the cluster-wide table split by
+    scope, everything namespaced in the one namespace the agent runs in."""
     cluster_role = one(namespaced_objs, "ClusterRole", "grove-gitops-gate-lifter")
     cluster = rule_permissions(cluster_role["rules"])
     assert cluster == {p for p in LIFTER_PERMISSIONS if (p[0], p[1]) in CLUSTER_SCOPED}
     watched = one(namespaced_objs, "Role", "grove-gitops-gate-lifter")
     assert watched["metadata"]["namespace"] == WATCHED_NAMESPACE
     assert rule_permissions(watched["rules"]) == LIFTER_PERMISSIONS - cluster
-    events = one(namespaced_objs, "Role", "grove-gitops-gate-lifter-events")
+    lease = one(namespaced_objs, "Role", "grove-gitops-gate-lifter-leader-election")
+    assert lease["metadata"]["namespace"] == WATCHED_NAMESPACE
+    assert rule_permissions(lease["rules"]) == LEASE_PERMISSIONS
+    events = one(drift_event_objs, "Role", "grove-gitops-gate-lifter-events")
     assert events["metadata"]["namespace"] == CLUSTER_EVENT_NAMESPACE
     assert rule_permissions(events["rules"]) == {("events.k8s.io", "events", "create")}
-    lease = one(namespaced_objs, "Role", "grove-gitops-gate-lifter-leader-election")
-    assert rule_permissions(lease["rules"]) == LEASE_PERMISSIONS
-    # Every Role is bound to the lifter in its own namespace.
-    for role in find(namespaced_objs, "Role"):
-        binding = one(namespaced_objs, "RoleBinding", role["metadata"]["name"])
+    assert {o["kind"] for o in drift_event_objs} == {"Role", "RoleBinding"}
+    # Every Role is bound to the agent's ServiceAccount, in the agent's namespace, in its own namespace.
+    objs = namespaced_objs + drift_event_objs
+    assert len(find(objs, "Role")) == 3
+    for role in find(objs, "Role"):
+        binding = one(objs, "RoleBinding", role["metadata"]["name"])
         assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
         assert binding["roleRef"] == {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "Role",
             "name": role["metadata"]["name"],
         }
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": LIFTER_NAMESPACE}]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": WATCHED_NAMESPACE}]
+    crb = one(objs, "ClusterRoleBinding")
+    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": WATCHED_NAMESPACE}]
 
 
-def test_namespaced_overlay_denies_other_namespaces(namespaced_objs: Objects, lifter_objs: Objects) -> None:
-    narrow, wide = Authorizer(namespaced_objs), Authorizer(lifter_objs)
+def test_namespaced_overlay_denies_other_namespaces(
+    namespaced_objs: Objects, drift_event_objs: Objects, lifter_objs: Objects
+) -> None:
+    narrow = Authorizer(namespaced_objs + drift_event_objs, sa_namespace=WATCHED_NAMESPACE)
+    wide = Authorizer(lifter_objs)
     for group, resource, verb in sorted(LIFTER_PERMISSIONS):
         if (group, resource) in CLUSTER_SCOPED:
             req = Request(verb, group, resource, None, None if verb == "list" else "x")
@@ -169,6 +180,8 @@ def test_namespaced_overlay_denies_other_namespaces(namespaced_objs: Objects, li
             assert wide.allows(everywhere) and not narrow.allows(everywhere), everywhere
     drift_event = Request("create", "events.k8s.io", "events", CLUSTER_EVENT_NAMESPACE, None)
     assert narrow.allows(drift_event) and wide.allows(drift_event)
+    # Without the drift-events grant the namespaced agent reaches `default` not at all.
+    assert not Authorizer(namespaced_objs, sa_namespace=WATCHED_NAMESPACE).allows(drift_event)
 
 
 # -- the controller --------------------------------------------------------------------------------

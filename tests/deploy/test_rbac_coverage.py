@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from pathlib import Path
 from typing import Any
 
 import kubernetes.client
@@ -35,6 +36,7 @@ from tests.fakeserver.server import DEFAULT_NAMESPACES
 
 from .helpers import (
     BACKEND_GANG_RESOURCES,
+    DRIFT_EVENTS,
     GATE_LIFTER,
     LEASE_NAME,
     LEASE_PERMISSIONS,
@@ -46,7 +48,9 @@ from .helpers import (
     Authorizer,
     Request,
     build,
+    deployment_params,
     is_discovery_path,
+    one,
     parse_resource_path,
     pending_autoscaling_permissions,
     require_kubectl,
@@ -151,14 +155,15 @@ def _drifted_binding(kube: Kube) -> None:
     )
 
 
-def _exercise(server: FakeApiServer, watch_namespace: str | None) -> None:
-    """Everything the gate-lifter process does, through the real client code."""
+def _exercise(server: FakeApiServer, watch_namespace: str | None, lease_namespace: str, lease_name: str) -> None:
+    """Everything the gate-lifter process does, through the real client code, with the settings
+    the overlay's Deployment gives it."""
     api = server.api_client()
     kube = Kube(api)
     # Leader election: create, renew, a rival that reads and backs off, a clean release.
     leases = kubernetes.client.CoordinationV1Api(api)
-    leader = LeaderElector(leases, LIFTER_NAMESPACE, LEASE_NAME, "grove-gitops-gate-lifter-a")
-    rival = LeaderElector(leases, LIFTER_NAMESPACE, LEASE_NAME, "grove-gitops-gate-lifter-b")
+    leader = LeaderElector(leases, lease_namespace, lease_name, "grove-gitops-gate-lifter-a")
+    rival = LeaderElector(leases, lease_namespace, lease_name, "grove-gitops-gate-lifter-b")
     assert leader.try_acquire_or_renew()
     assert leader.try_acquire_or_renew()
     assert not rival.try_acquire_or_renew()
@@ -252,13 +257,19 @@ def _exercise_autoscaling(server: FakeApiServer) -> None:
 
 
 @pytest.mark.parametrize(
-    ("overlay", "watch_namespace"),
-    [(GATE_LIFTER, None), (NAMESPACED, WATCHED_NAMESPACE)],
+    ("overlays", "watch_namespace"),
+    [((GATE_LIFTER,), None), ((NAMESPACED, DRIFT_EVENTS), WATCHED_NAMESPACE)],
     ids=["cluster", "namespaced"],
 )
-def test_every_request_is_allowed_and_every_grant_used(overlay: Any, watch_namespace: str | None) -> None:
+def test_every_request_is_allowed_and_every_grant_used(overlays: tuple[Path, ...], watch_namespace: str | None) -> None:
     require_kubectl()
-    authz = Authorizer(build(overlay))
+    objs_installed = [o for overlay in overlays for o in build(overlay)]
+    deployment = one(objs_installed, "Deployment", "grove-gitops-gate-lifter")
+    params = deployment_params(deployment, "gate-lifter")
+    assert params["namespace"] == watch_namespace
+    authz = Authorizer(
+        objs_installed, deployment["metadata"]["namespace"], deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    )
     objs = _rendered_examples()
     with FakeApiServer(namespaces=(*DEFAULT_NAMESPACES, LIFTER_NAMESPACE)) as server:
         _serve_workload_api(server)
@@ -269,7 +280,7 @@ def test_every_request_is_allowed_and_every_grant_used(overlay: Any, watch_names
         assert len(_gated(server)) == 12
         server.clear_requests()
 
-        _exercise(server, watch_namespace)
+        _exercise(server, params["namespace"], params["lease_namespace"], params["lease_name"])
         records = server.requests
         assert not server.internal_errors
 
@@ -309,7 +320,8 @@ def test_every_request_is_allowed_and_every_grant_used(overlay: Any, watch_names
 def test_denied_requests_are_denied() -> None:
     """The authorizer used above is not a rubber stamp."""
     require_kubectl()
-    authz = Authorizer(build(NAMESPACED))
+    authz = Authorizer(build(NAMESPACED) + build(DRIFT_EVENTS), sa_namespace=WATCHED_NAMESPACE)
+    assert authz.allows(Request("update", "coordination.k8s.io", "leases", WATCHED_NAMESPACE, LEASE_NAME))
     for req in (
         Request("list", "", "pods", None, None),
         Request("get", "", "secrets", WATCHED_NAMESPACE, "x"),
@@ -318,6 +330,7 @@ def test_denied_requests_are_denied() -> None:
         Request("delete", "", "services", WATCHED_NAMESPACE, "x"),
         Request("update", "scheduler.grove.io", "podgangs", WATCHED_NAMESPACE, "x"),
         Request("create", "events.k8s.io", "events", "kube-system", None),
-        Request("update", "coordination.k8s.io", "leases", LIFTER_NAMESPACE, "someone-else"),
+        Request("update", "coordination.k8s.io", "leases", WATCHED_NAMESPACE, "someone-else"),
+        Request("update", "coordination.k8s.io", "leases", LIFTER_NAMESPACE, LEASE_NAME),
     ):
         assert not authz.allows(req), req

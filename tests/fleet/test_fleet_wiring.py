@@ -63,6 +63,7 @@ def test_flux_kustomization_per_shard() -> None:
         ("PodGang", "scheduler.grove.io/v1alpha1", "llama-disagg-0-prefill-0", "inference"),
         ("PodGroup", "scheduling.run.ai/v2alpha2", "llama-disagg-0", "inference"),
         ("PodGroup", "scheduling.run.ai/v2alpha2", "llama-disagg-0-prefill-0", "inference"),
+        ("PodCliqueSet", "gitops.grove.io/v1alpha1", "llama-disagg", "inference"),  # the workload itself
     }
     # Every rendered PodGang of the shard is listed: the names come from the render.
     gangs = {p.split("--")[1][: -len(".yaml")] for p in files if p.startswith("prod-kai/inference/llama-disagg/20-podgang.")}
@@ -81,7 +82,7 @@ def test_health_checks_follow_replicas(tmp_path: Path) -> None:
     names = sorted(c["name"] for c in ks["spec"]["healthChecks"] if c["kind"] == "PodGang")
     assert names == ["embedder-0", "embedder-1", "embedder-2"]
     kinds = {c["apiVersion"] for c in ks["spec"]["healthChecks"]}
-    assert kinds == {"scheduler.grove.io/v1alpha1", "scheduling.volcano.sh/v1beta1"}
+    assert kinds == {"scheduler.grove.io/v1alpha1", "scheduling.volcano.sh/v1beta1", "gitops.grove.io/v1alpha1"}
     assert "ignore" not in ks["spec"]  # the KAI rules only where KAI PodGroups are
 
 
@@ -119,3 +120,21 @@ def test_shard_names_are_unique_and_valid() -> None:
     assert shard_name("c", "a-b/c") != shard_name("c", "a/b-c")
     long = shard_name("c" * 63, "n" * 63 + "/" + "p" * 200)
     assert len(long) <= 63 and long.startswith("grove-")
+
+
+def test_flux_health_of_the_gitops_kinds_and_crds_first() -> None:
+    """Every shard Kustomization evaluates grove-gitops' own kinds (the workload's PodCliqueSet
+    is Ready once the agent reports it available), and the first Kustomization of each cluster
+    waits for grove-gitops' CRDs (overlays/flux/kustomization-crds.yaml): every shard holds a
+    gitops.grove.io PodCliqueSet, which cannot be applied before its CRD."""
+    files = render_source_tree(FLEET).tree.files
+    for cluster in ("prod-kai", "staging-volcano"):
+        first = yaml.safe_load(files[f"{cluster}/_flux/{shard_name(cluster, '_cluster')}.yaml"])
+        assert first["spec"]["dependsOn"] == [{"name": "grove-gitops-crds"}]
+        for path, ks in _objects(files, "_flux").items():
+            if not path.startswith(f"{cluster}/"):
+                continue
+            exprs = {(e["apiVersion"], e["kind"]) for e in ks["spec"]["healthCheckExprs"]}
+            assert {("gitops.grove.io/v1alpha1", k) for k in ("PodCliqueSet", "PodCliqueScalingGroup", "PodClique")} <= exprs
+            # Every listed kind has an expression (Flux's kstatus knows none of them).
+            assert {(c["apiVersion"], c["kind"]) for c in ks["spec"].get("healthChecks", [])} <= exprs

@@ -231,11 +231,25 @@ def test_kubectl_kustomize_builds_the_overlay() -> None:
     docs = build(ARGOCD)
     kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
     assert kinds == [
-        ("Application", "grove-workloads"),
         ("ApplicationSet", "grove-workloads"),
         ("ConfigMap", "grove-gitops-cmp"),
     ]
     assert all(d["metadata"]["namespace"] == "argocd" for d in docs)
+
+
+def test_no_whole_tree_application() -> None:
+    """issue 24: `kustomize build` of the whole output grows past Argo CD's 90 s timeout (580 s
+    at 300 PodCliqueSets): nothing shipped points an Application at the tree's root, and the
+    single-shard template names a shard and the size limit."""
+    app = load_one(ARGOCD / "application.yaml")
+    path = PurePosixPath(app["spec"]["source"]["path"])
+    assert str(path) not in (".", "", "/") and len(path.parts) in (1, 2), path
+    assert str(path) == "_cluster" or len(path.parts) == 2
+    text = (ARGOCD / "application.yaml").read_text()
+    assert "Never `path: .`" in text and "beyond 10 PodCliqueSets" in text
+    appset = load_one(ARGOCD / "applicationset.yaml")
+    dirs = appset["spec"]["generators"][0]["git"]["directories"]
+    assert all(d["path"] not in (".", "", "*") for d in dirs)
 
 
 STUB_INSTALL = """\
@@ -291,6 +305,8 @@ def test_patches_apply_to_an_argo_cd_install(tmp_path: Path) -> None:
 def test_every_overlay_file_is_used() -> None:
     kustomization = load_one(ARGOCD / "kustomization.yaml")
     used = set(kustomization["resources"]) | {p["path"] for p in kustomization["patches"]}
-    assert used == {p.name for p in ARGOCD.glob("*.yaml")} - {"kustomization.yaml"}
+    # application.yaml: a one-shard template to copy (beside the ApplicationSet it would manage
+    # that shard twice).
+    assert used == {p.name for p in ARGOCD.glob("*.yaml")} - {"kustomization.yaml", "application.yaml"}
     for name in used:
         assert load_docs(ARGOCD / name), name
