@@ -84,6 +84,8 @@ COMPOSITE_REQUIREMENT = (
 
 class DefaultSchedulerBackend(SchedulerBackend):
     name: ClassVar[str] = "default-scheduler"
+    #: Grove's ``KubeSchedulerConfig``: a misspelt ``gangScheduling`` would render no gangs.
+    config_keys: ClassVar[frozenset[str] | None] = frozenset({"gangScheduling"})
 
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)

@@ -230,3 +230,34 @@ def test_the_known_keys_cover_grove_types_go() -> None:
         "reconcilerServiceAccountUserName", "topologyAwareScheduling", "network", "autoMNNVLEnabled",
         "scheduler", "defaultProfileName", "profiles", "name", "config",
     }  # fmt: skip
+
+
+def test_a_misspelt_gang_scheduling_key_is_reported_not_rendered_without_gangs(tmp_path: Path) -> None:
+    """Grove's ``KubeSchedulerConfig`` has one key; a typo there would also render no gang objects."""
+    config = textwrap.dedent(
+        """\
+        apiVersion: operator.config.grove.io/v1alpha1
+        kind: OperatorConfiguration
+        scheduler:
+          profiles:
+          - name: default-scheduler
+            config: {gangSchedulng: true}
+        """
+    )
+    errors = errors_of(tmp_path, config)
+    assert [(f, fld, m.partition(" (")[0]) for f, fld, m in errors] == [
+        (OPCFG, "scheduler.profiles[0].config.gangSchedulng", "field not declared in schema; did you mean gangScheduling?")
+    ]
+    assert line_in_file(tmp_path / "src" / OPCFG, errors[0][1]) == 6
+
+
+def test_kai_takes_no_config_keys(tmp_path: Path) -> None:
+    """Grove's ``KaiSchedulerConfiguration`` is empty; a backend that checks its own config
+    (coscheduling, Koordinator, Volcano) is left to do so."""
+    config = TYPO_CONFIG.replace("defaultProfile:", "defaultProfileName:").replace(
+        "  - name: kai-scheduler\n", "  - name: kai-scheduler\n    config: {queue: training}\n"
+    )
+    errors = errors_of(tmp_path, config)
+    assert [(fld, m.partition(" (")[0]) for _, fld, m in errors] == [
+        ("scheduler.profiles[0].config.queue", "field not declared in schema; kai-scheduler takes no config keys")
+    ]

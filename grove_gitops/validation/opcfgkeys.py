@@ -15,11 +15,13 @@ import difflib
 import functools
 import types
 import typing
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from grove_gitops.api.operatorconfig import GroveConfigModel, OperatorConfiguration
+from grove_gitops.backendapi import SchedulerBackend
 from grove_gitops.validation.fielderrors import FieldError
 
 UNKNOWN = "field not declared in schema"
@@ -55,14 +57,20 @@ def _field_paths() -> dict[str, tuple[str, ...]]:
     return {name: tuple(paths) for name, paths in found.items()}
 
 
-def _suggestion(key: str, model: type[GroveConfigModel], path: str) -> str:
-    """``; did you mean defaultProfileName?``, or a field of that name elsewhere, or nothing."""
+def _closest(key: str, known: Collection[str]) -> str:
+    """``; did you mean defaultProfileName?`` for the closest of ``known``, or nothing."""
     if len(key) > _MAX_WORD:
         return ""
-    by_lower = {name.lower(): name for name in model.model_fields}
+    by_lower = {name.lower(): name for name in known}
     close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
-    if close:
-        return f"; did you mean {by_lower[close[0]]}?"
+    return f"; did you mean {by_lower[close[0]]}?" if close else ""
+
+
+def _suggestion(key: str, model: type[GroveConfigModel], path: str) -> str:
+    """The closest field at this level, or a field of that name elsewhere, or nothing."""
+    close = _closest(key, list(model.model_fields))
+    if close or len(key) > _MAX_WORD:
+        return close
     elsewhere = [p for p in _field_paths().get(key, ()) if p != path]
     if elsewhere:
         return f"; did you mean {elsewhere[0]}?"
@@ -97,4 +105,26 @@ def unknown_field_errors(cfg: OperatorConfiguration) -> list[FieldError]:
                         visit(item, f"{path}[{i}]")
 
     visit(cfg, "")
+    return errors
+
+
+def profile_config_errors(
+    cfg: OperatorConfiguration, backends: Mapping[str, type[SchedulerBackend]]
+) -> list[FieldError]:
+    """Keys of a profile's ``config`` its backend does not declare (``config_keys``).
+
+    Grove's backends decode their config non-strictly too: ``gangSchedulng: true`` for
+    default-scheduler would leave gang scheduling off and render no gang objects. A backend
+    that checks its own config (``config_keys`` None) is left to do so.
+    """
+    errors: list[FieldError] = []
+    for i, profile in enumerate(cfg.scheduler.profiles):
+        backend = backends.get(profile.name)
+        known = backend.config_keys if backend is not None else None
+        if known is None or not profile.config:
+            continue
+        for key in profile.config:
+            if key not in known:
+                hint = _closest(str(key), known) if known else f"; {profile.name} takes no config keys"
+                errors.append(FieldError(f"scheduler.profiles[{i}].config.{key}", f"{UNKNOWN}{hint} ({_WHY})"))
     return errors
