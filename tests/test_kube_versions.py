@@ -224,3 +224,19 @@ def test_mnnvl_refuses_a_target_before_1_34_and_renders_on_1_34(tmp_path: Path) 
     assert "need Kubernetes 1.34 or later" in found[0][2]
     result = render_source(write_source(tmp_path / "b", {**files, "r.yaml": render_config("1.34")}))
     assert len(objects_by_kind(result, "ComputeDomain")) == 1
+
+
+def test_a_cliques_own_resource_claims_warn_before_1_34(tmp_path: Path) -> None:
+    """The user's own field: valid in the 1.31-1.33 Pod schema, dropped unless DRA is enabled."""
+    doc = yaml.safe_load(PCS)
+    pod = doc["spec"]["template"]["cliques"][1]["spec"]["podSpec"]
+    pod["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+    files = {"pcs.yaml": yaml.safe_dump(doc)}
+    old = render_source(write_source(tmp_path / "a", {**files, "r.yaml": render_config("1.33")}))
+    assert [w for w in old.warnings if "resourceClaims" in w] == [
+        "pcs.yaml: spec.template.cliques[1].spec.podSpec.resourceClaims: pod resourceClaims need dynamic resource "
+        'allocation, on by default from Kubernetes 1.34; on "1.33" kube-apiserver drops the field unless the '
+        "DynamicResourceAllocation feature gate is on"
+    ]
+    new = render_source(write_source(tmp_path / "b", {**files, "r.yaml": render_config("1.34")}))
+    assert [w for w in new.warnings if "resourceClaims" in w] == []

@@ -15,6 +15,9 @@ its API server drops:
   dynamic resource allocation, on by default from 1.34 (on older API servers the pod field is
   dropped while the gate is off).
 
+A clique's own ``podSpec.resourceClaims`` gets a warning instead on 1.31-1.33: it is the user's
+field, valid in those versions' Pod schema, and works on a cluster that enabled the gate.
+
 A scheduler backend's own needs (the Workload API gangs of ``default-scheduler``, 1.35+) are
 declared by the backend in ``backends/``, with :func:`needs_message` for the wording.
 """
@@ -86,4 +89,17 @@ def validate_kube_version(pcs: PodCliqueSet, version: str) -> list[FieldError]:
     )
     return [forbidden(path, claims) for path in _sharing_paths(pcs)] + [
         forbidden(path, mnnvl) for path in _mnnvl_paths(pcs)
+    ]
+
+
+def kube_version_warnings(pcs: PodCliqueSet, version: str) -> list[str]:
+    """``field: message`` warnings for what ``version`` accepts but may silently drop."""
+    if at_least(version, DRA_VERSION):
+        return []
+    return [
+        f"spec.template.cliques[{i}].spec.podSpec.resourceClaims: pod resourceClaims need dynamic resource "
+        f'allocation, on by default from Kubernetes {DRA_VERSION}; on "{version}" kube-apiserver drops the field '
+        "unless the DynamicResourceAllocation feature gate is on"
+        for i, clique in enumerate(pcs.cliques)
+        if clique.spec.podSpec.get("resourceClaims")
     ]
