@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grove_gitops.api.operatorconfig import GroveConfigModel, OperatorConfiguration
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.prcheck.lines import line_in_file
 from grove_gitops.render import RenderResult, render_source
-from grove_gitops.validation.opcfgkeys import _field_paths, _models_of
+from grove_gitops.validation.opcfgkeys import _field_paths, _models_of, unknown_field_errors
 from tests.support import write_source
 
 OPCFG = "config/operator-configuration.yaml"
@@ -261,3 +263,46 @@ def test_kai_takes_no_config_keys(tmp_path: Path) -> None:
     assert [(fld, m.partition(" (")[0]) for _, fld, m in errors] == [
         ("scheduler.profiles[0].config.queue", "field not declared in schema; kai-scheduler takes no config keys")
     ]
+
+
+_LEVELS = ["", "scheduler", "scheduler.profiles[0]", "network", "server.webhooks", "controllers.podGang"]
+_KEYS = st.one_of(st.text(min_size=1, max_size=300), st.sampled_from(["metadata", "defaultProfile", "nmae", "port"]))
+
+
+@given(
+    extras=st.lists(
+        st.tuples(st.sampled_from(_LEVELS), _KEYS), min_size=1, max_size=8
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_any_unknown_key_anywhere_is_reported_once_and_known_keys_never(extras: list[tuple[str, str]]) -> None:
+    """Random keys (any text, up to 300 characters: the did-you-mean stays bounded) at several
+    levels, plus the accepted ``metadata``: each key no model declares there is reported exactly
+    once, at its path."""
+    doc: dict[str, Any] = {
+        "apiVersion": "operator.config.grove.io/v1alpha1",
+        "kind": "OperatorConfiguration",
+        "scheduler": {"profiles": [{"name": "kai-scheduler"}]},
+    }
+    expected: set[str] = set()
+    for level, key in extras:
+        node: Any = doc
+        for part in level.split(".") if level else []:
+            name, _, index = part.partition("[")
+            node = node.setdefault(name, {})[0] if index else node.setdefault(name, {})
+        model = _model_at(level)
+        if key in node or key in model.model_fields:
+            continue  # a declared field is typed; this test is about the others
+        node[key] = 1
+        if key not in model.accepted_extra:
+            expected.add(f"{level}.{key}" if level else key)
+    cfg = OperatorConfiguration.model_validate(doc)
+    found = [e.path for e in unknown_field_errors(cfg)]
+    assert sorted(found) == sorted(expected)
+
+
+def _model_at(level: str) -> type[GroveConfigModel]:
+    model: type[GroveConfigModel] = OperatorConfiguration
+    for part in level.split(".") if level else []:
+        (model,) = _models_of(model.model_fields[part.partition("[")[0]].annotation)
+    return model
