@@ -84,6 +84,10 @@ class SchedulerBackend:
     #: Where a PodCliqueSet names its gang queue: ``("labels" | "annotations", key)``, or None
     #: for a scheduler without queues. A fleet's ``overrides.queue`` writes it there.
     queue_key: ClassVar[tuple[str, str] | None] = None
+    #: The keys of the profile's ``config`` this backend knows, when it declares them (any
+    #: other key is an error of the OperatorConfiguration, with a did-you-mean); None for a
+    #: backend that checks its config itself, or takes anything.
+    config_keys: ClassVar[frozenset[str] | None] = None
 
     def __init__(self, context: BackendContext) -> None:
         self.context = context

@@ -35,6 +35,7 @@ from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
+from grove_gitops.validation.kubeversions import kube_version_warnings, validate_kube_version
 from grove_gitops.validation.limits import (
     BYTES_RULE,
     MAX_RENDER_POD_BYTES,
@@ -173,6 +174,8 @@ def _validate_pcs(
     errs += validate_spec(pcs)
     inputs.warnings += [f"{item.file}: {w}" for w in starts_after_warnings(pcs)]
     errs += validate_mnnvl(pcs, opcfg.network.autoMNNVLEnabled)
+    errs += validate_kube_version(pcs, inputs.render.kubernetesVersion)
+    inputs.warnings += [f"{item.file}: {w}" for w in kube_version_warnings(pcs, inputs.render.kubernetesVersion)]
     default = opcfg.scheduler.defaultProfileName
     scheduler_errs = validate_scheduler_names(pcs, default, inputs.backends.keys())
     errs += scheduler_errs

@@ -23,6 +23,8 @@ cluster needs, and per PodCliqueSet about what the target version cannot express
 gangs losing per-clique minimums on 1.35 / 1.36, topology constraints that are preferred or
 that a single PodGroup key cannot carry); it rejects a non-boolean ``gangScheduling`` and, on
 1.37, a gang whose CompositePodGroup template would exceed Kubernetes' eight-template limit.
+It refuses ``gangScheduling`` when ``kubernetesVersion`` predates the Workload API (1.35), naming
+the version it needs; without it this backend renders for every supported version.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.plan import Planner
 from grove_gitops.expand.podgangs import build_podgangs
 from grove_gitops.expand.topology import Translator
+from grove_gitops.validation.kubeversions import at_least, needs_message
 from grove_gitops.validation.topology import has_constraints
 from grove_gitops_backends import workload_api as wapi
 
@@ -81,6 +84,8 @@ COMPOSITE_REQUIREMENT = (
 
 class DefaultSchedulerBackend(SchedulerBackend):
     name: ClassVar[str] = "default-scheduler"
+    #: Grove's ``KubeSchedulerConfig``: a misspelt ``gangScheduling`` would render no gangs.
+    config_keys: ClassVar[frozenset[str] | None] = frozenset({"gangScheduling"})
 
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)
@@ -106,6 +111,9 @@ class DefaultSchedulerBackend(SchedulerBackend):
             if self.context.tas_enabled and has_constraints(pcs):
                 return [BackendFinding("spec.template", TOPOLOGY_IGNORED, warning=True)]
             return []
+        if not at_least(self.version, wapi.MIN_VERSION):
+            what = "gangScheduling: true (the Workload API, scheduling.k8s.io) and its gang objects"
+            return [BackendFinding(CONFIG_FIELD, needs_message(what, wapi.MIN_VERSION, self.version))]
         findings: list[BackendFinding] = []
         topology = composite = False
         for plan in self._plans(pcs):

@@ -193,6 +193,8 @@ class KaiBackend(SchedulerBackend):
     queue_key: ClassVar[tuple[str, str] | None] = ("labels", QUEUE_KEY)
     pod_scheduler_name: ClassVar[str] = NAME
     topology_aware: ClassVar[bool] = True
+    #: Grove's ``KaiSchedulerConfiguration`` is empty ("reserved for future options").
+    config_keys: ClassVar[frozenset[str] | None] = frozenset()
 
     # ------------------------------------------------------------------ admission
 

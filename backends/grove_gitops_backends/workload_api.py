@@ -53,6 +53,9 @@ from grove_gitops.expand.plan import CliqueInstance, Planner
 from grove_gitops.expand.scaling import max_counts
 
 KubeVersion = Literal["1.35", "1.36", "1.37"]
+#: The first Kubernetes with a Workload API (KEP-4671, ``scheduling.k8s.io/v1alpha1``); an
+#: older ``kubernetesVersion`` is refused by the backend (``backends/default.py``).
+MIN_VERSION = "1.35"
 
 GROUP = "scheduling.k8s.io"
 MAX_TEMPLATES = 8

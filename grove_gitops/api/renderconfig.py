@@ -7,9 +7,10 @@ Kubernetes version the output targets and which GitOps tool applies it.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from grove_gitops.api.base import ObjectMeta, StrictModel
 from grove_gitops.api.gitopswiring import GitOpsWiring
@@ -18,7 +19,19 @@ from grove_gitops.validation.k8snames import dns1123_label_problems
 #: Grove's init container (chart value ``grove-initc``) at the Grove release we follow.
 DEFAULT_INIT_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc:v0.1.0"
 
-KubernetesVersion = Literal["1.35", "1.36", "1.37"]
+#: The minor versions a render can target (docs/kubernetes-versions.md). The oldest is the
+#: oldest with a Kubernetes' schema in kubernetes-validate that upstream still patched in 2025;
+#: 1.30 made scheduling gates GA, and every rendered pod carries one. A backend or feature
+#: that needs a newer API refuses an older target itself (``backends/``,
+#: ``validation/kubeversions.py``), naming the version it needs.
+KubernetesVersion = Literal["1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37"]
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = get_args(KubernetesVersion)
+#: Why an unquoted version is refused rather than read: YAML makes ``1.30`` the number 1.3,
+#: so no conversion back to a string can be trusted.
+UNQUOTED_VERSION = (
+    'quote it: the version must be a string (kubernetesVersion: "1.35"); '
+    "unquoted, YAML reads it as a number, and 1.30 as 1.3"
+)
 GitOpsFlavour = Literal["argocd", "flux", "both"]
 #: What a PodGang that does not fit the source's node inventory is (docs/feasibility.md).
 FeasibilityMode = Literal["warn", "enforce"]
@@ -75,3 +88,11 @@ class RenderConfig(StrictModel):
     #: one Kustomization per shard, docs/gitops-wiring.md). Absent: none (a fleet takes its
     #: Cluster's ``spec.gitops`` instead, and refuses this field).
     wiring: GitOpsWiring | None = None
+
+    @field_validator("kubernetesVersion", mode="before")
+    @classmethod
+    def _version_is_text(cls, value: Any) -> Any:
+        """A number gets "quote it" instead of an unsupported-value error that would show 1.3."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            raise PydanticCustomError("kubernetes_version_unquoted", UNQUOTED_VERSION)
+        return value

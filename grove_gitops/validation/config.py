@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from grove_gitops.api.operatorconfig import DEFAULT_SCHEDULER, OperatorConfiguration
 from grove_gitops.api.topology import ClusterTopologyBinding
+from grove_gitops.backendapi import SchedulerBackend
 from grove_gitops.validation.fielderrors import FieldError, duplicate, invalid, not_supported, required
 from grove_gitops.validation.k8snames import dns1123_subdomain_problems, qualified_name_problems
+from grove_gitops.validation.opcfgkeys import profile_config_errors, unknown_field_errors
 from grove_gitops.validation.topology import DOMAIN_RE
 
 MAX_LEVELS = 16
@@ -15,13 +17,16 @@ LOG_LEVELS = ["debug", "info", "error"]
 LOG_FORMATS = ["json", "text"]
 
 
-def validate_operator_config(cfg: OperatorConfiguration, supported: Collection[str]) -> list[FieldError]:
+def validate_operator_config(
+    cfg: OperatorConfiguration, supported: Mapping[str, type[SchedulerBackend]]
+) -> list[FieldError]:
     """Grove's ``ValidateOperatorConfiguration`` for the fields a render reads (after defaults).
 
     ``supported`` is the set of installed backends: Grove's fixed enum, widened by whatever
-    backend modules are registered.
+    backend modules are registered. Fields Grove does not know come first: Grove drops them
+    silently, so a typo there is the likeliest reason for everything else.
     """
-    errs: list[FieldError] = []
+    errs: list[FieldError] = unknown_field_errors(cfg) + profile_config_errors(cfg, supported)
     if cfg.logLevel and cfg.logLevel not in LOG_LEVELS:
         errs.append(not_supported("logLevel", cfg.logLevel, LOG_LEVELS))
     if cfg.logFormat and cfg.logFormat not in LOG_FORMATS:

@@ -48,7 +48,7 @@ OVERLAY_DIRS = {
     "crds": CRDS,
     "scalers": SCALERS,
 }
-KUBE_VERSIONS = ("1.35", "1.36", "1.37")
+KUBE_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
 
 LIFTER_NAMESPACE = "grove-gitops"
 LIFTER_SA = "grove-gitops-gate-lifter"
