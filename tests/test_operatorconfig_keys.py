@@ -137,7 +137,7 @@ def test_validate_reports_it_exit_1_without_traceback(tmp_path: Path) -> None:
         [sys.executable, "-m", "grove_gitops", "validate", str(src)], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 1
-    assert f"{OPCFG}: scheduler.defaultProfile: field not declared in schema; did you mean defaultProfileName?" in (
+    assert f"{OPCFG}:4:3: scheduler.defaultProfile: field not declared in schema; did you mean defaultProfileName?" in (
         done.stderr
     )
     assert "Traceback" not in done.stderr
