@@ -25,7 +25,7 @@ import click
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.cli.options import cache_options, output_option
-from grove_gitops.cli.sides import check_modes, report_invalid, side_cache
+from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
 from grove_gitops.diff.jsonview import report_dict
 from grove_gitops.diff.loading import InvalidSidesError, load_sides, plan_blocks, plan_document
 from grove_gitops.diff.markdown import (
@@ -63,15 +63,7 @@ def _build(
 
 
 @click.command("diff")
-@click.argument("base")
-@click.argument("head")
-@click.option("--rendered", is_flag=True, help="BASE and HEAD are rendered output trees, not source trees.")
-@click.option(
-    "--repo",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Read the source trees at the git refs BASE and HEAD of this repository.",
-)
-@click.option("--source-path", help="With --repo: the source tree's path inside the repository (default: its root).")
+@side_options
 @click.option(
     "--format", "fmt", type=click.Choice(["markdown", "text"]), default="markdown", show_default=True, help="Output."
 )

@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 
 from grove_gitops.cli.options import cache_options, output_option
-from grove_gitops.cli.sides import check_modes, report_invalid, side_cache
+from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
 from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan
@@ -30,15 +30,7 @@ from grove_gitops.problems import Problem, WarningSink, from_input_problem, json
 
 
 @click.command("plan")
-@click.argument("base")
-@click.argument("head")
-@click.option("--rendered", is_flag=True, help="BASE and HEAD are rendered output trees, not source trees.")
-@click.option(
-    "--repo",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Read the source trees at the git refs BASE and HEAD of this repository.",
-)
-@click.option("--source-path", help="With --repo: the source tree's path inside the repository (default: its root).")
+@side_options
 @click.option("--base-label", help="How to name BASE in the plan (default: the ref or path).")
 @click.option("--head-label", help="How to name HEAD in the plan (default: the ref or path).")
 @click.option(

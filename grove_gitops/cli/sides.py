@@ -3,7 +3,9 @@ the render cache they name, and how an invalid side is reported."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -38,3 +40,24 @@ def check_modes(rendered: bool, repo: Path | None, source_path: str | None) -> N
         raise click.UsageError("--rendered and --repo exclude each other")
     if source_path is not None and repo is None:
         raise click.UsageError("--source-path needs --repo")
+
+
+def side_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """BASE, HEAD and the options that say what they name (source trees, rendered trees, or
+    git refs of ``--repo``), defined once for ``diff`` and ``plan``."""
+    decorators = [
+        click.argument("base"),
+        click.argument("head"),
+        click.option("--rendered", is_flag=True, help="BASE and HEAD are rendered output trees, not source trees."),
+        click.option(
+            "--repo",
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Read the source trees at the git refs BASE and HEAD of this repository.",
+        ),
+        click.option(
+            "--source-path", help="With --repo: the source tree's path inside the repository (default: its root)."
+        ),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func

@@ -18,13 +18,14 @@ answers that many requests with a 500 first (a flaky GitHub).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.prcheck.fakejson import JsonHandler
 
 BOT = {"login": "github-actions[bot]", "type": "Bot"}
 HUMAN = {"login": "octocat", "type": "User"}
@@ -66,29 +67,7 @@ class FakeGitHub:
     def start(self) -> FakeGitHub:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send(
-                self, status: int, data: Any = None, headers: dict[str, str] | None = None, raw: bytes | None = None
-            ) -> None:
-                if raw is None:
-                    raw = b"" if data is None else json.dumps(data).encode()
-                self.send_response(status)
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def _body(self) -> dict[str, Any]:
-                n = int(self.headers.get("Content-Length") or 0)
-                data = json.loads(self.rfile.read(n) or b"{}")
-                assert isinstance(data, dict)
-                return data
-
+        class Handler(JsonHandler):
             def _handle(self, method: str) -> None:
                 parsed = urlparse(self.path)
                 fake.calls.append((method, parsed.path))
