@@ -48,7 +48,12 @@ def test_git_token_comes_from_the_secret(controller_objs: Objects) -> None:
     # The token appears nowhere else: not in args, not as a literal value, not via envFrom.
     assert "envFrom" not in ctr
     assert not any("token" in a.lower() for a in ctr["args"])
-    assert not [e for e in ctr["env"] if "secretKeyRef" in (e.get("valueFrom") or {}) and e["name"] != TOKEN_ENV]
+    # The commit-status token (issue 24 §4) is the only other secret, optional: no key, no status.
+    assert env["GROVE_GITOPS_STATUS_TOKEN"]["valueFrom"] == {
+        "secretKeyRef": {"name": SECRET_NAME, "key": "status-token", "optional": True}
+    }
+    secret_env = {e["name"] for e in ctr["env"] if "secretKeyRef" in (e.get("valueFrom") or {})}
+    assert secret_env == {TOKEN_ENV, "GROVE_GITOPS_STATUS_TOKEN"}
     assert not [v for v in pod_spec(_deployment(controller_objs)).get("volumes", []) if "secret" in v]
 
 
