@@ -29,6 +29,7 @@ from grove_gitops.gitops.status import StatusReporter, reporter_from_options
 from tests.gitops.test_controller import Remote, config
 from tests.prcheck.fakegithub import FakeGitHub
 from tests.prcheck.fakegitlab import FakeGitLab
+from tests.prcheck.fakejson import running
 from tests.support import pcs_yaml
 
 TOKEN = "ghs_STATUS0123456789token"
@@ -42,29 +43,20 @@ def remote(tmp_path: Path) -> Remote:
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub(token=TOKEN).start()
-    try:
+    with running(FakeGitHub(token=TOKEN).start()) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 @pytest.fixture
 def elsewhere() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub(token=TOKEN).start()
-    try:
+    with running(FakeGitHub(token=TOKEN).start()) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 @pytest.fixture
 def gitlab() -> Iterator[FakeGitLab]:
-    fake = FakeGitLab(token=TOKEN).start()
-    try:
+    with running(FakeGitLab(token=TOKEN).start()) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 def reporter(forge: str, api: str, repo: str, registry: Registry | None = None, attempts: int = 3) -> StatusReporter:

@@ -5,12 +5,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.prcheck.fakegithub import FakeGitHub
+from tests.prcheck.fakejson import running
 
 
 @pytest.fixture
 def fake_github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub().start()
-    try:
+    with running(FakeGitHub().start()) as fake:
         yield fake
-    finally:
-        fake.stop()

@@ -21,7 +21,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from tests.prcheck.fakejson import JsonHandler
+from tests.prcheck.fakejson import JsonHandler, serve, shut
 
 BOT = "project_42_bot_0123"
 HUMAN = "alice"
@@ -159,15 +159,11 @@ class FakeGitLab:
             def do_DELETE(self) -> None:
                 self._handle("DELETE")
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server, self.url = serve(Handler)
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        shut(self._server)
 
 
 def _public(n: dict[str, Any]) -> dict[str, Any]:

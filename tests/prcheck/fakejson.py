@@ -1,10 +1,14 @@
-"""The request handler the fake forges (GitHub, GitLab) share: JSON in, JSON out, no log noise."""
+"""What the fake forges (GitHub, GitLab) share: a JSON request handler with no log noise, the
+server started on a free loopback port, and a fixture-ready ``running`` context."""
 
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
-from typing import Any
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol, TypeVar
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -29,3 +33,32 @@ class JsonHandler(BaseHTTPRequestHandler):
         data = json.loads(self.rfile.read(n) or b"{}")
         assert isinstance(data, dict)
         return data
+
+
+def serve(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, str]:
+    """A server on a free loopback port, answering in a daemon thread, and its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def shut(server: ThreadingHTTPServer | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+
+
+class _Startable(Protocol):
+    def stop(self) -> None: ...
+
+
+F = TypeVar("F", bound=_Startable)
+
+
+@contextmanager
+def running(fake: F) -> Iterator[F]:
+    """``fake`` (already started) until the block ends, then stopped: one fixture body."""
+    try:
+        yield fake
+    finally:
+        fake.stop()

@@ -20,6 +20,7 @@ from grove_gitops.diff.markdown import MARKER, part_marker
 from grove_gitops.prcheck import github as github_module
 from grove_gitops.prcheck.github import GitHub, GitHubError
 from tests.prcheck.fakegithub import FakeGitHub
+from tests.prcheck.fakejson import running
 
 PR = 7
 TOKEN = "ghs_0123456789abcdefSECRET"
@@ -27,20 +28,14 @@ TOKEN = "ghs_0123456789abcdefSECRET"
 
 @pytest.fixture
 def api() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub(token=TOKEN).start()
-    try:
+    with running(FakeGitHub(token=TOKEN).start()) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 @pytest.fixture
 def elsewhere() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub(token=TOKEN).start()
-    try:
+    with running(FakeGitHub(token=TOKEN).start()) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 def client(fake: FakeGitHub, token: str = TOKEN) -> GitHub:

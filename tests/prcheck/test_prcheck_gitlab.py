@@ -17,26 +17,21 @@ from grove_gitops.forge.gitlab import GitLab, GitLabError, project_ref
 from grove_gitops.prcheck.gitlab import gitlab_notes, inert_for_gitlab
 from grove_gitops.prcheck.sticky import sync
 from tests.prcheck.fakegitlab import BOT, HUMAN, FakeGitLab
+from tests.prcheck.fakejson import running
 
 MR = 12
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeGitLab]:
-    server = FakeGitLab().start()
-    try:
+    with running(FakeGitLab().start()) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def elsewhere() -> Iterator[FakeGitLab]:
-    server = FakeGitLab().start()
-    try:
+    with running(FakeGitLab().start()) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def part(i: int, n: int, text: str, key: str = "default") -> str:
