@@ -11,11 +11,50 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from typing import Any, Literal
 
 from grove_gitops.errors import InputProblem
 
 Severity = Literal["error", "warning"]
+
+#: Problems reported for one document at most; the rest are counted in one closing line.
+#: 50,000 unknown keys are not 50,000 things to fix, and listing them (each with its
+#: position and a suggestion) made one crafted file cost minutes in every command that
+#: validates, the controller's and agent's included.
+MAX_PROBLEMS_PER_DOCUMENT = 100
+
+
+def more_problems(file: str, count: int, document: str = "") -> InputProblem:
+    """The line that stands for ``count`` problems of a document left unlisted; ``document``
+    names it (``PodCliqueSet ns/name``, ``document 2``) so that two capped documents of one
+    file give two lines."""
+    where = document or "this document"
+    return InputProblem(
+        file, "", f"and {count} more problems in {where} (only the first {MAX_PROBLEMS_PER_DOCUMENT} are listed)"
+    )
+
+
+def cap_document(file: str, problems: Iterable[InputProblem], document: str = "") -> list[InputProblem]:
+    """The first :data:`MAX_PROBLEMS_PER_DOCUMENT` of one document's ``problems`` and, when
+    there were more, one :func:`more_problems` line. ``problems`` is consumed lazily: past the
+    cap each is only counted, so a producer that builds messages on demand stops building them."""
+    it = iter(problems)
+    kept = list(islice(it, MAX_PROBLEMS_PER_DOCUMENT))
+    rest = sum(1 for _ in it)
+    return [*kept, more_problems(file, rest, document)] if rest else kept
+
+
+def document_name(data: object, index: int | None = None) -> str:
+    """How a capped document is named: ``Kind namespace/name`` as far as the document says,
+    else ``document N`` of its file (``index`` from 0), else nothing."""
+    if isinstance(data, dict):
+        kind, meta = data.get("kind"), data.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        ns = meta.get("namespace") if isinstance(meta, dict) else None
+        if isinstance(kind, str) and isinstance(name, str) and name:
+            return f"{kind} {ns}/{name}" if isinstance(ns, str) and ns else f"{kind} {name}"
+    return f"document {index + 1}" if index is not None else ""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from grove_gitops.expand.workloadobject import workload_object
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.positions import locate
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs, repaired_pcs
+from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, cap_document, document_name
 from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
@@ -89,8 +90,9 @@ class _Inputs:
     warnings: list[str]
 
 
-def _problems(file: str, errors: list[FieldError]) -> list[InputProblem]:
-    return [InputProblem(file, e.path, e.message()) for e in errors]
+def _problems(file: str, errors: list[FieldError], document: str = "") -> list[InputProblem]:
+    """One document's errors as problems, at most :data:`MAX_PROBLEMS_PER_DOCUMENT` of them."""
+    return cap_document(file, (InputProblem(file, e.path, e.message()) for e in errors), document)
 
 
 _CLAIM_TEMPLATE_GROUP = "resource.k8s.io/"
@@ -119,14 +121,17 @@ def _prepare(source: SourceSet) -> _Inputs:
     opcfg.apply_scheduler_defaults()
     classes = available_backends()
     problems += _problems(
-        opcfg_src.file if opcfg_src else "OperatorConfiguration", validate_operator_config(opcfg, classes)
+        opcfg_src.file if opcfg_src else "OperatorConfiguration",
+        validate_operator_config(opcfg, classes),
+        "the OperatorConfiguration",
     )
 
     bindings: dict[str, ClusterTopologyBinding] = {}
     enabled = {p.name for p in opcfg.scheduler.profiles if p.name in classes}
     topology_aware = {n for n in enabled if classes[n].topology_aware}
     for item in source.bindings:
-        problems += _problems(item.file, validate_binding(item.obj, enabled, topology_aware))
+        binding_errs = validate_binding(item.obj, enabled, topology_aware)
+        problems += _problems(item.file, binding_errs, f"ClusterTopologyBinding {item.obj.name}")
         if item.obj.name in bindings:
             problems.append(
                 InputProblem(item.file, "metadata.name", f'duplicate ClusterTopologyBinding "{item.obj.name}"')
@@ -233,7 +238,7 @@ def _checks_despite_schema(
         errs = []
     finally:
         del inputs.warnings[before:]
-    return _problems(raw.file, [e for e in errs if repaired.keeps(e)])
+    return [InputProblem(raw.file, e.path, e.message()) for e in errs if repaired.keeps(e)]
 
 
 @dataclass
@@ -275,7 +280,7 @@ class RenderPlan:
             return item
         pcs, problems = parse_pcs(item.raw)
         if pcs is None:
-            raise InvalidInputError(problems)
+            raise InvalidInputError(cap_document(item.file, problems, document_name(item.raw.obj)))
         errs = _validate_pcs(
             Sourced(item.file, pcs), dataclasses.replace(self.inputs, warnings=[]), self.claim_templates
         )
@@ -380,8 +385,10 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
             strategy = cached.update_strategy
         else:
             pcs, parse_problems = parse_pcs(raw)
-            if pcs is None:
-                problems += parse_problems + _checks_despite_schema(raw, inputs, claim_templates)
+            if pcs is None:  # past the cap already: the checks on a repaired copy add nothing shown
+                full = len(parse_problems) >= MAX_PROBLEMS_PER_DOCUMENT
+                despite = [] if full else _checks_despite_schema(raw, inputs, claim_templates)
+                problems += cap_document(raw.file, [*parse_problems, *despite], document_name(raw.obj))
                 continue
             before = len(inputs.warnings)
             errs = _validate_pcs(Sourced(raw.file, pcs), inputs, claim_templates)
@@ -412,12 +419,13 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
                 invalid("metadata.name", key[1], f"PodCliqueSet {key[0]}/{key[1]} is also defined in {seen[key]}")
             )
         seen.setdefault(key, raw.file)
-        problems += _problems(raw.file, errs)
+        problems += _problems(raw.file, errs, document_name(raw.obj))
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy, raw))
     inputs.warnings += namespace_warnings(source, inputs.render)
     for passthrough in source.passthrough:
-        problems += _problems(passthrough.file, object_errors(passthrough.obj, inputs.render.kubernetesVersion))
+        errs = object_errors(passthrough.obj, inputs.render.kubernetesVersion)
+        problems += _problems(passthrough.file, errs, document_name(passthrough.obj))
         unknown = unknown_builtin_kind(passthrough.obj, inputs.render.kubernetesVersion)
         if unknown is not None:
             inputs.warnings.append(f"{passthrough.file}: {unknown}")

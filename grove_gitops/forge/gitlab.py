@@ -24,6 +24,8 @@ NOTE_LIMIT = 1_000_000
 #: Pages of 100 notes followed at most.
 MAX_PAGES = 100
 #: A project id (``42``) or full path (``group/sub/project``).
+#: A page number of ``X-Next-Page``.
+_PAGE = re.compile(r"[0-9]{1,9}")
 _PROJECT = re.compile(r"^(?:[0-9]{1,19}|[A-Za-z0-9_.][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_.][A-Za-z0-9_.-]*){1,20})$")
 
 
@@ -103,9 +105,13 @@ class GitLab:
 
     def _next(self, url: str, headers: dict[str, str]) -> str | None:
         nxt = self.http.next_page(headers.get("link", ""))
-        if nxt is None and headers.get("x-next-page", "").isdigit():
+        page = headers.get("x-next-page", "").strip()
+        if nxt is None and page:  # empty on the last page
+            # ASCII digits only: str.isdigit() takes "²", which int() then refuses
+            if not _PAGE.fullmatch(page):
+                raise GitLabError(f"GitLab API: GET {self.http.where(url)}: X-Next-Page {page[:20]!r} is not a page number")
             base = url.split("&page=")[0]
-            nxt = f"{base}&page={int(headers['x-next-page'])}"
+            nxt = f"{base}&page={int(page)}"
         return nxt
 
     def list_comments(self, issue: int) -> list[Comment]:

@@ -12,7 +12,8 @@ through :class:`ForgeHttp`, so each rule below is written once:
 * an error names the call by its path and quotes only the forge's JSON ``message`` (cut short,
   the token masked), never a raw body: a 401 page may echo the request headers; a chained
   cause is dropped for the same reason;
-* replies are bounded (:data:`MAX_REPLY_BYTES`) and must be JSON.
+* replies are bounded (:data:`MAX_REPLY_BYTES`) and must be JSON that Python can decode (a
+  reply nested past the interpreter's recursion limit is an error of the forge, not a crash).
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ class ForgeHttp:
         """The forge's JSON message, short and masked; never the raw body."""
         try:
             message = _message(json.loads(exc.read(MAX_ERROR_BYTES)))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return "(no JSON message)"
         if message is None:
             return "(no JSON message)"
@@ -200,6 +201,8 @@ class ForgeHttp:
             return json.loads(raw), headers
         except ValueError:
             raise self.error(f"{self.label}: {call}: the reply is not JSON") from None
+        except RecursionError:  # Python's decoder recurses once per level: [[[[... 100,000 deep
+            raise self.error(f"{self.label}: {call}: the reply is nested too deeply") from None
 
     def next_page(self, link: str) -> str | None:
         """The ``Link: rel="next"`` URL, when it is a page of this API: another host would get

@@ -40,6 +40,7 @@ from grove_gitops.load.treepaths import component_problem
 from grove_gitops.load.treepaths import shown as shown_path
 from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
 from grove_gitops.output.marker import META_FILE, is_output_dir, is_output_meta
+from grove_gitops.problems import cap_document, document_name
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
@@ -461,7 +462,8 @@ def _parse(model: type[B], doc: Document, out: SourceSet, prefix: str = "") -> B
         return model.model_validate(doc.data)
     except ValidationError as exc:
         where = prefix.rstrip(".")
-        out.problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, where, model))
+        errs = (InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, where, model))
+        out.problems.extend(cap_document(doc.file, errs, document_name(doc.data, doc.index)))
         return None
 
 
@@ -539,12 +541,17 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
     else:
         errs = passthrough_problems(data)
         if errs:
-            out.problems.extend(InputProblem(doc.file, f"{prefix}{e.path}", e.message()) for e in errs)
+            problems = (InputProblem(doc.file, f"{prefix}{e.path}", e.message()) for e in errs)
+            out.problems.extend(cap_document(doc.file, problems, document_name(data, doc.index)))
             return
         shape = passthrough_shape_problems(doc.file, data)
         if shape:
             out.problems.extend(
-                InputProblem(p.file, f"{prefix}{p.field}" if p.field else prefix.rstrip("."), p.message) for p in shape
+                cap_document(
+                    doc.file,
+                    (InputProblem(p.file, f"{prefix}{p.field}" if p.field else prefix.rstrip("."), p.message) for p in shape),
+                    document_name(data, doc.index),
+                )
             )
             return
         out.passthrough.append(Sourced(doc.file, data))
@@ -564,7 +571,8 @@ def _parse_config(model: type[B], doc: Document, out: SourceSet, *, first: bool)
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        out.fleet_problems.extend(InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, model=model))
+        errs = (InputProblem(doc.file, e.path, e.message()) for e in from_pydantic(exc, model=model))
+        out.fleet_problems.extend(cap_document(doc.file, errs, document_name(doc.data, doc.index)))
         return None
 
 

@@ -149,15 +149,19 @@ def misspellings(errors: Sequence[Any], model: type[BaseModel]) -> dict[tuple[in
     """For each unknown field of ``errors`` (pydantic's, of ``model``) that closely matches a
     field declared in its mapping: that field's name."""
     extra: dict[tuple[int | str, ...], str] = {}
+    tried = 0  # each try compares with every declared name: bounded whether or not it matches
     for err in errors:
-        loc = user_loc(err["loc"])
-        if err["type"] != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
+        if err["type"] != "extra_forbidden":
             continue
+        loc = user_loc(err["loc"])
+        if not loc or not isinstance(loc[-1], str):
+            continue
+        tried += 1
+        if tried > MAX_SUGGESTIONS:
+            break
         guess = closest(loc[-1], declared_fields(model, loc[:-1]))
         if guess is not None:
             extra[tuple(loc)] = guess
-            if len(extra) >= MAX_SUGGESTIONS:
-                break
     return extra
 
 

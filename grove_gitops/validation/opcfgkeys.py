@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from grove_gitops.api.operatorconfig import GroveConfigModel, OperatorConfiguration
 from grove_gitops.backendapi import SchedulerBackend
 from grove_gitops.validation.fielderrors import FieldError
+from grove_gitops.validation.suggest import MAX_SUGGESTIONS
 
 UNKNOWN = "field not declared in schema"
 #: Why it is an error although Grove itself accepts the file.
@@ -93,7 +94,9 @@ def unknown_field_errors(cfg: OperatorConfiguration) -> list[FieldError]:
             if key in model.accepted_extra:
                 continue
             path = f"{base}.{key}" if base else key
-            errors.append(FieldError(path, f"{UNKNOWN}{_suggestion(key, model, path)} ({_WHY})"))
+            # difflib per key: only for as many keys as a document lists (problems.py's cap)
+            hint = _suggestion(key, model, path) if len(errors) < MAX_SUGGESTIONS else ""
+            errors.append(FieldError(path, f"{UNKNOWN}{hint} ({_WHY})"))
         for name in model.model_fields:
             value = getattr(node, name)
             path = f"{base}.{name}" if base else name
@@ -125,6 +128,9 @@ def profile_config_errors(
             continue
         for key in profile.config:
             if key not in known:
-                hint = _closest(str(key), known) if known else f"; {profile.name} takes no config keys"
+                if len(errors) >= MAX_SUGGESTIONS:
+                    hint = ""
+                else:
+                    hint = _closest(str(key), known) if known else f"; {profile.name} takes no config keys"
                 errors.append(FieldError(f"scheduler.profiles[{i}].config.{key}", f"{UNKNOWN}{hint} ({_WHY})"))
     return errors

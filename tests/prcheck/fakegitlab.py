@@ -43,6 +43,8 @@ class FakeGitLab:
     redirect_to: str = ""
     fail: int = 0
     replies: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    #: Headers sent with every ``replies`` answer (a misbehaving ``X-Next-Page``).
+    reply_headers: dict[str, str] = field(default_factory=dict)
     next_id: int = 500
     url: str = ""
     _server: ThreadingHTTPServer | None = None
@@ -91,7 +93,7 @@ class FakeGitLab:
                     return
                 if method in fake.replies:
                     status, raw = fake.replies[method]
-                    self._send(status, raw=raw)
+                    self._send(status, headers=fake.reply_headers, raw=raw)
                     return
                 path = parsed.path[len(fake.prefix) :] if parsed.path.startswith(fake.prefix) else ""
                 # The raw path: a project path arrives URL-encoded (group%2Fproject).
