@@ -141,19 +141,26 @@ def run_agent(opts: ServiceOptions) -> int:
             return False
         return worker is None or (worker.is_alive() and lifter.healthy())
 
-    election.start()
     server = None
-    if opts.metrics_address:
-        host, _, port = opts.metrics_address.rpartition(":")
-        server = HealthServer(
-            registry,
-            host or "0.0.0.0",
-            int(port),
-            healthy=healthy,
-            ready=lambda: lifter.ready() or not elector.is_leader,
-        ).start()
     lost = False
     try:
+        # A loop that cannot start (the metrics port taken, no thread to be had) ends the
+        # agent with exit 1 and one line saying why, not a traceback beside live threads.
+        try:
+            election.start()
+            if opts.metrics_address:
+                host, _, port = opts.metrics_address.rpartition(":")
+                server = HealthServer(
+                    registry,
+                    host or "0.0.0.0",
+                    int(port),
+                    healthy=healthy,
+                    ready=lambda: lifter.ready() or not elector.is_leader,
+                ).start()
+        except (OSError, RuntimeError) as exc:
+            log.error("cannot start: %s", exc)
+            print(f"error: cannot start the agent: {exc}", file=sys.stderr)
+            return 1
         while not stop.is_set() and not elector.acquired.wait(0.5):
             if not stop.is_set() and not election.is_alive():
                 log.error("leader election stopped unexpectedly; exiting")
@@ -161,7 +168,11 @@ def run_agent(opts: ServiceOptions) -> int:
         if stop.is_set():
             return 0
         thread = threading.Thread(target=lifter.run, args=(stop,), name="lifter", daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError as exc:  # no thread to be had
+            log.error("cannot start the lifter loop: %s", exc)
+            return 1
         worker = thread  # seen by healthy() only once running
         while not stop.is_set():
             if elector.lost.wait(min(opts.drift_interval, 1.0)):
@@ -181,7 +192,8 @@ def run_agent(opts: ServiceOptions) -> int:
         worker.join(timeout=10)
     finally:
         stop.set()
-        election.join(timeout=5)
+        if election.is_alive():
+            election.join(timeout=5)
         if server is not None:
             server.stop()
     return 1 if lost else 0

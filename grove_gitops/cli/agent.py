@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from grove_gitops.cli.options import host_port
+from grove_gitops.cli.options import MAX_WORKERS, Count, Seconds, host_port
 
 
 def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
@@ -27,13 +27,19 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             help="Serves /healthz, /readyz, /metrics.",
         ),
         click.option("--kubeconfig", default=None, help="Default: in-cluster config, then ~/.kube/config."),
-        click.option("--concurrency", default=16, show_default=True, help="Parallel pod writes."),
-        click.option("--drift-interval", default=60.0, show_default=True, help="Seconds between topology drift checks."),
+        click.option("--concurrency", default=16, show_default=True, type=Count(1, MAX_WORKERS), help="Parallel pod writes."),
+        click.option(
+            "--drift-interval",
+            default=60.0,
+            show_default=True,
+            type=Seconds(min=1.0),
+            help="Seconds between topology drift checks.",
+        ),
         click.option(
             "--grace",
             default=60.0,
             show_default=True,
-            type=click.FloatRange(min=0),
+            type=Seconds(),
             help="Seconds a pod is kept after its workload's PodGangs stopped wanting it (scale-in, removed "
             "from Git, a gated pod superseded by a newer target) before the agent deletes it. A gated pod "
             "applied before its PodGang is never deleted on this timer (see --unordered-grace).",
@@ -42,7 +48,7 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             "--unordered-grace",
             default=1800.0,
             show_default=True,
-            type=click.FloatRange(min=0),
+            type=Seconds(),
             help="Seconds a gated pod no PodGang lists is kept when the agent cannot tell whether it was applied "
             "before its PodGang or left behind (it was there before the agent started, and its workload's "
             "PodGangs have not changed since). Default: three times the shipped Flux interval (10m).",
@@ -51,7 +57,7 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             "--resync",
             default=2.0,
             show_default=True,
-            type=click.FloatRange(min=0.05),
+            type=Seconds(min=0.05),
             help="Seconds between re-derivations of every workload without an event (grace periods and "
             "terminationDelay expire silently).",
         ),
@@ -69,20 +75,51 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             help="Create the gitops.grove.io scale targets of autoscaled cliques and scaling groups and the "
             "replicas above the floor Git renders (docs/autoscaling.md; needs overlays/crds installed).",
         ),
-        click.option("--lease-duration", default=15.0, show_default=True, help="Seconds a Lease is valid without renewal."),
         click.option(
-            "--renew-deadline", default=10.0, show_default=True, help="Seconds the leader may fail to renew before it stops."
+            "--lease-duration",
+            default=15.0,
+            show_default=True,
+            type=Seconds(min=0.0, min_open=True),
+            help="Seconds a Lease is valid without renewal.",
         ),
-        click.option("--retry-period", default=2.0, show_default=True, help="Seconds between Lease attempts."),
+        click.option(
+            "--renew-deadline",
+            default=10.0,
+            show_default=True,
+            type=Seconds(min=0.0, min_open=True),
+            help="Seconds the leader may fail to renew before it stops (less than --lease-duration).",
+        ),
+        click.option(
+            "--retry-period",
+            default=2.0,
+            show_default=True,
+            type=Seconds(min=0.0, min_open=True),
+            help="Seconds between Lease attempts (less than --renew-deadline).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
     return func
 
 
+def _lease_order(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """client-go's rule for leader election: a leader must give up (renew deadline) before its
+    Lease expires for the others, and must be able to retry within its deadline; otherwise two
+    agents can lead at once, or the leader loses a Lease it could have kept."""
+    ctx = click.get_current_context()
+    names = {
+        p.name: f"{p.opts[0]} ({p.envvar})" if isinstance(p, click.Option) else str(p.name) for p in ctx.command.params
+    }
+    if not renew_deadline < lease_duration:
+        raise click.UsageError(f"{names['renew_deadline']} must be less than {names['lease_duration']}", ctx)
+    if not retry_period < renew_deadline:
+        raise click.UsageError(f"{names['retry_period']} must be less than {names['renew_deadline']}", ctx)
+
+
 def _run_agent(**kwargs: Any) -> None:
     from grove_gitops.agent.service import ServiceOptions, default_identity, run_agent
 
+    _lease_order(kwargs["lease_duration"], kwargs["renew_deadline"], kwargs["retry_period"])
     kwargs["identity"] = kwargs["identity"] or default_identity()
     sys.exit(run_agent(ServiceOptions(**kwargs)))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from grove_gitops.cli.options import JOBS_OPTION, host_port
+from grove_gitops.cli.options import JOBS_OPTION, MAX_CACHE_MB, Count, Seconds, host_port
 from grove_gitops.output.parallel import default_jobs
 
 
@@ -23,7 +23,7 @@ from grove_gitops.output.parallel import default_jobs
 )
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Private clone (default: ~/.cache).")
 @click.option("--once", is_flag=True, help="One iteration; exit 1 if a source commit failed to render.")
-@click.option("--interval", default=30.0, show_default=True, help="Seconds between iterations.")
+@click.option("--interval", default=30.0, show_default=True, type=Seconds(min=1.0), help="Seconds between iterations.")
 @click.option(
     "--metrics-address",
     default="",
@@ -38,14 +38,14 @@ from grove_gitops.output.parallel import default_jobs
 )
 @click.option(
     "--cache-max-mb",
-    type=click.IntRange(min=1),
+    type=Count(1, MAX_CACHE_MB),
     default=1024,
     show_default=True,
     help="Size bound of the render cache kept in the work directory (least recently used entries go first).",
 )
 @click.option(
     "--heartbeat-interval",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=600.0,
     show_default=True,
     help="Seconds between 'idle' log lines while no source commit arrives (0: none).",

@@ -74,7 +74,7 @@ def _build(
 )
 @click.option(
     "--max-chars",
-    type=click.IntRange(min=2000),
+    type=click.IntRange(2000, 10_000_000),
     default=DEFAULT_MAX_CHARS,
     show_default=True,
     help="Markdown: split into parts shorter than this (GitHub rejects comments over 65536).",

@@ -3,6 +3,7 @@ names, defaults and help read the same everywhere."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,46 @@ import click
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
+
+#: The longest duration a setting takes (30 days). Longer ones are typos, and past about 292
+#: years ``threading.Event.wait`` raises OverflowError in the thread that sleeps.
+MAX_SECONDS = 30 * 24 * 3600.0
+#: Worker threads or processes at most: more is never faster on one pod, and each costs memory.
+MAX_WORKERS = 1024
+#: The render cache's size bound at most (1 TiB), in MiB.
+MAX_CACHE_MB = 1024 * 1024
+
+
+class Seconds(click.FloatRange):
+    """A duration in seconds: finite and within ``[min, max]`` (``(min, max]`` with
+    ``min_open``), or a usage error naming the option and its environment variable.
+
+    ``click.FloatRange`` alone takes ``nan`` (every comparison with it is false, so it is in
+    every range) and ``inf`` when it has no upper bound, and each breaks a loop later: a
+    ``wait(nan)`` that never waits, a ``wait(inf)`` that raises in its thread.
+    """
+
+    name = "seconds"
+
+    def __init__(self, min: float = 0.0, *, min_open: bool = False, max: float = MAX_SECONDS) -> None:
+        super().__init__(min=min, max=max, min_open=min_open)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class Count(click.IntRange):
+    """A whole number within ``[min, max]``, both bounds required: a count sizes a pool, a
+    cache or a loop, so it is bounded before use."""
+
+    name = "count"
+
+    def __init__(self, min: int, max: int) -> None:
+        super().__init__(min=min, max=max)
+
 
 #: Problems in the JSON document of ``--output json``.
 _JSON_PROBLEMS = "json: one JSON document on stdout listing every problem as {file, field, message, severity}"
@@ -35,7 +76,7 @@ def cache_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--cache-dir`` and ``--cache-max-mb``: the persistent render cache (issue 14)."""
     func = click.option(
         "--cache-max-mb",
-        type=click.IntRange(min=1),
+        type=Count(1, MAX_CACHE_MB),
         default=1024,
         show_default=True,
         help="Size bound of --cache-dir; the least recently used entries are deleted beyond it.",
@@ -71,7 +112,7 @@ OUTPUT_OPTION = output_option()
 JOBS_OPTION = click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=1),
+    type=Count(1, MAX_WORKERS),
     default=None,
     help="Worker processes expanding and serialising PodCliqueSets (default: the number of CPUs). "
     "The output is the same for every value; small renders run in one process.",

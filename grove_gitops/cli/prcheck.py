@@ -256,7 +256,7 @@ def _post_gitlab(
 @click.option(
     "--pr",
     "pr",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 2**63 - 1),
     default=None,
     help="PR number, or GitLab merge request IID (default: GITHUB_EVENT_PATH; CI_MERGE_REQUEST_IID).",
 )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from grove_gitops.cli.options import NO_FSYNC_OPTION, QUIET_OPTION
+from grove_gitops.cli.options import NO_FSYNC_OPTION, QUIET_OPTION, Count
 
 
 @click.command()
@@ -18,7 +18,9 @@ from grove_gitops.cli.options import NO_FSYNC_OPTION, QUIET_OPTION
     type=click.Path(path_type=Path),
     help="Output directory, replaced atomically after each valid render (an invalid edit keeps the last one).",
 )
-@click.option("--debounce", default=300, show_default=True, help="Milliseconds to wait for more changes.")
+@click.option(
+    "--debounce", default=300, show_default=True, type=Count(0, 60_000), help="Milliseconds to wait for more changes."
+)
 @QUIET_OPTION
 @NO_FSYNC_OPTION
 def watch(source: Path, out: Path, debounce: int, quiet: bool, no_fsync: bool) -> None:
