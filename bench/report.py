@@ -309,6 +309,33 @@ def fresh_section(fresh: dict[str, Any], s: dict[str, Any], n: int) -> list[str]
     return L
 
 
+def _unknown_fields_section(uf: dict[str, Any]) -> list[str]:
+    """Hostile inputs: thousands of unknown fields (issue 31.1)."""
+    L = ["", "## Unknown fields: bounded time, memory and output (issue 31.1)", ""]
+    if "error" in uf or "template" not in uf:
+        return [*L, f"Not measured: {uf.get('error', 'no data')}"]
+    L += [
+        "`bench/unknown_fields_bench.py`: `grove-gitops validate` in a fresh process (start-up included) on crafted",
+        "trees. Target (issue 31): at most 10 s and 1 GB each at 50,000 keys, at most 101 lines for one document.",
+        "",
+    ]
+    labels = [
+        ("template", f"spec.template with {uf['keys']} unknown keys"),
+        ("operator_config", f"OperatorConfiguration profile with {uf['keys']} unknown keys"),
+        ("many_pod_specs", f"{uf['files']} PodCliqueSets x {uf['pod_keys']} unknown podSpec fields"),
+        ("template_1x", f"spec.template with {uf['keys'] // 20} unknown keys"),
+        ("template_4x", f"spec.template with {uf['keys'] // 5} unknown keys"),
+    ]
+    rows = [
+        [label, num(uf[key]["seconds"], "s"), num(uf[key]["peak_rss_mib"], "MiB"), str(uf[key]["lines_largest_file"])]
+        for key, label in labels
+        if key in uf
+    ]
+    L += _table(["input", "seconds", "peak RSS", "lines, largest file"], rows)
+    L += ["", f"4x the keys: {uf.get('growth_4x')}x the time (4 is linear, 16 quadratic; start-up included)."]
+    return L
+
+
 def _fleet_section(fl: dict[str, Any]) -> list[str]:
     """Incremental rendering per cluster of a fleet (issue 12)."""
     L = ["", "## Fleet: incremental per cluster (issue 12)", ""]
@@ -563,6 +590,7 @@ def markdown(results: dict[str, Any]) -> str:
     L += autoscale_section(results.get("autoscale") or {})
     L += _feasibility_section(results.get("feasibility") or {})
     L += _fleet_section(results.get("fleet") or {})
+    L += _unknown_fields_section(results.get("unknown_fields") or {})
 
     # -- profile
     prof = results.get("profile") or {}

@@ -298,6 +298,14 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         if fl is not None:
             log(f"fleet: one cluster's OperatorConfiguration re-expanded {fl['operator_config_b']['expanded']}")
 
+        log("unknown-fields benchmark (hostile inputs, issue 31.1)")
+        big = args.size >= 100  # the issue's sizes; the smoke run checks the harness only
+        uf = stage("unknown_fields", "bench.unknown_fields_bench", "--keys", "50000" if big else "2000",
+                   "--files", "300" if big else "10", "--pod-keys", "200")
+        if uf is not None:
+            log(f"unknown fields: template {uf['template']['seconds']} s, operator config "
+                f"{uf['operator_config']['seconds']} s, {uf['files']} files {uf['many_pod_specs']['seconds']} s")
+
         log("profiling one render")
         stage("profile", "bench.render_bench", "profile", "--source", str(source), "--out", str(tmp / "profile-out"))
     finally:

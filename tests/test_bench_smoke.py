@@ -247,3 +247,14 @@ def test_autoscale_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> No
     assert run["writes"]["create podgangs"] == 2 and "patch podcliquescalinggroups/scale" not in run["writes"]
     assert run["writes_per_pod"] >= run["pod_writes_per_pod"] == 2.0
     assert "## Autoscaling (issue 23)" in smoke[1] and "write → last new gang released" in smoke[1]
+
+
+def test_unknown_fields_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
+    """The hostile-input benchmark (issue 31.1) ran: every scenario failed validation as it must,
+    with at most 101 lines for its largest document, and the report has its table."""
+    found = smoke[0]["unknown_fields"]
+    for key in ("template", "operator_config", "many_pod_specs", "template_1x", "template_4x"):
+        assert found[key]["exit_code"] == 1, found[key]
+        assert 0 < found[key]["lines_largest_file"] <= 101 and positive(found[key]["seconds"]), found[key]
+    assert found["template"]["lines_largest_file"] == 101  # 2,000 keys: capped
+    assert "## Unknown fields: bounded time, memory and output (issue 31.1)" in smoke[1]

@@ -221,3 +221,19 @@ def test_placing_n_problems_in_one_mapping_visits_its_keys_a_linear_number_of_ti
     small, large = _visits_to_place_every_key(500), _visits_to_place_every_key(2000)
     assert large <= 2000 * 3
     assert large / small < 5
+
+
+def test_the_pod_spec_memo_keeps_a_page_of_errors_per_template_and_counts_the_rest() -> None:
+    """A long-running agent memoises up to 4,096 templates: each holds at most one page of
+    errors, while the document's cap still counts every one."""
+    from grove_gitops.validation import podspec
+
+    podspec._MEMO.clear()
+    pod = {"containers": [{"name": "c", "image": "x"}], **{f"field{k}": 1 for k in range(1000)}}
+    found = podspec.pod_spec_errors(pod, "1.35", "p")
+    ((kept, more),) = podspec._MEMO.values()
+    assert len(kept) == CAP and more == 1000 - CAP
+    assert len(found) == 1000 and found[0].path == "p.field0"
+    capped = cap_document("f.yaml", (InputProblem("f.yaml", e.path, e.message()) for e in found))
+    assert [p.field for p in capped[:CAP]] == [e.path for e in found[:CAP]]
+    assert capped[CAP].message.startswith(f"and {1000 - CAP} more problems")

@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT
 from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required
 from grove_gitops.validation.suggest import MAX_SUGGESTIONS, did_you_mean
 
@@ -282,8 +283,12 @@ def _value_at(pod_spec: Mapping[str, Any], where: tuple[str | int, ...]) -> Any:
     return value
 
 
-_Found = tuple[tuple[str, str, str, Any], ...]
-#: digest of (podSpec, Kubernetes version) -> its errors, paths relative to the podSpec (``$``).
+#: The first errors of a podSpec (paths relative to it, ``$``) and how many more it has: a
+#: document lists :data:`MAX_PROBLEMS_PER_DOCUMENT` problems at most, so the memo keeps no
+#: more than that per template, however many unknown fields a crafted one holds (4,096
+#: templates of 50,000 errors each would otherwise stay in a long-running agent's memory).
+_Found = tuple[tuple[tuple[str, str, str, Any], ...], int]
+#: digest of (podSpec, Kubernetes version) -> its errors.
 _MEMO: dict[str, _Found] = {}
 _MEMO_MAX = 4096
 
@@ -295,7 +300,9 @@ def _cached(pod_json: str, kube_version: str) -> _Found:
     if found is None:
         pod_spec = json.loads(pod_json)
         errs = _schema_errors(pod_spec, kube_version, "$") + _container_resource_errors(pod_spec, "$")
-        found = tuple((e.path, e.type, e.detail, e.value) for e in _dedupe(errs))
+        unique = _dedupe(errs)
+        kept = tuple((e.path, e.type, e.detail, e.value) for e in unique[:MAX_PROBLEMS_PER_DOCUMENT])
+        found = (kept, len(unique) - len(kept))
         if len(_MEMO) >= _MEMO_MAX:
             _MEMO.clear()
         _MEMO[key] = found
@@ -319,10 +326,12 @@ def pod_spec_errors(pod_spec: Mapping[str, Any], kube_version: str, path: str) -
         pod_json = json.dumps(pod_spec, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         return []
-    out: list[FieldError] = []
-    for rel, kind, detail, value in _cached(pod_json, kube_version):
-        out.append(FieldError(path + rel[1:], kind, detail, value))
-    return out
+    kept, more = _cached(pod_json, kube_version)
+    out = [FieldError(path + rel[1:], kind, detail, value) for rel, kind, detail, value in kept]
+    # The ones past the cap are only counted by the document's cap (problems.cap_document) and
+    # never shown: they stand behind a full page of this podSpec's own errors. One shared
+    # object each, so the count costs no memory per error.
+    return out + out[-1:] * more
 
 
 def validate_pod_specs(pcs: PodCliqueSet, kube_version: str) -> list[FieldError]:
