@@ -9,6 +9,7 @@ problems for JSON and decides which ones a run prints.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice
@@ -33,6 +34,15 @@ def more_problems(file: str, count: int, document: str = "") -> InputProblem:
     return InputProblem(
         file, "", f"and {count} more problems in {where} (only the first {MAX_PROBLEMS_PER_DOCUMENT} are listed)"
     )
+
+
+_MORE = re.compile(rf"^and ([0-9]+) more problems in .* \(only the first {MAX_PROBLEMS_PER_DOCUMENT} are listed\)$")
+
+
+def unlisted(problem: InputProblem) -> int:
+    """How many problems a :func:`more_problems` line stands for (0 for any other problem)."""
+    match = _MORE.match(problem.message) if not problem.field else None
+    return int(match.group(1)) if match else 0
 
 
 def cap_document(file: str, problems: Iterable[InputProblem], document: str = "") -> list[InputProblem]:

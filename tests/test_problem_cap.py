@@ -65,6 +65,7 @@ def test_a_template_with_thousands_of_unknown_keys_lists_the_cap_and_one_more_li
     assert len(errors) == CAP + 1
     assert errors[0] == "error: pcs.yaml:19:5: spec.template.unknownKey0: field not declared in schema"
     assert errors[-1] == f"error: pcs.yaml: and {3000 - CAP} more problems in PodCliqueSet ns/w (only the first {CAP} are listed)"
+    assert lines[-1] == f"3000 errors ({CAP} listed); nothing was written"
 
 
 def test_the_json_output_carries_the_cap(tmp_path: Path) -> None:
@@ -116,6 +117,7 @@ def test_a_document_under_the_cap_is_listed_whole(tmp_path: Path) -> None:
     _, lines = validate(tmp_path / "src")
     assert sum(line.startswith("error: pcs.yaml") for line in lines) == CAP
     assert not any("more problems" in line for line in lines)
+    assert lines[-1] == f"{CAP} errors; nothing was written"
 
 
 def test_cap_document_consumes_lazily_and_counts_the_rest() -> None:

@@ -9,15 +9,18 @@ from typing import NoReturn
 import click
 
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.problems import Problem, from_input_problem, json_document
+from grove_gitops.problems import Problem, from_input_problem, json_document, unlisted
 
 
 def report(exc: GroveGitopsError) -> None:
     if isinstance(exc, InvalidInputError):
         for problem in exc.problems:
             click.echo(f"error: {problem}", err=True)
-        n = len(exc.problems)
-        click.echo(f"{n} error{'s' if n != 1 else ''}; nothing was written", err=True)
+        more = [unlisted(p) for p in exc.problems]
+        listed = sum(1 for m in more if not m)
+        n = listed + sum(more)
+        shown = f" ({listed} listed)" if n != listed else ""
+        click.echo(f"{n} error{'s' if n != 1 else ''}{shown}; nothing was written", err=True)
     else:
         click.echo(f"error: {exc}", err=True)
 
