@@ -239,3 +239,25 @@ def test_the_pod_spec_memo_keeps_a_page_of_errors_per_template_and_counts_the_re
     capped = cap_document("f.yaml", (InputProblem("f.yaml", e.path, e.message()) for e in found))
     assert [p.field for p in capped[:CAP]] == [e.path for e in found[:CAP]]
     assert capped[CAP].message.startswith(f"and {1000 - CAP} more problems")
+
+
+def test_a_node_inventory_file_is_capped_too(tmp_path: Path) -> None:
+    pools = [{"name": f"Bad_{k}", "count": 1, "allocatable": {"cpu": "1"}} for k in range(300)]
+    inventory = {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "NodeInventory", "metadata": {"name": "i"},
+                 "pools": pools}  # fmt: skip
+    write(tmp_path / "src" / "inventory.yaml", inventory)
+    write(tmp_path / "src" / "pcs.yaml", pcs("w"))
+    _, lines = validate(tmp_path / "src")
+    errors = [line for line in lines if line.startswith("error: inventory.yaml")]
+    assert len(errors) == CAP + 1, lines[-3:]
+    assert errors[-1].startswith("error: inventory.yaml: and 200 more problems in its node inventory")
+
+
+def test_a_cluster_document_of_a_fleet_is_capped() -> None:
+    from grove_gitops.fleet.model import parse_cluster
+
+    data: dict[str, object] = {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "a"}}
+    data.update({f"unknown{k}": 1 for k in range(300)})
+    cluster, found = parse_cluster("cluster.yaml", data)
+    assert cluster is None and len(found) == CAP + 1
+    assert found[-1].message == f"and {300 - CAP} more problems in Cluster a (only the first {CAP} are listed)"

@@ -32,6 +32,7 @@ from grove_gitops.fleet.refs import (  # noqa: F401  (MAX_PATH re-exported)
     path_problems,
     shown,
 )
+from grove_gitops.problems import cap_document, document_name
 from grove_gitops.validation.fielderrors import from_pydantic
 from grove_gitops.validation.k8snames import dns1123_label_problems
 
@@ -147,7 +148,8 @@ def parse_cluster(file: str, data: dict[str, object]) -> tuple[Cluster | None, l
     try:
         cluster = Cluster.model_validate(data)
     except ValidationError as exc:
-        return None, [InputProblem(file, e.path, e.message()) for e in from_pydantic(exc)]
+        errs = (InputProblem(file, e.path, e.message()) for e in from_pydantic(exc))
+        return None, cap_document(file, errs, document_name(data))
     problems: list[InputProblem] = []
     name = cluster.metadata.name
     if not name:

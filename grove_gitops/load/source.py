@@ -436,7 +436,11 @@ def _inventory_problems(source: SourceSet) -> list[InputProblem]:
     """Limits, names and duplicate nodes of the inventory (``api.inventorycheck``), without
     ever listing a pool's nodes one by one."""
     inventories = [(item.file, item.obj) for item in source.inventories]
-    return inventory_problems(inventories, [(s.file, s.obj[0], s.obj[1]) for s in source.nodes])
+    found = inventory_problems(inventories, [(s.file, s.obj[0], s.obj[1]) for s in source.nodes])
+    by_file: dict[str, list[InputProblem]] = {}
+    for problem in found:  # a file's pools or Nodes: capped as one document (problems.py)
+        by_file.setdefault(problem.file, []).append(problem)
+    return [p for file, problems in by_file.items() for p in cap_document(file, problems, "its node inventory")]
 
 
 def parse_pcs(item: Sourced[dict[str, Any]]) -> tuple[PodCliqueSet | None, list[InputProblem]]:
