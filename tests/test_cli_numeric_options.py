@@ -160,3 +160,20 @@ def test_the_agent_exits_1_when_its_metrics_server_cannot_start(tmp_path: Path) 
     assert proc.returncode == 1, proc.stderr
     assert "error: cannot start the agent: [Errno 98] Address already in use" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_controller_exits_1_when_its_metrics_server_cannot_start(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-I", "-m", "grove_gitops", "controller", "--repo", str(repo), "--output-path", "out",
+             "--workdir", str(tmp_path / "work"), "--metrics-address", f"127.0.0.1:{port}", "--status-forge", "off"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot serve --metrics-address 127.0.0.1:{port}: [Errno 98] Address already in use" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -100,7 +100,11 @@ def run_controller(
             server = None
             if metrics_address:
                 host, _, port = metrics_address.rpartition(":")
-                server = HealthServer(registry, host or "0.0.0.0", int(port), lambda: ctl.healthy(interval)).start()
+                try:
+                    server = HealthServer(registry, host or "0.0.0.0", int(port), lambda: ctl.healthy(interval)).start()
+                except OSError as exc:  # the port is taken: one line and exit 1, not a traceback
+                    log.error("cannot serve --metrics-address %s: %s", metrics_address, exc)
+                    return 1
             try:
                 ctl.run_forever(interval, stop)
             finally:
