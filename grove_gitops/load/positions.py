@@ -61,18 +61,26 @@ def parse_path(path: str) -> list[Segment]:
 
 #: A node's index, built once per node and dropped with its tree: a mapping's scalar keys
 #: (the first of duplicates, as a scan finds it) or a list's mapping items by ``name``.
-_INDEX: weakref.WeakKeyDictionary[yaml.Node, dict[str, tuple[yaml.Node, yaml.Node]]] = weakref.WeakKeyDictionary()
+_INDEX: weakref.WeakKeyDictionary[yaml.Node, _Index] = weakref.WeakKeyDictionary()
 
 
-def _index(node: yaml.Node) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+class _Index(dict[str, tuple[yaml.Node, yaml.Node]]):
+    """Key → (key node, value node); ``dotted`` when some key holds a dot (a label key), the
+    only case where a run of path segments can name one key."""
+
+    dotted = False
+
+
+def _index(node: yaml.Node) -> _Index:
     found = _INDEX.get(node)
     if found is not None:
         return found
-    found = {}
+    found = _Index()
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             if isinstance(k, yaml.ScalarNode):
                 found.setdefault(k.value, (k, v))
+                found.dotted = found.dotted or "." in k.value
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
             if isinstance(item, yaml.MappingNode):
@@ -95,11 +103,12 @@ def _step(node: yaml.Node, segments: list[Segment], i: int) -> tuple[yaml.Node, 
             found = _mapping_value(node, seg.text)
             return (found[0], found[1], 1) if found else None
         # A key may itself hold dots (a label key): try the longest run of plain segments first.
+        keys = _index(node)
         run = 0
-        while i + run < len(segments) and not segments[i + run].bracketed:
+        while keys.dotted and i + run < len(segments) and not segments[i + run].bracketed:
             run += 1
-        for n in range(run, 0, -1):
-            found = _mapping_value(node, ".".join(s.text for s in segments[i : i + n]))
+        for n in range(max(run, 1), 0, -1):
+            found = keys.get(".".join(s.text for s in segments[i : i + n]))
             if found:
                 return found[0], found[1], n
         return None
