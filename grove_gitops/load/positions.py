@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,9 +58,10 @@ def parse_path(path: str) -> list[Segment]:
     ]
 
 
-#: A node's index, built once per node and dropped with its tree: a mapping's scalar keys
-#: (the first of duplicates, as a scan finds it) or a list's mapping items by ``name``.
-_INDEX: weakref.WeakKeyDictionary[yaml.Node, _Index] = weakref.WeakKeyDictionary()
+#: The attribute of a node holding its index, built once per node and dropped with its tree:
+#: a mapping's scalar keys (the first of duplicates, as a scan finds it) or a list's mapping
+#: items by ``name``. On the node itself: a lookup per path step, 30,000 problems' worth.
+_INDEX = "_grove_gitops_index"
 
 
 class _Index(dict[str, tuple[yaml.Node, yaml.Node]]):
@@ -72,7 +72,7 @@ class _Index(dict[str, tuple[yaml.Node, yaml.Node]]):
 
 
 def _index(node: yaml.Node) -> _Index:
-    found = _INDEX.get(node)
+    found: _Index | None = getattr(node, _INDEX, None)
     if found is not None:
         return found
     found = _Index()
@@ -87,7 +87,7 @@ def _index(node: yaml.Node) -> _Index:
                 name = _mapping_value(item, "name")
                 if name and isinstance(name[1], yaml.ScalarNode):
                     found.setdefault(name[1].value, (item, item))
-    _INDEX[node] = found
+    setattr(node, _INDEX, found)
     return found
 
 
