@@ -327,11 +327,17 @@ def _unknown_fields_section(uf: dict[str, Any]) -> list[str]:
         ("template_4x", f"spec.template with {uf['keys'] // 5} unknown keys"),
     ]
     rows = [
-        [label, num(uf[key]["seconds"], "s"), num(uf[key]["peak_rss_mib"], "MiB"), str(uf[key]["lines_largest_file"])]
+        [
+            label,
+            num(uf[key]["seconds"], "s"),
+            num(uf[key].get("cpu_seconds", float("nan")), "s"),
+            num(uf[key]["peak_rss_mib"], "MiB"),
+            str(uf[key]["lines_largest_file"]),
+        ]
         for key, label in labels
         if key in uf
     ]
-    L += _table(["input", "seconds", "peak RSS", "lines, largest file"], rows)
+    L += _table(["input", "seconds", "CPU seconds", "peak RSS", "lines, largest file"], rows)
     L += ["", f"4x the keys: {uf.get('growth_4x')}x the time (4 is linear, 16 quadratic; start-up included)."]
     return L
 
