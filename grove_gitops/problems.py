@@ -47,8 +47,8 @@ def unlisted(problem: InputProblem) -> int:
 
 def cap_document(file: str, problems: Iterable[InputProblem], document: str = "") -> list[InputProblem]:
     """The first :data:`MAX_PROBLEMS_PER_DOCUMENT` of one document's ``problems`` and, when
-    there were more, one :func:`more_problems` line. ``problems`` is consumed lazily: past the
-    cap each is only counted, so a producer that builds messages on demand stops building them."""
+    there were more, one :func:`more_problems` line. Past the cap a problem is only counted:
+    it is never kept, placed in its file (``load.positions``) or printed."""
     it = iter(problems)
     kept = list(islice(it, MAX_PROBLEMS_PER_DOCUMENT))
     rest = sum(1 for _ in it)
