@@ -86,6 +86,7 @@ class FakeGitHub:
                     return
                 if method in fake.replies:
                     status, raw = fake.replies[method]
+                    self._drain()
                     self._send(status, raw=raw)
                     return
                 if method != "GET" and fake.deny_writes:

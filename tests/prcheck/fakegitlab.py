@@ -93,6 +93,7 @@ class FakeGitLab:
                     return
                 if method in fake.replies:
                     status, raw = fake.replies[method]
+                    self._drain()
                     self._send(status, headers=fake.reply_headers, raw=raw)
                     return
                 path = parsed.path[len(fake.prefix) :] if parsed.path.startswith(fake.prefix) else ""

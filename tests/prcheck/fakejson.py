@@ -28,6 +28,11 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _drain(self) -> None:
+        """Read the request body unanswered: a server that replies and closes with unread bytes
+        makes the kernel reset the connection, and the client may see the reset, not the reply."""
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
     def _body(self) -> dict[str, Any]:
         n = int(self.headers.get("Content-Length") or 0)
         data = json.loads(self.rfile.read(n) or b"{}")
