@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grove_gitops.cli.prcheck import pr_check
 from grove_gitops.diff.markdown import MARKER, part_marker
@@ -111,3 +113,20 @@ def test_the_pr_check_reports_a_deep_reply_as_an_error_naming_github(tmp_path: P
     assert result.exit_code == 1
     assert result.output.startswith("error: GitHub API: GET ") and "nested too deeply" in result.output
     assert "Traceback" not in result.output
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0xFF), max_size=20))
+def test_any_x_next_page_is_a_page_or_a_clean_error(page: str) -> None:
+    """Whatever the header holds (latin-1, as HTTP carries it): the next page of this API, or
+    a GitLabError; never a ValueError."""
+    client = GitLab("acme/workloads", 12, TOKEN, "http://127.0.0.1:9/api/v4", timeout=1)
+    url = f"{client.api}/projects/acme%2Fworkloads/merge_requests/12/notes?per_page=100"
+    try:
+        nxt = client._next(url, {"x-next-page": page})
+    except GitLabError as exc:
+        assert str(exc).startswith("GitLab API: GET ")
+        return
+    if page.strip():
+        assert nxt == f"{url}&page={int(page.strip())}" and page.strip().isascii()
+    else:
+        assert nxt is None
