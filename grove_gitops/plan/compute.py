@@ -61,7 +61,7 @@ def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCl
         steps = tuple(ordered_steps(changed))
         message = ""
     staying = [head.pods[h] for h in base.pods.keys() & head.pods.keys()]
-    risks, outages = step_risks(key[1], staying, steps, frozenset(head.units))
+    risks, outages = step_risks(key[1], staying, steps, head.units)
     return PodCliqueSetPlan(
         key[0],
         key[1],

@@ -210,6 +210,7 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
                 "autoscaled": o.autoscaled,
                 "message": o.sentence(),
                 "fix": o.fix,
+                "fixField": o.field,
             }
             for o in p.outages
         ],
