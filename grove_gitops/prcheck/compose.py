@@ -124,6 +124,11 @@ class Status:
     plan: str = "unknown"
     #: One line per role a rollout leaves with no available pod (``ns/pcs: decode (scaling group): steps 1``).
     outages: list[str] = field(default_factory=list)
+    #: The merge base's source tree has a node inventory (asked only when head has none: a PR
+    #: that deletes it must not switch ``fail-on: infeasible`` off).
+    base_inventory: bool = False
+    #: One line per running gang a topology change leaves unschedulable at its next reschedule.
+    stranded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -202,6 +207,22 @@ def check_feasibility(cli: Sequence[str], head_root: Path, status: Status, log: 
         )
     status.notes.append(f"gang feasibility failed on head (exit {code}); see the job log")
     return feasibility_note(f"⚠️ Not checked: grove-gitops feasibility failed on head (exit {code}); see the job log.")
+
+
+def base_has_inventory(cli: Sequence[str], repo: git.Repo, base_sha: str, source_path: str, tmp: Path) -> bool:
+    """Whether the merge base's source tree has a node inventory (asked when head has none).
+
+    ``fail-on: infeasible`` is the workflow's gate: a PR that deletes the inventory must not
+    pass it by leaving nothing to check. A base that cannot be read or checked answers False
+    (the gate then rests on head, as before)."""
+    try:
+        source = extract(repo, base_sha, source_path).source
+    except GroveGitopsError:
+        return False
+    base_root = tmp / "base"
+    write_source(source, base_root)
+    code, doc, _ = _run_cli(cli, ["feasibility", str(base_root), "--output", "json"], tmp)
+    return code in (0, 3) and isinstance(doc, dict) and has_inventory(doc)
 
 
 def _header_for(title: str, key: str, base: str, head: str) -> Callable[[int, int], str]:
@@ -293,6 +314,8 @@ def compose(opts: Options) -> Result:
             feas: list[Block] = []
         else:
             feas = check_feasibility(opts.cli, head_root, status, log)
+            if status.feasibility == "no-inventory":
+                status.base_inventory = base_has_inventory(opts.cli, repo, base_sha, source_path, Path(tmp))
     try:
         base_side, head_side, args = load_sides(
             base_sha, head_sha, False, opts.repo, sp, (f"merge base {base_sha[:7]}", None)
