@@ -69,6 +69,8 @@ def summary(p: PodCliqueSetPlan, wrap: Callable[[str], str] = str) -> str:
         parts.append(f"{len(p.to_cluster)} handed to the agent")
     if p.outages:
         parts.append("OUTAGE of " + ", ".join(wrap(o.role.name) for o in p.outages))
+    if p.stranded:
+        parts.append("STRANDED gang " + ", ".join(wrap(g.gang) for g in p.stranded))
     return "; ".join(parts)
 
 
@@ -126,6 +128,7 @@ def grouped_fields(p: PodCliqueSetPlan) -> list[tuple[tuple[str, ...], list[str]
 def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
     lines = [f"{p.title}: {summary(p)}"]
     lines += [f"  {o.sentence()}" for o in p.outages]
+    lines += [f"  {g.sentence()}" for g in p.stranded]
     if p.restart_fields:
         lines.append("  Restart forced by:")
         for paths, cliques in grouped_fields(p):
@@ -214,6 +217,10 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
             }
             for o in p.outages
         ],
+        "stranded": [
+            {"gang": g.gang, "reason": g.reason, "pods": g.pods, "replaced": g.replaced, "message": g.sentence()}
+            for g in p.stranded
+        ],
     }
 
 
@@ -273,10 +280,20 @@ def outage_markdown(p: PodCliqueSetPlan) -> list[str]:
     return out
 
 
+def stranded_markdown(p: PodCliqueSetPlan) -> list[str]:
+    """One bullet per gang the change strands (names in code spans, the reason inert)."""
+    out = []
+    for g in p.stranded:
+        head, _, rest = g.sentence(code, md_text).partition(": ")
+        out.append(f"⚠️ **{head}** in {code(p.title)}: {rest}.")
+    return out
+
+
 def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
     """One PodCliqueSet's part of the plan (an indivisible block of the PR comment)."""
     lines = [f"**{code(p.title)}** · {summary(p, code)}", ""]
     lines += [f"- {line}" for line in outage_markdown(p)]
+    lines += [f"- {line}" for line in stranded_markdown(p)]
     for paths, cliques in grouped_fields(p):
         lines.append(f"- **Restart forced by** {_list(paths, code)} in {_list(tuple(cliques), code)}")
     if added(p):
@@ -340,6 +357,23 @@ def outage_blocks(plan: Plan) -> list[Block]:
         "replacements are Ready); see the rollout plan below.\n\n"
     )
     return [Block(intro + "".join(f"- {line}\n" for line in lines) + "\n", "outage", f"{OUTAGE_HEADING} (continued)\n\n")]
+
+
+STRANDED_HEADING = "### ⚠️ Stranded gang"
+
+
+def stranded_blocks(plan: Plan) -> list[Block]:
+    """The banner for the top of a PR comment: every running gang the change leaves
+    unschedulable at its next reschedule. Empty when there is none."""
+    lines = [line for p in plan.podcliquesets for line in stranded_markdown(p)]
+    if not lines:
+        return []
+    intro = (
+        f"{STRANDED_HEADING}\n\nMerging this changes a gang's PodGang into one that does not fit the node "
+        "inventory. Nothing fails at merge: its running pods keep running, and the gang cannot be scheduled "
+        "again the next time its pods are placed (a node lost, a rollout, a scale-out).\n\n"
+    )
+    return [Block(intro + "".join(f"- {line}\n" for line in lines) + "\n", "stranded", f"{STRANDED_HEADING} (continued)\n\n")]
 
 
 def unavailable_block(reason: str) -> Block:

@@ -49,7 +49,7 @@ from grove_gitops.diff.text import render_text
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.plan.formats import markdown_blocks as plan_markdown_blocks
-from grove_gitops.plan.formats import outage_blocks, unavailable_block
+from grove_gitops.plan.formats import outage_blocks, stranded_blocks, unavailable_block
 from grove_gitops.plan.model import PlanError
 from grove_gitops.prcheck.annotations import to_annotations
 from grove_gitops.prcheck.capping import DEFAULT_MAX_PARTS, pack_capped
@@ -249,8 +249,9 @@ def _cut_note(max_parts: int, report_url: str) -> Callable[[int, int], str]:
 
 
 def rollout_blocks(report: Report, status: Status) -> tuple[list[Block], list[Block]]:
-    """(the outage banner for the top of the comment, the rollout plan's section), recording
-    the plan's outcome and every outage in ``status`` for ``fail-on: outage``. A side the plan
+    """(the outage and stranded-gang banners for the top of the comment, the rollout plan's
+    section), recording the plan's outcome, every outage (``fail-on: outage``) and every
+    stranded gang (``fail-on: infeasible``) in ``status``. A side the plan
     cannot read costs the section (and fails ``outage``), not the diff."""
     try:
         plan = build_fleet_plan(report.base, report.head)
@@ -262,7 +263,8 @@ def rollout_blocks(report: Report, status: Status) -> tuple[list[Block], list[Bl
         f"{p.title}: {o.role.label}: step{'s' if len(o.steps) != 1 else ''} {', '.join(map(str, o.steps))}"
         for p, o in plan.outages
     ]
-    return outage_blocks(plan), plan_markdown_blocks(plan)
+    status.stranded = [f"{p.title}: {g.gang}: {g.reason}" for p, g in plan.stranded]
+    return [*outage_blocks(plan), *stranded_blocks(plan)], plan_markdown_blocks(plan)
 
 
 def compose(opts: Options) -> Result:
