@@ -23,6 +23,7 @@ from grove_gitops.plan.pods import RenderedPod, Workload, WorkloadKey, natural, 
 from grove_gitops.plan.restart import restart_fields
 from grove_gitops.plan.risk import role_totals, step_risks
 from grove_gitops.plan.stranded import stranded_gangs
+from grove_gitops.plan.timing import step_times
 
 
 def ordered_steps(changed: list[RenderedPod]) -> list[Step]:
@@ -86,6 +87,11 @@ def _both(
         outages=outages,
         roles=tuple(role_totals(key[1], staying).items()),
         stranded=stranded_gangs(base, head, (p.slot.hostname for p in changed), unfit),
+        times=step_times(
+            steps,
+            {h: base.pods[h].obj.obj for s in steps for h in s.hostnames if h in base.pods},
+            {h: head.pods[h].obj.obj for s in steps for h in s.hostnames if h in head.pods},
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from grove_gitops.diff.autoscaling import Bounds
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.plan.risk import Outage, Role, StepRisk
 from grove_gitops.plan.stranded import Stranded
+from grove_gitops.plan.timing import StepTime, TotalTime, total_time
 
 ROLLING_RECREATE = "RollingRecreate"
 ON_DELETE = "OnDelete"
@@ -62,6 +63,13 @@ class PodCliqueSetPlan:
     roles: tuple[tuple[Role, int], ...] = ()
     #: Running gangs whose changed PodGang no longer fits the node inventory (HEAD's).
     stranded: tuple[Stranded, ...] = ()
+    #: Per step (same order as ``steps``) what it waits for and its bound from the probes.
+    times: tuple[StepTime, ...] = ()
+
+    @property
+    def total_time(self) -> TotalTime:
+        """The steps' bounds added up (unknown when a step has no probe)."""
+        return total_time(self.times)
 
     @property
     def max_unavailable(self) -> int:
