@@ -22,7 +22,12 @@ from grove_gitops.output.parallel import default_jobs
     "--output-path", default="", help="Directory of the output inside the output branch (required in folder mode)."
 )
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Private clone (default: ~/.cache).")
-@click.option("--once", is_flag=True, help="One iteration; exit 1 if a source commit failed to render.")
+@click.option(
+    "--once",
+    is_flag=True,
+    help="One iteration; exit 1 if a source commit failed to render, or while the source head does not render "
+    "(also when an earlier run examined it).",
+)
 @click.option("--interval", default=30.0, show_default=True, help="Seconds between iterations.")
 @click.option(
     "--metrics-address",
