@@ -16,7 +16,11 @@ from grove_gitops.output.parallel import default_jobs
     "--repo", required=True, help="Repository URL or local path (credentials: GROVE_GITOPS_GIT_TOKEN or git's helpers)."
 )
 @click.option("--source-branch", default="main", show_default=True)
-@click.option("--source-path", default="", help="Directory of the source tree inside the repository (default: root).")
+@click.option(
+    "--source-path",
+    default="",
+    help="Directory of the source tree inside the repository; '.', './' and '' are the repository root (the default).",
+)
 @click.option("--output-branch", default="rendered", show_default=True, help="Same as --source-branch for folder mode.")
 @click.option(
     "--output-path", default="", help="Directory of the output inside the output branch (required in folder mode)."

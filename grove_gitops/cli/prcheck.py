@@ -126,7 +126,12 @@ def _crashed(out_dir: Path, title: str, key: str, public: str, detail: str) -> N
 @click.option("--repo", type=click.Path(path_type=Path, file_okay=False), default=Path("."), show_default=True)
 @click.option("--base", required=True, help="The PR's base commit (the merge base with HEAD is compared).")
 @click.option("--head", required=True, help="The PR's head commit.")
-@click.option("--source-path", default=".", show_default=True, help="The source tree's path in the repository.")
+@click.option(
+    "--source-path",
+    default=".",
+    show_default=True,
+    help="The source tree's path in the repository; '.', './' and '' are the repository root.",
+)
 @KEY_OPTION
 @click.option("--title", default="grove-gitops PR check", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "text"]), default="markdown", show_default=True)
