@@ -66,6 +66,8 @@ def test_a_fully_probed_rollout_has_a_total(tmp_path: Path) -> None:
     p = only(plan_json(example(tmp_path, "base", probes), example(tmp_path, "head", probes, only_router)))
     assert [s["time"]["boundSeconds"] for s in p["steps"]] == [330, 330]
     assert p["time"]["boundSeconds"] == 660
+    scaled_out = only(plan_json(tmp_path / "base", example(tmp_path, "more", probes, lambda d: d["spec"].update(replicas=2))))
+    assert scaled_out["steps"] == [] and scaled_out["time"] is None
     out = " ".join(run(str(tmp_path / "base"), str(tmp_path / "head")).stdout.split())
     assert "waits for 1 old pod gone (grace 20 s), then 1 replacement Ready; bound 20 s + 310 s probes = 330 s (5m30s)" in out
     assert "Time: at most 660 s (11m0s) by the probes (2 steps; pulls and scheduling not counted)" in out

@@ -204,13 +204,16 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
             }
             for i, s in enumerate(p.steps)
         ],
+        # None without steps: a new PodCliqueSet, scale-out only or OnDelete waits on no step
         "time": {
             "boundSeconds": p.total_time.bound,
             "knownSeconds": p.total_time.known_seconds,
             "knownSteps": p.total_time.known_steps,
             "unknownSteps": p.total_time.unknown_steps,
             "text": p.total_time.text(),
-        },
+        }
+        if p.steps
+        else None,
         "change": p.change,
         "maxUnavailable": p.max_unavailable,
         "restartFields": {clique: list(paths) for clique, paths in p.restart_fields.items()},

@@ -67,7 +67,8 @@ def stranded_gangs(
     replaced = set(changed)
     pods: dict[str, list[str]] = {}
     for host in base.pods.keys() & head.pods.keys():
-        labels = head.pods[host].obj.obj.get("metadata", {}).get("labels") or {}
+        meta = head.pods[host].obj.obj.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, dict) else None
         gang = labels.get(PODGANG_LABEL) if isinstance(labels, dict) else None
         if isinstance(gang, str) and gang:
             pods.setdefault(gang, []).append(host)

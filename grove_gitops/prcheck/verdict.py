@@ -27,6 +27,7 @@ at the merge base), cannot make ``infeasible`` fail.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from grove_gitops.prcheck.compose import Status
@@ -40,7 +41,8 @@ def parse_fail_on(values: str | Iterable[str]) -> tuple[str, ...]:
     """The gates of ``error,outage`` or ``["error", "outage,infeasible"]``, in :data:`FAIL_ON`
     order without repeats; ``ValueError`` names a value that is none, or ``never`` with others."""
     items = [values] if isinstance(values, str) else list(values)
-    words = [w.strip() for item in items for w in item.split(",") if w.strip()]
+    # commas, or the spaces and newlines of a multi-line Action input
+    words = [w for item in items for w in re.split(r"[,\s]+", item) if w]
     if not words:
         raise ValueError(f"fail-on: empty: expected a comma-separated list of {', '.join(FAIL_ON)}")
     for word in words:

@@ -34,6 +34,7 @@ def test_fail_on_parses_a_list_in_any_spelling() -> None:
     assert parse_fail_on("outage,infeasible") == ("infeasible", "outage")
     assert parse_fail_on(["outage", "infeasible , warning"]) == ("infeasible", "outage", "warning")
     assert parse_fail_on("error,error") == ("error",)
+    assert parse_fail_on("outage\ninfeasible\n") == ("infeasible", "outage")  # a multi-line Action input
     for bad, said in (("sometimes", "'sometimes'"), ("never,outage", "'never' cannot be combined"), (" , ", "empty")):
         with pytest.raises(ValueError, match=said):
             parse_fail_on(bad)
