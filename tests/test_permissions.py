@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +67,31 @@ def test_render_into_a_folder_that_is_not_writable(base: Path) -> None:
             f"{out}: cannot write the output: Permission denied: {denied}",
         )
     assert os.listdir(base / "ro") == []
+
+
+def test_nothing_is_read_from_a_checkout_the_child_cannot_enter(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34.16: a clone under ``mktemp -d`` or ``/root`` (mode 700) holds the ``.venv``
+    (``site-packages``) and the project's own metadata (``grove_gitops.egg-info``), which
+    ``importlib.metadata`` lists for the scheduler backends on every call; ``nobody`` cannot
+    enter it, so the child found no backend and every profile was "Unsupported value". Here
+    every folder on ``sys.path`` is reached through a folder of mode 700, as in such a clone:
+    the child still validates the example."""
+    private = Path(tempfile.mkdtemp(prefix="grove-gitops-private-"))  # mode 700, root's
+    try:
+        entries = []
+        for i, entry in enumerate(sys.path):
+            if entry and os.path.isdir(entry):
+                link = private / f"path{i}"
+                link.symlink_to(entry)
+                entries.append(str(link))
+            else:
+                entries.append(entry)
+        monkeypatch.setattr(sys, "path", entries)
+        outcome = invoke_as_nobody(["validate", str(base / "src")])
+    finally:
+        shutil.rmtree(private)
+    assert outcome.traceback == ""
+    assert outcome.exit_code == 0, outcome.output
 
 
 def test_render_below_a_file(tmp_path: Path) -> None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from grove_gitops.agent.order import SlotRef, Step
 from grove_gitops.plan.formats import markdown_blocks, outage_blocks
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 from grove_gitops.plan.risk import Role, step_risks
-from tests.test_plan import bump_images, clique, example, group, on_delete, only, plan_json, run
+from tests.test_plan import Edit, bump_images, clique, example, group, on_delete, only, plan_json, run
 
 
 def _capacity(step: dict[str, Any]) -> list[tuple[str, str, int, int, int, int, bool]]:
@@ -52,7 +54,8 @@ def test_the_examples_image_bump_takes_the_decode_scaling_group_down(tmp_path: P
         [3],
         False,
     )
-    assert "replicas >= 2" in outage["fix"] and "OnDelete" in outage["fix"]
+    assert "set replicas: 2 on the scaling group decode" in outage["fix"] and "OnDelete" in outage["fix"]
+    assert outage["fixField"] == "spec.template.podCliqueScalingGroups[decode].replicas"
     assert outage["message"].startswith("OUTAGE of decode (scaling group): step 3 leaves it no available pod")
     assert p["roles"] == [
         {"role": "decode", "kind": "scalingGroup", "pods": 2},
@@ -67,7 +70,10 @@ def test_text_flags_the_outage_with_its_fix_and_every_steps_capacity(tmp_path: P
     out = result.stdout
     assert "at most 4 unavailable at once; OUTAGE of decode" in out
     assert "  OUTAGE of decode (scaling group): step 3 leaves it no available pod in the whole PodCliqueSet." in out
-    assert "Fix: give the scaling group decode replicas >= 2, or the PodCliqueSet replicas >= 2" in out
+    assert (
+        "Fix: set replicas: 2 on the scaling group decode (spec.template.podCliqueScalingGroups[decode].replicas), "
+        "or spec.replicas: 2 on the PodCliqueSet" in out
+    )
     assert "spec.updateStrategy.type: OnDelete" in out
     assert "left: decode: 0/2 pods in replica 0, 0/2 in the PodCliqueSet (OUTAGE)" in out
     assert "left: router: 1/2 pods in replica 0, 1/2 in the PodCliqueSet\n" in out
@@ -104,7 +110,9 @@ def test_a_single_pod_standalone_clique_is_an_outage(tmp_path: Path) -> None:
         ("decode", "scalingGroup", [2]),
         ("router", "podclique", [1]),
     ]
-    assert "give the PodClique router replicas >= 2" in p["outages"][1]["fix"]
+    assert "set spec.replicas: 2 on the PodClique router (spec.template.cliques[router].spec.replicas)" in (
+        p["outages"][1]["fix"]
+    )
 
 
 def test_on_delete_rolls_nothing_so_there_is_no_outage(tmp_path: Path) -> None:
@@ -172,13 +180,15 @@ def test_a_role_name_from_a_crafted_tree_is_inert_in_the_markdown() -> None:
     from grove_gitops.plan.risk import Outage
 
     name = "<img src=x onerror=alert(1)> @admin [x](http://e.example)"
-    plan = PodCliqueSetPlan("ns", "x", "modified", "RollingRecreate", outages=(Outage(Role(name, "scalingGroup"), (1,)),))
+    outage = Outage(Role(name, "scalingGroup"), (1,))
+    plan = PodCliqueSetPlan("ns", "x", "modified", "RollingRecreate", outages=(outage,))
     (line,) = outage_markdown(plan)
     assert line.count(code(name)) == 2  # the OUTAGE title and the fix
+    assert line.count(code(outage.field)) == 1  # the field that decides, in one code span
     block = pcs_markdown(plan)
     assert block.count(code(name)) == 3  # and the summary line
     for text in (line, block):
-        rest = text.replace(code(name), "")
+        rest = text.replace(code(name), "").replace(code(outage.field), "")
         assert "<img" not in rest and "@admin" not in rest and "](" not in rest
 
 
@@ -194,3 +204,55 @@ def test_a_change_of_one_clique_takes_its_whole_scaling_group_replica_down(tmp_p
     assert [s["pods"] for s in p["steps"]] == [["llama-disagg-0-decode-0-dworker-0"]]
     assert [_capacity(s) for s in p["steps"]] == [[("decode", "scalingGroup", 0, 2, 0, 2, True)]]
     assert [o["role"] for o in p["outages"]] == ["decode"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "role", "field", "fix"),
+    [
+        (
+            lambda doc: group(doc, "decode").update(replicas=2, scaleConfig={"minReplicas": 1, "maxReplicas": 4}),
+            "decode",
+            "spec.template.podCliqueScalingGroups[decode].scaleConfig.minReplicas",
+            "set minReplicas: 2 in the scaleConfig of the scaling group decode",
+        ),
+        (
+            lambda doc: clique(doc, "router")["spec"].update(
+                replicas=2, autoScalingConfig={"minReplicas": 1, "maxReplicas": 3}
+            ),
+            "router",
+            "spec.template.cliques[router].spec.autoScalingConfig.minReplicas",
+            "set minReplicas: 2 in the autoScalingConfig of the PodClique router",
+        ),
+        (
+            lambda doc: clique(doc, "router")["spec"].update(
+                replicas=1, autoScalingConfig={"minReplicas": 1, "maxReplicas": 1}
+            ),
+            "router",
+            "spec.template.cliques[router].spec.autoScalingConfig.minReplicas",
+            "; raise its maxReplicas to 2 as well",
+        ),
+    ],
+    ids=["scaling-group", "standalone-clique", "standalone-clique-max-1"],
+)
+def test_an_autoscaled_outage_names_the_floor_not_the_replicas_already_above_it(
+    tmp_path: Path, edit: Edit, role: str, field: str, fix: str
+) -> None:
+    """Decode at ``replicas: 2`` with ``scaleConfig.minReplicas: 1``: Git holds one replica
+    (the floor) and the autoscaler may keep the live count there, so a bump takes decode down.
+    "replicas >= 2" is already true; the field that decides is the floor (issue 34.1), in the
+    JSON, the text and the PR comment's banner."""
+    p = only(plan_json(example(tmp_path, "base", edit), example(tmp_path, "head", edit, bump_images)))
+    outage = next(o for o in p["outages"] if o["role"] == role)
+    assert outage["autoscaled"] is True
+    assert outage["fixField"] == field
+    assert fix in outage["fix"] and field in outage["fix"]
+    assert "replicas >= 2" not in outage["fix"]
+    result = run(str(tmp_path / "base"), str(tmp_path / "head"))
+    assert fix in " ".join(result.stdout.split())
+
+    from grove_gitops.diff.loading import load_sides
+    from grove_gitops.plan.compute import build_plan
+
+    base, head, _ = load_sides(str(tmp_path / "base"), str(tmp_path / "head"), False, None, None, (None, None))
+    banner = "".join(b.text for b in outage_blocks(build_plan(base, head)))
+    assert f"`{field}`" in banner and "`minReplicas: 2`" in banner

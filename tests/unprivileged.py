@@ -4,8 +4,12 @@ Root ignores a folder's mode 000, so a permission test run as root (CI container
 project's own sandbox) would test nothing. When the tests run as root, :func:`invoke_as_nobody`
 forks, the child drops to ``nobody`` (65534) and runs the CLI in process through click's
 ``CliRunner``; its outcome comes back through a pipe. The interpreter may live where
-``nobody`` cannot read (``/root/.pyenv``), so the modules a command imports are imported
-before the fork by a warm-up run (:func:`warm_up`). As any other user the CLI runs directly.
+``nobody`` cannot read (``/root/.pyenv``), and so may the checkout with its ``.venv`` (a clone
+under ``mktemp -d`` or ``/root``, mode 700), so nothing the child needs may be read from
+there after the fork: the modules a command imports are imported before it by a warm-up run
+(:func:`warm_up`), and the installed packages' entry points (the scheduler backends, which
+``importlib.metadata`` finds by listing ``site-packages`` on every call) are listed before it
+and handed to the child. As any other user the CLI runs directly.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from click.testing import CliRunner
 
+from grove_gitops import backendapi
 from grove_gitops.cli import main
 from tests.support import PROJECT
 
@@ -55,11 +61,13 @@ def invoke_as_nobody(args: list[str]) -> Outcome:
     """``grove-gitops ARGS`` as a user whom file modes bind (see the module docstring)."""
     if os.geteuid() != 0:
         return _invoke(args)
+    listed = entry_points()  # as root: site-packages may be unreadable to nobody
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe
         try:
             os.close(read)
+            backendapi.entry_points = lambda **selection: listed.select(**selection)  # type: ignore[assignment]
             os.setgroups([])
             os.setgid(NOBODY)
             os.setuid(NOBODY)

@@ -16,13 +16,22 @@ from grove_gitops.output.parallel import default_jobs
     "--repo", required=True, help="Repository URL or local path (credentials: GROVE_GITOPS_GIT_TOKEN or git's helpers)."
 )
 @click.option("--source-branch", default="main", show_default=True)
-@click.option("--source-path", default="", help="Directory of the source tree inside the repository (default: root).")
+@click.option(
+    "--source-path",
+    default="",
+    help="Directory of the source tree inside the repository; '.', './' and '' are the repository root (the default).",
+)
 @click.option("--output-branch", default="rendered", show_default=True, help="Same as --source-branch for folder mode.")
 @click.option(
     "--output-path", default="", help="Directory of the output inside the output branch (required in folder mode)."
 )
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Private clone (default: ~/.cache).")
-@click.option("--once", is_flag=True, help="One iteration; exit 1 if a source commit failed to render.")
+@click.option(
+    "--once",
+    is_flag=True,
+    help="One iteration; exit 1 if a source commit failed to render, or while the source head does not render "
+    "(also when an earlier run examined it).",
+)
 @click.option("--interval", default=30.0, show_default=True, type=Seconds(min=1.0), help="Seconds between iterations.")
 @click.option(
     "--metrics-address",

@@ -27,7 +27,7 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.cli.options import cache_options, output_option
 from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
 from grove_gitops.diff.jsonview import report_dict
-from grove_gitops.diff.loading import InvalidSidesError, load_sides, plan_blocks, plan_document
+from grove_gitops.diff.loading import InvalidSidesError, load_sides, plan_blocks, plan_document, risk_lines
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
     DEFAULT_MAX_CHARS,
@@ -136,7 +136,7 @@ def diff_command(
         else:
             sink.emit(report.head.warnings, lambda line: click.echo(line, err=True), report.head.acknowledged, "head: ")
         if fmt == "text":
-            text = render_text(report, title)
+            text = render_text(report, title, risk_lines(report))
             parts = [text]
             if out is not None:
                 write_text(out, text)

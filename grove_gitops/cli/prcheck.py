@@ -36,7 +36,7 @@ from grove_gitops.prcheck.compose import (
 )
 from grove_gitops.prcheck.github import DEFAULT_API_URL, GitHub, GitHubError
 from grove_gitops.prcheck.sticky import sync
-from grove_gitops.prcheck.verdict import FAIL_ON, failures
+from grove_gitops.prcheck.verdict import FAIL_ON, failures, parse_fail_on
 from grove_gitops.prcheck.workflow import add_summary, command, set_outputs
 
 OUT_DIR = click.option(
@@ -126,7 +126,12 @@ def _crashed(out_dir: Path, title: str, key: str, public: str, detail: str) -> N
 @click.option("--repo", type=click.Path(path_type=Path, file_okay=False), default=Path("."), show_default=True)
 @click.option("--base", required=True, help="The PR's base commit (the merge base with HEAD is compared).")
 @click.option("--head", required=True, help="The PR's head commit.")
-@click.option("--source-path", default=".", show_default=True, help="The source tree's path in the repository.")
+@click.option(
+    "--source-path",
+    default=".",
+    show_default=True,
+    help="The source tree's path in the repository; '.', './' and '' are the repository root.",
+)
 @KEY_OPTION
 @click.option("--title", default="grove-gitops PR check", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "text"]), default="markdown", show_default=True)
@@ -322,10 +327,28 @@ def post_command(
         _fail(str(exc))
 
 
+def _fail_on(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """Comma-separated, repeatable, or both; checked before the status is read (exit 2)."""
+    try:
+        return parse_fail_on(value or ("error",))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).removeprefix("fail-on: ")) from exc
+
+
 @pr_check.command("verdict")
-@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True)
+@click.option(
+    "--fail-on",
+    multiple=True,
+    callback=_fail_on,
+    metavar="GATES",
+    help=(
+        f"What fails the check, comma-separated and repeatable: {', '.join(FAIL_ON)} "
+        "(default: error; every gate includes error; never alone). infeasible gates on the node "
+        "inventory whatever the source tree's feasibility mode says."
+    ),
+)
 @OUT_DIR
-def verdict_command(fail_on: str, out_dir: Path) -> None:
+def verdict_command(fail_on: tuple[str, ...], out_dir: Path) -> None:
     """Exit 1 when the findings in OUT_DIR/status.json fail the check under --fail-on."""
     try:
         status = read_status(out_dir)
@@ -333,11 +356,12 @@ def verdict_command(fail_on: str, out_dir: Path) -> None:
         _fail(str(exc))
         return
     reasons = failures(status, fail_on)
+    gates = ",".join(fail_on)
     if reasons:
         for reason in reasons:
-            click.echo(command("error", f"grove-gitops PR check (fail-on: {fail_on}): {reason}"))
+            click.echo(command("error", f"grove-gitops PR check (fail-on: {gates}): {reason}"))
         sys.exit(1)
-    click.echo(f"pr-check passes (fail-on: {fail_on})", err=True)
+    click.echo(f"pr-check passes (fail-on: {gates})", err=True)
 
 
 @pr_check.command("annotate")

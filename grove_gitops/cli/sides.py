@@ -55,7 +55,9 @@ def side_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Read the source trees at the git refs BASE and HEAD of this repository.",
         ),
         click.option(
-            "--source-path", help="With --repo: the source tree's path inside the repository (default: its root)."
+            "--source-path",
+            help="With --repo: the source tree's path inside the repository; '.', './' and '' are the repository "
+            "root (the default).",
         ),
     ]
     for decorator in reversed(decorators):

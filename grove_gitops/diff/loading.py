@@ -101,3 +101,16 @@ def plan_document(report: Report) -> tuple[dict[str, Any] | None, str]:
         return plan_dict(build_fleet_plan(report.base, report.head)), ""
     except PlanError as exc:
         return None, str(exc)
+
+
+def risk_lines(report: Report) -> list[str]:
+    """The rollout's risks in plain words (every OUTAGE and STRANDED gang of the plan, titled
+    by PodCliqueSet) for the terminal view; none when the plan cannot be computed (the
+    Markdown and JSON say why)."""
+    try:
+        plan = build_fleet_plan(report.base, report.head)
+    except PlanError:
+        return []
+    return [f"{p.title}: {o.sentence()}" for p, o in plan.outages] + [
+        f"{p.title}: {g.sentence()}" for p, g in plan.stranded
+    ]

@@ -32,6 +32,9 @@ class Side:
     #: never parses a shard equal on both); the overview's totals come from here. Derived from
     #: ``objects`` when not given.
     shard_objects: dict[str, int] = field(default_factory=dict)
+    #: (namespace, PodGang) -> why it does not fit the source's node inventory (a head source
+    #: side with an inventory only): the plan tells a gang a topology change strands.
+    unfit_gangs: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.shard_objects:

@@ -7,6 +7,8 @@ are ordinary unified diffs, so the output can be piped into ``less -R``, ``color
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from grove_gitops.diff.report import Report
 from grove_gitops.diff.semantic import ShardSummary
 from grove_gitops.diff.views import (
@@ -54,7 +56,9 @@ def _shard(s: ShardSummary) -> list[str]:
     return lines
 
 
-def render_text(report: Report, title: str = "grove-gitops render diff") -> str:
+def render_text(report: Report, title: str = "grove-gitops render diff", risks: Sequence[str] = ()) -> str:
+    """The terminal view; ``risks`` (the rollout plan's OUTAGE and STRANDED lines) follow the
+    overview, where a reader of a long diff cannot miss them."""
     lines = [f"{title}: base {report.base.label} -> head {report.head.label}", ""]
     if report.identical:
         lines.append(f"No changes: the rendered output is identical ({report.head.object_count} objects).")
@@ -72,6 +76,8 @@ def render_text(report: Report, title: str = "grove-gitops render diff") -> str:
             f" gang objects {counts_text(s.gang_objects)}; settings {settings_text(s)};"
             f" Pods {counts_text(s.pods)}; other {counts_text(s.others)}"
         )
+    if risks:
+        lines += ["", "Rollout risks (see grove-gitops plan):"] + [f"  - {r}" for r in risks]
     new_warnings = [w for w in report.head.warnings if w not in report.base.warnings]
     if new_warnings:
         lines += ["", "New render warnings in head:"] + [f"  - {w}" for w in new_warnings]

@@ -255,6 +255,14 @@ def check_plan(plan: RenderPlan) -> Feasibility | None:
     return floor
 
 
+def unfit_gangs(result: Feasibility | None) -> dict[tuple[str, str], str]:
+    """(namespace, PodGang) -> why it does not fit, for every gang that does not (at the
+    floor): what ``plan`` needs to tell a gang a topology change strands from one that fits."""
+    if result is None:
+        return {}
+    return {r.gang.key: r.reason or "it does not fit" for r in result.results if not r.fits}
+
+
 def apply_mode(result: Feasibility | None, mode: str) -> list[str]:
     """Under ``enforce`` raise every non-fitting gang as an input error; under ``warn``
     return them as warnings."""

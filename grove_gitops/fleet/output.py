@@ -47,6 +47,8 @@ class Outcome:
     #: Gangs that do not fit the node inventory under ``feasibility: warn`` (kept apart from
     #: the tree's warnings so they never reach the output's README).
     feasibility_warnings: list[str] = field(default_factory=list)
+    #: The same gangs as data: (namespace, PodGang) -> why it does not fit.
+    unfit_gangs: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def plans(self) -> list[RenderPlan]:
@@ -68,6 +70,8 @@ class SourcePlan:
     fleet: FleetPlan | None
     #: See :attr:`Outcome.feasibility_warnings`.
     feasibility_warnings: list[str] = field(default_factory=list)
+    #: See :attr:`Outcome.unfit_gangs`.
+    unfit_gangs: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def digests(self) -> set[str]:
@@ -123,13 +127,16 @@ def plan_source_tree(
         return SourcePlan(None, plan_fleet(loaded, cache))
     plan = plan_loaded(loaded, cache)
     found: list[str] = []
+    unfit: dict[tuple[str, str], str] = {}
     if feasibility and loaded.has_inventory:
-        from grove_gitops.feasibility.check import apply_mode, check_plan
+        from grove_gitops.feasibility.check import apply_mode, check_plan, unfit_gangs
 
         # The placement needs every PodCliqueSet expanded: a cache hit carries only bytes.
         full = plan if all(item.pcs is not None for item in plan.items) else plan_loaded(loaded)
-        found = apply_mode(check_plan(full), plan.config.feasibility)
-    return SourcePlan(plan, None, found)
+        result = check_plan(full)
+        found = apply_mode(result, plan.config.feasibility)
+        unfit = unfit_gangs(result)
+    return SourcePlan(plan, None, found, unfit)
 
 
 def build_source_tree(
@@ -156,7 +163,14 @@ def build_source_tree(
         else build_tree_from_plan(plan, cache, jobs=jobs, skip=skip, keep_objects=keep_objects)
     )
     acknowledged = list(plan.config.acknowledgedWarnings)
-    return Outcome(tree, len(plan.items), acknowledged, plan=plan, feasibility_warnings=planned.feasibility_warnings)
+    return Outcome(
+        tree,
+        len(plan.items),
+        acknowledged,
+        plan=plan,
+        feasibility_warnings=planned.feasibility_warnings,
+        unfit_gangs=planned.unfit_gangs,
+    )
 
 
 def _prefixed(name: str, files: Mapping[str, bytes]) -> dict[str, bytes]:

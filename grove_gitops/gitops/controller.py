@@ -17,6 +17,7 @@ branch, no source commit is skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -31,6 +32,8 @@ from pathlib import Path
 from grove_gitops import __version__
 from grove_gitops.cache import RenderCache
 from grove_gitops.cachestore import ShardStore
+from grove_gitops.diff.errors import GitRefError
+from grove_gitops.diff.gitrefs import normalize_source_path
 from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.forge.statuses import failure_description
@@ -106,6 +109,11 @@ class Controller:
     ) -> None:
         if config.folder_mode and not config.output_path.strip("/"):
             raise ControllerUsageError("folder mode (output branch = source branch) needs an --output-path")
+        try:
+            # ".", "./" and "" are the repository root, as in diff --repo and the PR check
+            config = dataclasses.replace(config, source_path=normalize_source_path(config.source_path))
+        except GitRefError as exc:
+            raise ControllerUsageError(str(exc)) from exc
         self.config = config
         self.registry = registry or Registry()
         self.before_push = before_push

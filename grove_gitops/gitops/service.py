@@ -93,7 +93,16 @@ def run_controller(
                     len(result.unchanged),
                     len(result.failed),
                 )
-                return 1 if result.failed else 0
+                # Nothing new, but the head an earlier run examined does not render: a cron job
+                # or a CI step re-running --once must keep failing until a commit fixes it.
+                stuck = not result.failed and ctl.head_renders is False
+                if stuck:
+                    log.error(
+                        "source head %s does not render (examined by an earlier run: its errors are in that run's "
+                        "log and the commit status grove-gitops/render); exit 1 until a new commit renders",
+                        (ctl.head or "?")[:12],
+                    )
+                return 1 if result.failed or stuck else 0
             stop = threading.Event()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())

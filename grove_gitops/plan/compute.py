@@ -14,12 +14,16 @@ agent deletes it after its grace period; the render drops the highest indices).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from grove_gitops.agent.order import ReplicaRank, Step, order_replicas, steps_for_replica
 from grove_gitops.diff.report import Side
 from grove_gitops.plan.model import ON_DELETE, Plan, PodCliqueSetPlan
 from grove_gitops.plan.pods import RenderedPod, Workload, WorkloadKey, natural, strategy, workloads
 from grove_gitops.plan.restart import restart_fields
 from grove_gitops.plan.risk import role_totals, step_risks
+from grove_gitops.plan.stranded import stranded_gangs
+from grove_gitops.plan.timing import step_times
 
 
 def ordered_steps(changed: list[RenderedPod]) -> list[Step]:
@@ -37,7 +41,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCliqueSetPlan | None:
+def _both(
+    key: WorkloadKey, base: Workload, head: Workload, strat: str, unfit: Mapping[tuple[str, str], str]
+) -> PodCliqueSetPlan | None:
     pairs = [(base.pods[h], head.pods[h]) for h in sorted(base.pods.keys() & head.pods.keys(), key=natural)]
     pairs = [(old, new) for old, new in pairs if old.name != new.name]
     added = tuple(sorted(head.pods.keys() - base.pods.keys(), key=natural))
@@ -61,7 +67,7 @@ def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCl
         steps = tuple(ordered_steps(changed))
         message = ""
     staying = [head.pods[h] for h in base.pods.keys() & head.pods.keys()]
-    risks, outages = step_risks(key[1], staying, steps, frozenset(head.units))
+    risks, outages = step_risks(key[1], staying, steps, head.units)
     return PodCliqueSetPlan(
         key[0],
         key[1],
@@ -80,6 +86,12 @@ def _both(key: WorkloadKey, base: Workload, head: Workload, strat: str) -> PodCl
         risks=risks,
         outages=outages,
         roles=tuple(role_totals(key[1], staying).items()),
+        stranded=stranded_gangs(base, head, (p.slot.hostname for p in changed), unfit),
+        times=step_times(
+            steps,
+            {h: base.pods[h].obj.obj for s in steps for h in s.hostnames if h in base.pods},
+            {h: head.pods[h].obj.obj for s in steps for h in s.hostnames if h in head.pods},
+        ),
     )
 
 
@@ -90,7 +102,7 @@ def build_plan(base: Side, head: Side) -> Plan:
     for key in sorted(before.keys() | after.keys()):
         b, h = before.get(key), after.get(key)
         if b is not None and h is not None:
-            item = _both(key, b, h, strategy(head, h, key))
+            item = _both(key, b, h, strategy(head, h, key), head.unfit_gangs)
             if item is not None:
                 out.append(item)
         elif h is not None:

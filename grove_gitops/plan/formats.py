@@ -17,6 +17,7 @@ from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.split import Block, shrink_lines
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 from grove_gitops.plan.risk import KIND_WORDS, RoleCapacity
+from grove_gitops.plan.timing import StepTime, duration
 
 PLAN_HEADING = "### Rollout plan"
 #: Groups the plan's blocks, so a comment part that opens inside the plan says where it is.
@@ -36,6 +37,11 @@ LEFT_NOTE = (
     "left: the available pods of the role a step rolls, in its PodCliqueSet replica and in the whole "
     "PodCliqueSet, while the step's pods are down (a scaling-group replica counts as down whole, as Grove "
     "recreates all its cliques together); every other role keeps all its pods"
+)
+TIME_NOTE = (
+    "bound per step = the old pods' terminationGracePeriodSeconds + the replacements' probe budget, "
+    "startupProbe initialDelaySeconds + periodSeconds × failureThreshold plus readinessProbe "
+    "periodSeconds × successThreshold; see docs/diff.md"
 )
 #: Scale targets listed per PodCliqueSet (a workload may have one per PCS replica and unit).
 MAX_UNITS = 10
@@ -69,6 +75,8 @@ def summary(p: PodCliqueSetPlan, wrap: Callable[[str], str] = str) -> str:
         parts.append(f"{len(p.to_cluster)} handed to the agent")
     if p.outages:
         parts.append("OUTAGE of " + ", ".join(wrap(o.role.name) for o in p.outages))
+    if p.stranded:
+        parts.append("STRANDED gang " + ", ".join(wrap(g.gang) for g in p.stranded))
     return "; ".join(parts)
 
 
@@ -88,6 +96,15 @@ def capacity_json(c: RoleCapacity) -> dict[str, Any]:
         "podCliqueSet": {"available": c.pcs_available, "total": c.pcs_total},
         "outage": c.outage,
         "autoscaled": c.autoscaled,
+    }
+
+
+def time_json(t: StepTime) -> dict[str, Any]:
+    return {
+        "waitsFor": t.waits_for,
+        "graceSeconds": t.grace,
+        "probeSeconds": t.probes,
+        "boundSeconds": t.bound,
     }
 
 
@@ -126,6 +143,7 @@ def grouped_fields(p: PodCliqueSetPlan) -> list[tuple[tuple[str, ...], list[str]
 def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
     lines = [f"{p.title}: {summary(p)}"]
     lines += [f"  {o.sentence()}" for o in p.outages]
+    lines += [f"  {g.sentence()}" for g in p.stranded]
     if p.restart_fields:
         lines.append("  Restart forced by:")
         for paths, cliques in grouped_fields(p):
@@ -138,6 +156,10 @@ def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
             left = step_capacity(p, i - 1)
             if left:
                 lines.append(f"    {'':>{width}}  left: {left}")
+            if i - 1 < len(p.times):
+                lines.append(f"    {'':>{width}}  {p.times[i - 1].text()}")
+        if p.times:
+            lines.append(f"  Time: {p.total_time.text()} ({TIME_NOTE})")
     if added(p):
         lines.append(f"  Added ({ADDED_NOTE}): {', '.join(added(p))}")
     if removed(p):
@@ -178,9 +200,20 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
                 "replica": s.replica,
                 "pods": list(s.hostnames),
                 "capacity": [capacity_json(c) for c in (p.risks[i].capacities if i < len(p.risks) else ())],
+                "time": time_json(p.times[i]) if i < len(p.times) else None,
             }
             for i, s in enumerate(p.steps)
         ],
+        # None without steps: a new PodCliqueSet, scale-out only or OnDelete waits on no step
+        "time": {
+            "boundSeconds": p.total_time.bound,
+            "knownSeconds": p.total_time.known_seconds,
+            "knownSteps": p.total_time.known_steps,
+            "unknownSteps": p.total_time.unknown_steps,
+            "text": p.total_time.text(),
+        }
+        if p.steps
+        else None,
         "change": p.change,
         "maxUnavailable": p.max_unavailable,
         "restartFields": {clique: list(paths) for clique, paths in p.restart_fields.items()},
@@ -210,8 +243,13 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
                 "autoscaled": o.autoscaled,
                 "message": o.sentence(),
                 "fix": o.fix,
+                "fixField": o.field,
             }
             for o in p.outages
+        ],
+        "stranded": [
+            {"gang": g.gang, "reason": g.reason, "pods": g.pods, "replaced": g.replaced, "message": g.sentence()}
+            for g in p.stranded
         ],
     }
 
@@ -237,19 +275,34 @@ def _steps_table(p: PodCliqueSetPlan, shown: int | None = None) -> list[str]:
     """The steps as a table, collapsed above :data:`COLLAPSE_STEPS`; ``shown`` keeps only the
     first rows (a plan too long for one comment) and says how many were left out."""
     steps = p.steps if shown is None else p.steps[:shown]
+    # no column when no step has a probe: the Time line says so once (hundreds of rows must fit)
+    timed = any(t.probes is not None for t in p.times)
     rows = [
-        "| step | replica | unit | pods retired together | left (this replica · PodCliqueSet) |",
-        "| --- | --- | --- | --- | --- |",
+        "| step | replica | unit | pods retired together | left (this replica · PodCliqueSet) |"
+        + (" bound (grace + probes) |" if timed else ""),
+        "| --- | --- | --- | --- | --- |" + (" --- |" if timed else ""),
     ]
     for i, s in enumerate(steps, start=1):
         left = "; ".join(_capacity_cell(c) for c in p.risks[i - 1].capacities) if i - 1 < len(p.risks) else ""
-        rows.append(f"| {i} | {s.replica} | {code(s.unit)} | {_list(s.hostnames, code)} | {left} |")
+        bound = f" {_time_cell(p, i - 1)} |" if timed else ""
+        rows.append(f"| {i} | {s.replica} | {code(s.unit)} | {_list(s.hostnames, code)} | {left} |{bound}")
     if len(steps) < len(p.steps):
         rows += ["", f"⚠️ {len(p.steps) - len(steps)} more steps not shown: run {code('grove-gitops plan')} for all."]
-    rows += ["", f"<sub>{LEFT_NOTE}.</sub>"]
+    if p.times:
+        rows += ["", f"**Time:** {p.total_time.text()}."]
+    rows += ["", f"<sub>{LEFT_NOTE}. Each step waits for its old pods to be gone, then for its replacements to be Ready; {TIME_NOTE}.</sub>"]
     if len(p.steps) <= COLLAPSE_STEPS:
         return [*rows, ""]
     return [f"<details><summary>{len(p.steps)} steps</summary>", "", *rows, "", "</details>", ""]
+
+
+def _time_cell(p: PodCliqueSetPlan, i: int) -> str:
+    """``20 s + 310 s = 330 s`` (grace + probes), or ``no probe: unknown``; what a step waits
+    for is said once, under the table (hundreds of rows must still fit a comment)."""
+    if i >= len(p.times):
+        return ""
+    t = p.times[i]
+    return "no probe: unknown" if t.probes is None else f"{t.grace} s + {t.probes} s = {duration(t.bound)}"
 
 
 def _capacity_cell(c: RoleCapacity) -> str:
@@ -272,10 +325,20 @@ def outage_markdown(p: PodCliqueSetPlan) -> list[str]:
     return out
 
 
+def stranded_markdown(p: PodCliqueSetPlan) -> list[str]:
+    """One bullet per gang the change strands (names in code spans, the reason inert)."""
+    out = []
+    for g in p.stranded:
+        head, _, rest = g.sentence(code, md_text).partition(": ")
+        out.append(f"⚠️ **{head}** in {code(p.title)}: {rest}.")
+    return out
+
+
 def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
     """One PodCliqueSet's part of the plan (an indivisible block of the PR comment)."""
     lines = [f"**{code(p.title)}** · {summary(p, code)}", ""]
     lines += [f"- {line}" for line in outage_markdown(p)]
+    lines += [f"- {line}" for line in stranded_markdown(p)]
     for paths, cliques in grouped_fields(p):
         lines.append(f"- **Restart forced by** {_list(paths, code)} in {_list(tuple(cliques), code)}")
     if added(p):
@@ -339,6 +402,23 @@ def outage_blocks(plan: Plan) -> list[Block]:
         "replacements are Ready); see the rollout plan below.\n\n"
     )
     return [Block(intro + "".join(f"- {line}\n" for line in lines) + "\n", "outage", f"{OUTAGE_HEADING} (continued)\n\n")]
+
+
+STRANDED_HEADING = "### ⚠️ Stranded gang"
+
+
+def stranded_blocks(plan: Plan) -> list[Block]:
+    """The banner for the top of a PR comment: every running gang the change leaves
+    unschedulable at its next reschedule. Empty when there is none."""
+    lines = [line for p in plan.podcliquesets for line in stranded_markdown(p)]
+    if not lines:
+        return []
+    intro = (
+        f"{STRANDED_HEADING}\n\nMerging this changes a gang's PodGang into one that does not fit the node "
+        "inventory. Nothing fails at merge: its running pods keep running, and the gang cannot be scheduled "
+        "again the next time its pods are placed (a node lost, a rollout, a scale-out).\n\n"
+    )
+    return [Block(intro + "".join(f"- {line}\n" for line in lines) + "\n", "stranded", f"{STRANDED_HEADING} (continued)\n\n")]
 
 
 def unavailable_block(reason: str) -> Block:

@@ -13,6 +13,8 @@ from grove_gitops.agent.order import Step
 from grove_gitops.diff.autoscaling import Bounds
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.plan.risk import Outage, Role, StepRisk
+from grove_gitops.plan.stranded import Stranded
+from grove_gitops.plan.timing import StepTime, TotalTime, total_time
 
 ROLLING_RECREATE = "RollingRecreate"
 ON_DELETE = "OnDelete"
@@ -59,6 +61,15 @@ class PodCliqueSetPlan:
     outages: tuple[Outage, ...] = ()
     #: Pods per role in the whole PodCliqueSet (slots on both sides): what an untouched role keeps.
     roles: tuple[tuple[Role, int], ...] = ()
+    #: Running gangs whose changed PodGang no longer fits the node inventory (HEAD's).
+    stranded: tuple[Stranded, ...] = ()
+    #: Per step (same order as ``steps``) what it waits for and its bound from the probes.
+    times: tuple[StepTime, ...] = ()
+
+    @property
+    def total_time(self) -> TotalTime:
+        """The steps' bounds added up (unknown when a step has no probe)."""
+        return total_time(self.times)
 
     @property
     def max_unavailable(self) -> int:
@@ -84,3 +95,8 @@ class Plan:
     def outages(self) -> list[tuple[PodCliqueSetPlan, Outage]]:
         """Every role some rollout takes down, with its PodCliqueSet."""
         return [(p, o) for p in self.podcliquesets for o in p.outages]
+
+    @property
+    def stranded(self) -> list[tuple[PodCliqueSetPlan, Stranded]]:
+        """Every gang some change strands, with its PodCliqueSet."""
+        return [(p, s) for p in self.podcliquesets for s in p.stranded]

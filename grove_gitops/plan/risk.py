@@ -24,13 +24,14 @@ its live count may be higher).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from grove_gitops.agent.order import Step
 
 if TYPE_CHECKING:  # pods imports the model, which imports this module
+    from grove_gitops.diff.autoscaling import Bounds
     from grove_gitops.plan.pods import RenderedPod
 
 RoleKind = Literal["podclique", "scalingGroup"]
@@ -93,6 +94,24 @@ class Outage:
     role: Role
     steps: tuple[int, ...]  # 1-based, as printed
     autoscaled: bool = False
+    #: The scale target's ``maxReplicas`` when autoscaled (a floor of 2 needs a maximum of 2 too).
+    maximum: int | None = None
+
+    @property
+    def field(self) -> str:
+        """The source field that decides how many copies of the role stay during a rollout.
+
+        Grove keeps one copy serving while another is replaced only if the role has two
+        (spec/grove-day2.md §2.6). Not autoscaled, that count is the template's ``replicas``.
+        Autoscaled, it is the live count, which the autoscaler may lower to the floor at any
+        time (spec/grove-autoscaling.md §1.1-§1.2): only ``minReplicas`` guarantees it, and
+        ``replicas`` above the floor guarantees nothing.
+        """
+        if self.role.kind == "scalingGroup":
+            leaf = "scaleConfig.minReplicas" if self.autoscaled else "replicas"
+            return f"spec.template.podCliqueScalingGroups[{self.role.name}].{leaf}"
+        leaf = "spec.autoScalingConfig.minReplicas" if self.autoscaled else "spec.replicas"
+        return f"spec.template.cliques[{self.role.name}].{leaf}"
 
     @property
     def fix(self) -> str:
@@ -102,14 +121,22 @@ class Outage:
         """The fix; ``wrap`` formats the role name and the field (code spans in Markdown: the
         name comes from the rendered tree, which a PR may have written)."""
         name = wrap(self.role.name)
-        what = (
-            f"give the scaling group {name} replicas >= 2"
-            if self.role.kind == "scalingGroup"
-            else f"give the PodClique {name} replicas >= 2 (minAvailable below replicas)"
-        )
+        owner = f"the scaling group {name}" if self.role.kind == "scalingGroup" else f"the PodClique {name}"
+        if self.autoscaled:
+            config = "scaleConfig" if self.role.kind == "scalingGroup" else "autoScalingConfig"
+            what = (
+                f"set {wrap('minReplicas: 2')} in the {config} of {owner} ({wrap(self.field)}: the autoscaler "
+                f"may scale it down to its floor, so its replicas count does not keep a copy"
+            )
+            if self.maximum is not None and self.maximum < 2:
+                what += f"; raise its {wrap('maxReplicas')} to 2 as well"
+            what += ")"
+        else:
+            leaf = "replicas: 2" if self.role.kind == "scalingGroup" else "spec.replicas: 2"
+            what = f"set {wrap(leaf)} on {owner} ({wrap(self.field)})"
         return (
-            f"{what}, or the PodCliqueSet replicas >= 2, so another copy serves while one is replaced; "
-            f"or set {wrap('spec.updateStrategy.type: OnDelete')} and replace the pods yourself when it suits"
+            f"{what}, or {wrap('spec.replicas: 2')} on the PodCliqueSet, so another copy serves while one is "
+            f"replaced; or set {wrap('spec.updateStrategy.type: OnDelete')} and replace the pods yourself when it suits"
         )
 
     def sentence(self, steps_word: str = "step") -> str:
@@ -137,20 +164,24 @@ def fqn_of(pod: RenderedPod) -> str:
 
 
 def step_risks(
-    pcs: str, staying: Iterable[RenderedPod], steps: Sequence[Step], autoscaled: frozenset[str] = frozenset()
+    pcs: str,
+    staying: Iterable[RenderedPod],
+    steps: Sequence[Step],
+    autoscaled: Mapping[str, Bounds] | None = None,
 ) -> tuple[tuple[StepRisk, ...], tuple[Outage, ...]]:
     """Per step the capacity of the roles it touches, and the roles some step takes down.
 
     ``staying`` are the slots rendered on both sides (see the module doc); ``autoscaled`` the
-    names of the workload's scale targets. Linear in pods plus steps.
+    workload's scale targets by name. Linear in pods plus steps.
     """
+    autoscaled = autoscaled or {}
     pods = {p.slot.hostname: p for p in staying}
     per_replica: dict[tuple[Role, int], int] = {}
     per_pcs: dict[Role, int] = {}
     #: Pods of each scaling-group replica: Grove deletes and recreates all its cliques together
     #: when any changed (spec/grove-day2.md §2.4), and a replica short of a clique serves nothing.
     members: dict[tuple[str, int], int] = {}
-    scaled: set[Role] = set()
+    scaled: dict[Role, int] = {}
     for pod in pods.values():
         role = role_of(pod, pcs)
         per_replica[(role, pod.replica)] = per_replica.get((role, pod.replica), 0) + 1
@@ -158,8 +189,9 @@ def step_risks(
         unit = _group_replica(pod)
         if unit is not None:
             members[unit] = members.get(unit, 0) + 1
-        if fqn_of(pod) in autoscaled:
-            scaled.add(role)
+        bounds = autoscaled.get(fqn_of(pod))
+        if bounds is not None:
+            scaled[role] = min(scaled.get(role, bounds.maximum), bounds.maximum)
     risks: list[StepRisk] = []
     down: dict[Role, list[int]] = {}
     for number, step in enumerate(steps, start=1):
@@ -190,7 +222,9 @@ def step_risks(
             if capacity.outage:
                 down.setdefault(role, []).append(number)
         risks.append(StepRisk(tuple(capacities)))
-    outages = tuple(Outage(role, tuple(numbers), role in scaled) for role, numbers in sorted(down.items()))
+    outages = tuple(
+        Outage(role, tuple(numbers), role in scaled, scaled.get(role)) for role, numbers in sorted(down.items())
+    )
     return tuple(risks), outages
 
 

@@ -49,7 +49,7 @@ from grove_gitops.diff.text import render_text
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.plan.formats import markdown_blocks as plan_markdown_blocks
-from grove_gitops.plan.formats import outage_blocks, unavailable_block
+from grove_gitops.plan.formats import outage_blocks, stranded_blocks, unavailable_block
 from grove_gitops.plan.model import PlanError
 from grove_gitops.prcheck.annotations import to_annotations
 from grove_gitops.prcheck.capping import DEFAULT_MAX_PARTS, pack_capped
@@ -124,6 +124,11 @@ class Status:
     plan: str = "unknown"
     #: One line per role a rollout leaves with no available pod (``ns/pcs: decode (scaling group): steps 1``).
     outages: list[str] = field(default_factory=list)
+    #: The merge base's source tree has a node inventory (asked only when head has none: a PR
+    #: that deletes it must not switch ``fail-on: infeasible`` off).
+    base_inventory: bool = False
+    #: One line per running gang a topology change leaves unschedulable at its next reschedule.
+    stranded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -204,6 +209,22 @@ def check_feasibility(cli: Sequence[str], head_root: Path, status: Status, log: 
     return feasibility_note(f"⚠️ Not checked: grove-gitops feasibility failed on head (exit {code}); see the job log.")
 
 
+def base_has_inventory(cli: Sequence[str], repo: git.Repo, base_sha: str, source_path: str, tmp: Path) -> bool:
+    """Whether the merge base's source tree has a node inventory (asked when head has none).
+
+    ``fail-on: infeasible`` is the workflow's gate: a PR that deletes the inventory must not
+    pass it by leaving nothing to check. A base that cannot be read or checked answers False
+    (the gate then rests on head, as before)."""
+    try:
+        source = extract(repo, base_sha, source_path).source
+    except GroveGitopsError:
+        return False
+    base_root = tmp / "base"
+    write_source(source, base_root)
+    code, doc, _ = _run_cli(cli, ["feasibility", str(base_root), "--output", "json"], tmp)
+    return code in (0, 3) and isinstance(doc, dict) and has_inventory(doc)
+
+
 def _header_for(title: str, key: str, base: str, head: str) -> Callable[[int, int], str]:
     def header(i: int, n: int) -> str:
         label = f"{md_text(title)} (base `{base}` → head `{head}`)" + (f" · part {i}/{n}" if n > 1 else "")
@@ -228,8 +249,9 @@ def _cut_note(max_parts: int, report_url: str) -> Callable[[int, int], str]:
 
 
 def rollout_blocks(report: Report, status: Status) -> tuple[list[Block], list[Block]]:
-    """(the outage banner for the top of the comment, the rollout plan's section), recording
-    the plan's outcome and every outage in ``status`` for ``fail-on: outage``. A side the plan
+    """(the outage and stranded-gang banners for the top of the comment, the rollout plan's
+    section), recording the plan's outcome, every outage (``fail-on: outage``) and every
+    stranded gang (``fail-on: infeasible``) in ``status``. A side the plan
     cannot read costs the section (and fails ``outage``), not the diff."""
     try:
         plan = build_fleet_plan(report.base, report.head)
@@ -241,7 +263,8 @@ def rollout_blocks(report: Report, status: Status) -> tuple[list[Block], list[Bl
         f"{p.title}: {o.role.label}: step{'s' if len(o.steps) != 1 else ''} {', '.join(map(str, o.steps))}"
         for p, o in plan.outages
     ]
-    return outage_blocks(plan), plan_markdown_blocks(plan)
+    status.stranded = [f"{p.title}: {g.gang}: {g.reason}" for p, g in plan.stranded]
+    return [*outage_blocks(plan), *stranded_blocks(plan)], plan_markdown_blocks(plan)
 
 
 def compose(opts: Options) -> Result:
@@ -293,6 +316,8 @@ def compose(opts: Options) -> Result:
             feas: list[Block] = []
         else:
             feas = check_feasibility(opts.cli, head_root, status, log)
+            if status.feasibility == "no-inventory":
+                status.base_inventory = base_has_inventory(opts.cli, repo, base_sha, source_path, Path(tmp))
     try:
         base_side, head_side, args = load_sides(
             base_sha, head_sha, False, opts.repo, sp, (f"merge base {base_sha[:7]}", None)

@@ -191,6 +191,35 @@ def test_once_exits_1_on_invalid_source(remote: Remote) -> None:
     assert remote.branch_log("rendered") == []
 
 
+def test_once_keeps_failing_while_the_source_head_does_not_render(remote: Remote) -> None:
+    """A cron job or CI step re-running ``--once`` on a head an earlier run examined must not
+    report ``0 failed`` and exit 0 (issue 34.7): the head still does not render."""
+    remote.push_source({"a.yaml": pcs_yaml("alpha")}, "good")
+    good = _controller_process(remote, once=True)
+    _, err = good.communicate(timeout=120)
+    assert good.returncode == 0, err
+    remote.push_source({"a.yaml": "kind: [\n"}, "broken")
+    first = _controller_process(remote, once=True)
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 1, err
+    assert "done: 0 rendered, 0 unchanged, 1 failed" in err
+    again = _controller_process(remote, once=True)
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 1, err
+    assert "done: 0 rendered, 0 unchanged, 0 failed" in err
+    assert "does not render (examined by an earlier run" in err
+    assert "Traceback" not in err
+    # another process with a fresh work directory reads the same record on the remote
+    assert _run_once_cli(remote, remote.root / "other" / "clone") == 1
+    remote.push_source({"a.yaml": pcs_yaml("alpha").replace("replicas: 2", "replicas: 3")}, "fixed")
+    fixed = _controller_process(remote, once=True)
+    _, err = fixed.communicate(timeout=120)
+    assert fixed.returncode == 0, err
+    again = _controller_process(remote, once=True)
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+
+
 def _controller_process(remote: Remote, once: bool, pause: str = "") -> subprocess.Popen[str]:
     env = dict(os.environ)
     env.pop("GROVE_GITOPS_TEST_PAUSE", None)

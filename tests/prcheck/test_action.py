@@ -236,7 +236,9 @@ def test_pr_diff_workflow_dogfoods_the_local_action() -> None:
 
 
 @pytest.mark.skipif(not (VENV_BIN / "grove-gitops").exists(), reason="grove-gitops is not installed in the venv")
-@pytest.mark.parametrize(("fail_on", "passes"), [("infeasible", False), ("error", True)])
+@pytest.mark.parametrize(
+    ("fail_on", "passes"), [("infeasible", False), ("error", True), ("outage,infeasible", False), ("outage", True)]
+)
 def test_the_action_with_a_gang_that_no_longer_fits(
     tmp_path: Path, fake_github: FakeGitHub, fail_on: str, passes: bool
 ) -> None:
@@ -252,6 +254,8 @@ def test_the_action_with_a_gang_that_no_longer_fits(
     assert run.outputs["feasibility"] == "checked" and run.outputs["infeasible"] == "true"
     assert any("do not fit** the node inventory" in b for b in fake_github.bodies(7))
     assert run.succeeded is passes
+    if not passes:  # the gate's own reason, not a usage error of the list
+        assert "): a gang does not fit the node inventory" in run.steps[-1].stdout
 
 
 def _scripts() -> list[tuple[str, str]]:
