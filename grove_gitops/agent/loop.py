@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -37,6 +37,7 @@ from grove_gitops.agent.actions import Action, DeletePod, Event, Memories, SetCo
 from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey, workload_of
 from grove_gitops.agent.execute import Executor
 from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.scaling.limits import ScalingLimits
 from grove_gitops.agent.scaling.scaler import Scaler
 from grove_gitops.agent.snapshot import Snapshot, Views, build
 from grove_gitops.gitops.metrics import Registry
@@ -73,6 +74,8 @@ class AgentConfig:
     batch_window: float = 0.02  # after an event, wait this long so one pass takes the whole burst
     # scale targets and the objects above the autoscaling floor (docs/autoscaling.md)
     autoscaling: bool = True
+    # the autoscaling loop's own limits, never a record's (agent/scaling/limits.py)
+    scaling_limits: ScalingLimits = field(default_factory=ScalingLimits)
 
 
 class Agent:
@@ -135,7 +138,7 @@ class Agent:
         self.pass_max = 0.0  # the longest pass (seconds): the rollout benchmark reports it
         self.scaler = (
             Scaler(kube, self.cache, config.namespace, self.registry, active, resync=config.resync,
-                   watch_read_timeout=config.watch_read_timeout)
+                   watch_read_timeout=config.watch_read_timeout, limits=config.scaling_limits)
             if config.autoscaling else None
         )
 
@@ -167,7 +170,8 @@ class Agent:
         """
         now = time.monotonic()
         alive = all(t.is_alive() for t in self._threads)
-        scaling = self.scaler is None or not self._threads or now - self.scaler.progress < self.config.stale_after
+        scaling = self.scaler is None or not self._threads or (
+            now - self.scaler.progress < self.config.stale_after and self.scaler.healthy())
         return alive and scaling and all(now - t < self.config.stale_after for t in self.cache.progress.values())
 
     def _backoff(self, attempt: int, slow: bool = False) -> float:

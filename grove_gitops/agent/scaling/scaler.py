@@ -35,9 +35,10 @@ from grove_gitops.agent.execute import rfc3339
 from grove_gitops.agent.kube import Kube, Raw
 from grove_gitops.agent.scaling import status as S
 from grove_gitops.agent.scaling.expansion import Desired, Expander
-from grove_gitops.agent.scaling.plan import PODGANG_API_VERSION, GangCreate, owned_by, plan
+from grove_gitops.agent.scaling.limits import ScalingLimits
+from grove_gitops.agent.scaling.plan import PODGANG_API_VERSION, GangCreate, Plan, owned_by, plan, unit_of
 from grove_gitops.agent.scaling.watch import GitopsCache
-from grove_gitops.agent.scaling.workload import BadWorkload, ScaledWorkload, Target, parse
+from grove_gitops.agent.scaling.workload import UNREADABLE, BadWorkload, ScaledWorkload, Target, parse
 from grove_gitops.expand import labels as L
 from grove_gitops.expand.gitsplit import ObjectKey, object_key
 from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
@@ -68,7 +69,8 @@ class _Memory:
 class Scaler:
     def __init__(self, kube: Kube, cache: WatchCache, namespace: str | None, registry: Registry,
                  active: Callable[[], bool] = lambda: True, *, resync: float = 1.0, workers: int = 16,
-                 watch_read_timeout: float = 30.0, batch_window: float = 0.05) -> None:
+                 watch_read_timeout: float = 30.0, batch_window: float = 0.05,
+                 limits: ScalingLimits | None = None) -> None:
         self.kube = kube
         self.cache = cache
         self.namespace = namespace
@@ -76,7 +78,11 @@ class Scaler:
         self.active = active
         self.resync = resync
         self.workers = workers
-        self.expander = Expander()
+        #: The agent's own limits (never a record's): render limits, writes per pass, cache.
+        self.limits = limits or ScalingLimits()
+        self.expander = Expander(self.limits)
+        #: The list+watch threads of our kinds, started by :meth:`run` (:meth:`healthy`).
+        self.threads: list[threading.Thread] = []
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
         self.dirty: set[WorkloadKey] = set()
@@ -97,11 +103,17 @@ class Scaler:
             self.dirty.add(key)
             self.wake.notify()
 
+    def healthy(self) -> bool:
+        """Every list+watch thread of our kinds is alive (each survives any exception, so a
+        dead one is a bug the liveness probe must see: without it no workload is scaled)."""
+        return all(t.is_alive() for t in self.threads)
+
     def run(self, stop: threading.Event) -> None:
         threads = [
             threading.Thread(target=self.gitops.list_watch, args=(kind, stop), name=f"scaler-{kind}", daemon=True)
             for kind in self.gitops.objects
         ]
+        self.threads = threads
         for t in threads:
             t.start()
         try:
@@ -128,6 +140,7 @@ class Scaler:
                         break
                     try:
                         self.sync(key)
+                        self.progress = time.monotonic()  # a pass over many workloads is progress too
                     except (ApiException, HTTPError, OSError) as exc:
                         log.warning("autoscaling pass of %s/%s failed: %s", key[0], key[1],
                                     getattr(exc, "status", type(exc).__name__))
@@ -147,7 +160,7 @@ class Scaler:
             self._gone(key, memory)
             return
         try:
-            workload = parse(obj)
+            workload = parse(obj, self.limits.max_pods_per_pcs)
         except BadWorkload as exc:
             self._report(obj, memory, f"{key[0]}/{key[1]}: {exc}")
             return
@@ -268,27 +281,48 @@ class Scaler:
             return
         log.debug("autoscaling %s/%s: %d gangs, %d pods joining, %d replaced, deletes %s", workload.namespace,
                   workload.name, len(todo.gangs), len(todo.join), len(todo.replace), todo.delete)
+        budget = _Budget(self.limits.writes_per_pass)
+        self._write(workload, todo, live, memory, budget)
+        if budget.short:
+            # The rest in a later pass, after every other workload's turn (issue 31: one
+            # record's scale-out of thousands of pods held the loop for minutes).
+            self.notify((workload.namespace, workload.name))
+
+    def _write(self, workload: ScaledWorkload, todo: Plan, live: dict[ObjectKey, Raw], memory: _Memory,
+               budget: _Budget) -> None:
         now = time.monotonic()
         owner = workload.owner_reference
         for obj in todo.loose:
-            self._create(obj, owner, memory)
+            if budget.take(1):
+                self._create(obj, owner, memory)
         if todo.gangs and now >= memory.blocked_until:
             refused: list[tuple[GangCreate, str]] = []
             stop = threading.Event()
+            units = {t.name for t in workload.targets}
+            # Whole gangs, lowest index first, as many as the budget holds (one at least).
+            gangs = [g for g in sorted(todo.gangs, key=_gang_order)
+                     if budget.take(len(g.pods) + len(g.objects), whole=True)]
 
             def build(gang: GangCreate) -> None:
                 if stop.is_set():
+                    return
+                if not self._wanted(workload, units, gang.pods):
+                    # The count fell since this pass read it: never create a superseded gang.
+                    self.notify((workload.namespace, workload.name))
                     return
                 problem = self._create_gang(gang, owner, memory)
                 if problem is not None:
                     stop.set()
                     refused.append((gang, problem))
 
-            list(self.pool.map(build, sorted(todo.gangs, key=_gang_order)))
+            list(self.pool.map(build, gangs))
             self._blocked(workload, memory, refused)
         for pod in todo.join:
-            self._create(pod, owner, memory)
+            if budget.take(1) and self._wanted(workload, {t.name for t in workload.targets}, [pod]):
+                self._create(pod, owner, memory)
         for obj in todo.replace:
+            if not budget.take(1):
+                continue
             meta = obj["metadata"]
             live_obj = live.get(object_key(obj)) or {}
             done = self.kube.patch_object(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"],
@@ -299,7 +333,25 @@ class Scaler:
                 done.setdefault("kind", obj["kind"])
                 memory.others[object_key(obj)] = done
         for wave in todo.delete_waves():
+            if not budget.take(len(wave), whole=True):
+                break
             self.writes += sum(self.pool.map(lambda kv: self._delete(kv[0], kv[1], memory), wave))
+
+    def _wanted(self, workload: ScaledWorkload, units: set[str], pods: list[dict[str, Any]]) -> bool:
+        """Every pod of a unit of the count is below its target's latest count (issue 31: a
+        burst 3 -> 8 -> 3 had the agent create the pods of count 8 after the count was 3)."""
+        for pod in pods:
+            unit = unit_of(pod, units)
+            if unit is not None and unit[1] >= self.latest_count(workload, unit[0]):
+                return False
+        return True
+
+    def latest_count(self, workload: ScaledWorkload, target_name: str) -> int:
+        """The count of one scale target as the agent last heard it, clamped into Git's bounds."""
+        for target in workload.targets:
+            if target.name == target_name:
+                return self._count(target, self.gitops.get(target.kind, (workload.namespace, target.name)))
+        return 0
 
     def _create(self, obj: dict[str, Any], owner: Raw, memory: _Memory) -> Raw | None:
         log.debug("creating %s %s", obj["kind"], obj["metadata"]["name"])
@@ -438,7 +490,8 @@ class Scaler:
             log.warning("status of %s/%s not written: %s", meta.get("namespace"), meta.get("name"), exc.status)
             return
         self.writes += 1
-        self.gitops.put(PCS_KIND, done)
+        if UNREADABLE not in obj:  # (the answer would carry the unread part back in)
+            self.gitops.put(PCS_KIND, done)
 
     def _gone(self, key: WorkloadKey, memory: _Memory) -> None:
         """The workload left Git: delete what the agent created for it, pods first."""
@@ -458,6 +511,25 @@ class Scaler:
                     self.kube.delete_object(API_VERSION, kind, ns, name, str(obj["metadata"].get("uid", "")))
         if not any(owned_by(o, memory.uid) for o in live.values()):
             self.memory.pop(key, None)
+            self.expander.forget(key)
+
+
+class _Budget:
+    """Writes one pass may still make for one workload (:class:`~.limits.ScalingLimits`)."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+        self.size = size
+        self.short = False  # something was left for a later pass
+
+    def take(self, n: int, *, whole: bool = False) -> bool:
+        """Room for ``n`` writes? ``whole``: a unit never split (a gang, a wave of deletes),
+        taken even beyond the budget when nothing was taken yet, so every pass progresses."""
+        if n <= self.left or (whole and self.left == self.size):
+            self.left -= n
+            return True
+        self.short = True
+        return False
 
 
 def _replace_ops(desired: Raw, live: Raw) -> list[dict[str, Any]]:
