@@ -61,7 +61,12 @@ def _render(workload: ScaledWorkload, counts: Counts, limits: ScalingLimits | No
     try:
         plan = plan_source(MemorySource(f"{workload.namespace}/{workload.name}", {"source.yaml": text.encode()}))
     except InvalidInputError as exc:
-        raise BadWorkload(f"spec.source: does not render: {exc.problems[0] if exc.problems else exc}") from None
+        problem = str(exc.problems[0] if exc.problems else exc)
+        if "RenderConfiguration limits." in problem:
+            used = limits or ScalingLimits()
+            problem += (f"; the agent renders with its own limits, not the record's (--max-pods-per-podcliqueset "
+                        f"{used.max_pods_per_pcs}, --max-pods-per-render {used.max_pods_per_render})")
+        raise BadWorkload(f"spec.source: does not render: {problem}") from None
     items = [i for i in plan.items if i.key == (workload.namespace, workload.name)]
     if len(plan.items) != 1 or not items:
         raise BadWorkload(f"spec.source: expected exactly the PodCliqueSet {workload.namespace}/{workload.name}")

@@ -114,8 +114,8 @@ class Plan:
     #: Objects no gang needs first (ResourceClaims), created before any gang.
     loose: list[dict[str, Any]] = field(default_factory=list)
     gangs: list[GangCreate] = field(default_factory=list)
-    #: Pods joining a gang that exists (an autoscaled clique's new pods), created before
-    #: ``replace`` lists them.
+    #: Pods joining a gang that exists (an autoscaled clique's new pods), created once
+    #: ``replace`` has listed them in it.
     join: list[dict[str, Any]] = field(default_factory=list)
     replace: list[dict[str, Any]] = field(default_factory=list)
     #: (key, uid) in order: pods first, highest index first, then what no pod needs any more.

@@ -299,9 +299,7 @@ class Scaler:
             refused: list[tuple[GangCreate, str]] = []
             stop = threading.Event()
             units = {t.name for t in workload.targets}
-            # Whole gangs, lowest index first, as many as the budget holds (one at least).
-            gangs = [g for g in sorted(todo.gangs, key=_gang_order)
-                     if budget.take(len(g.pods) + len(g.objects), whole=True)]
+            gangs = _within(sorted(todo.gangs, key=_gang_order), budget)
 
             def build(gang: GangCreate) -> None:
                 if stop.is_set():
@@ -317,12 +315,11 @@ class Scaler:
 
             list(self.pool.map(build, gangs))
             self._blocked(workload, memory, refused)
-        for pod in todo.join:
-            if budget.take(1) and self._wanted(workload, {t.name for t in workload.targets}, [pod]):
-                self._create(pod, owner, memory)
+        # Replaced before pods join them, and never left for later: only the agent's own
+        # gangs and backend objects (a few per gang), and a pod that joined a gang which does
+        # not list it yet would wait in no gang.
         for obj in todo.replace:
-            if not budget.take(1):
-                continue
+            budget.left -= 1
             meta = obj["metadata"]
             live_obj = live.get(object_key(obj)) or {}
             done = self.kube.patch_object(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"],
@@ -332,6 +329,9 @@ class Scaler:
                 done.setdefault("apiVersion", obj["apiVersion"])
                 done.setdefault("kind", obj["kind"])
                 memory.others[object_key(obj)] = done
+        for pod in todo.join:
+            if budget.take(1) and self._wanted(workload, {t.name for t in workload.targets}, [pod]):
+                self._create(pod, owner, memory)
         for wave in todo.delete_waves():
             if not budget.take(len(wave), whole=True):
                 break
@@ -530,6 +530,24 @@ class _Budget:
             return True
         self.short = True
         return False
+
+
+def _within(gangs: list[GangCreate], budget: _Budget) -> list[GangCreate]:
+    """The gangs this pass creates: whole ones, lowest index first, while the budget holds.
+    A gang larger than the whole budget (a standalone clique's base gang starting at
+    thousands of pods) gets only its pods, a budget's worth a pass, and its PodGang in the
+    pass that creates its last pod: the day-2 loop never sees it before it is complete, and a
+    refused pod still takes back the pods of earlier passes (:attr:`GangCreate.existing`)."""
+    out = [g for g in gangs if budget.take(len(g.pods) + len(g.objects))]
+    if out or not gangs:
+        return out
+    first = gangs[0]
+    if len(first.pods) + len(first.objects) <= budget.left:
+        return [first]
+    part = GangCreate(first.name, first.pods[:budget.left], [], first.existing)
+    budget.left = 0
+    budget.short = True
+    return [part]
 
 
 def _replace_ops(desired: Raw, live: Raw) -> list[dict[str, Any]]:
