@@ -22,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +33,7 @@ from urllib3.exceptions import HTTPError
 from grove_gitops.agent.cache import WatchCache
 from grove_gitops.agent.execute import rfc3339
 from grove_gitops.agent.kube import Kube, Raw
+from grove_gitops.agent.release import ReleaseGuard
 from grove_gitops.agent.scaling import status as S
 from grove_gitops.agent.scaling.expansion import Desired, Expander
 from grove_gitops.agent.scaling.limits import ScalingLimits
@@ -64,13 +65,15 @@ class _Memory:
     blocked: dict[str, str] = field(default_factory=dict)  # target -> message
     problem: str = ""
     pod_states: dict[tuple[str, str], S.PodState] = field(default_factory=dict)
+    #: The workload as last read: whose counts size which pods (:meth:`Scaler.wanted`).
+    workload: ScaledWorkload | None = None
 
 
 class Scaler:
     def __init__(self, kube: Kube, cache: WatchCache, namespace: str | None, registry: Registry,
                  active: Callable[[], bool] = lambda: True, *, resync: float = 1.0, workers: int = 16,
                  watch_read_timeout: float = 30.0, batch_window: float = 0.05,
-                 limits: ScalingLimits | None = None) -> None:
+                 limits: ScalingLimits | None = None, guard: ReleaseGuard | None = None) -> None:
         self.kube = kube
         self.cache = cache
         self.namespace = namespace
@@ -81,6 +84,10 @@ class Scaler:
         #: The agent's own limits (never a record's): render limits, writes per pass, cache.
         self.limits = limits or ScalingLimits()
         self.expander = Expander(self.limits)
+        #: Shared with the day-2 loop's releases: a pod is released only while wanted at the
+        #: latest count, and deleted only once no release of it is under way.
+        self.guard = guard or ReleaseGuard()
+        self.guard.wanted = self.wanted
         #: The list+watch threads of our kinds, started by :meth:`run` (:meth:`healthy`).
         self.threads: list[threading.Thread] = []
         self.lock = threading.Lock()
@@ -165,6 +172,7 @@ class Scaler:
             self._report(obj, memory, f"{key[0]}/{key[1]}: {exc}")
             return
         memory.uid = workload.uid
+        memory.workload = workload
         desired: Desired | None = None
         if workload.targets:
             # Render before creating anything: inputs that do not render get no scale target.
@@ -282,14 +290,14 @@ class Scaler:
         log.debug("autoscaling %s/%s: %d gangs, %d pods joining, %d replaced, deletes %s", workload.namespace,
                   workload.name, len(todo.gangs), len(todo.join), len(todo.replace), todo.delete)
         budget = _Budget(self.limits.writes_per_pass)
-        self._write(workload, todo, live, memory, budget)
+        self._write(workload, todo, live, memory, budget, desired)
         if budget.short:
             # The rest in a later pass, after every other workload's turn (issue 31: one
             # record's scale-out of thousands of pods held the loop for minutes).
             self.notify((workload.namespace, workload.name))
 
     def _write(self, workload: ScaledWorkload, todo: Plan, live: dict[ObjectKey, Raw], memory: _Memory,
-               budget: _Budget) -> None:
+               budget: _Budget, desired: Desired) -> None:
         now = time.monotonic()
         owner = workload.owner_reference
         for obj in todo.loose:
@@ -335,9 +343,42 @@ class Scaler:
         for wave in todo.delete_waves():
             if not budget.take(len(wave), whole=True):
                 break
+            # A gang is released whole before it is deleted, or not at all (issue 31).
+            self.guard.retire([uid for key, uid in wave if key[:2] == ("v1", "Pod")])
+            self._unrelease(wave, live, desired, workload.uid)
             self.writes += sum(self.pool.map(lambda kv: self._delete(kv[0], kv[1], memory), wave))
 
-    def _wanted(self, workload: ScaledWorkload, units: set[str], pods: list[dict[str, Any]]) -> bool:
+    def _unrelease(self, wave: list[tuple[ObjectKey, str]], live: dict[ObjectKey, Raw], desired: Desired,
+                   uid: str) -> None:
+        """Reset ``Initialized`` of the agent's PodGangs whose pods a scale-in deletes, before
+        the deletes. Issue 31: a burst 3 -> 1 -> 3 deleted a released gang's pods and created
+        them again before its PodGang went; the PodGang still said ``Initialized``, so the day-2
+        loop released each new pod on its own, as replacements, while the others were missing:
+        a partial gang. Reset, the re-created pods are released together, as a whole gang."""
+        names = {((live.get(key) or {}).get("metadata") or {}).get("labels", {}).get(L.PODGANG)
+                 for key, _ in wave if key[:2] == ("v1", "Pod")}
+        for name in sorted(n for n in names if isinstance(n, str)):
+            key = (PODGANG_API_VERSION, "PodGang", wave[0][0][2], name)
+            gang = live.get(key)
+            if gang is None or key in desired.objects or key in desired.git or not owned_by(gang, uid):
+                continue  # a gang that stays (a clique's base gang losing a pod), or Git's
+            status = dict(gang.get("status") or {})
+            conditions = [dict(c) for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+            if not any(c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions):
+                continue
+            conditions = [c for c in conditions if c.get("type") != "Initialized"] + [{
+                "type": "Initialized", "status": "False", "reason": "ScaledIn",
+                "message": "its replica is being scaled in: pods created for it again are released as a whole gang",
+                "lastTransitionTime": rfc3339()}]
+            status["conditions"] = sorted(conditions, key=lambda c: str(c.get("type")))
+            done = self.kube.patch_object(PODGANG_API_VERSION, "PodGang", key[2], name, {"status": status},
+                                          subresource="status")
+            self.writes += 1
+            done.setdefault("apiVersion", PODGANG_API_VERSION)
+            done.setdefault("kind", "PodGang")
+            self.cache.apply("podgangs", "MODIFIED", done)
+
+    def _wanted(self, workload: ScaledWorkload, units: set[str], pods: Sequence[Mapping[str, Any]]) -> bool:
         """Every pod of a unit of the count is below its target's latest count (issue 31: a
         burst 3 -> 8 -> 3 had the agent create the pods of count 8 after the count was 3)."""
         for pod in pods:
@@ -345,6 +386,17 @@ class Scaler:
             if unit is not None and unit[1] >= self.latest_count(workload, unit[0]):
                 return False
         return True
+
+    def wanted(self, pod: Mapping[str, Any]) -> bool:
+        """Whether a pod is still wanted at the latest count its scale target holds (what the
+        day-2 loop asks right before it releases the pod): a pod of no autoscaled unit is."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str((meta.get("labels") or {}).get(L.PART_OF, "")))
+        memory = self.memory.get(key)
+        workload = memory.workload if memory is not None else None
+        if workload is None:
+            return True
+        return self._wanted(workload, {t.name for t in workload.targets}, [pod])
 
     def latest_count(self, workload: ScaledWorkload, target_name: str) -> int:
         """The count of one scale target as the agent last heard it, clamped into Git's bounds."""
@@ -389,6 +441,8 @@ class Scaler:
 
     def _delete(self, key: ObjectKey, uid: str, memory: _Memory) -> bool:
         log.debug("deleting %s", key)
+        if key[:2] == ("v1", "Pod"):
+            self.guard.retire([uid])  # no release of it begins now; one under way ends first
         try:
             self.kube.delete_object(key[0], key[1], key[2], key[3], uid)
         except ApiException as exc:
