@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from grove_gitops.agent.release import ReleaseGuard
@@ -31,7 +31,11 @@ from tests.day2.harness import day2_env
 PAUSES = (0.0, 0.005, 0.02, 0.1, 0.3)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+# No shrinking: a failure depends on timing, and its example is printed as drawn.
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=(Phase.explicit, Phase.reuse, Phase.generate))
+# The burst that released 3 pods of a 4-pod gang on the code before the fix.
+@example(bursts=[[(3, 0.02), (4, 0.02), (1, 0.005), (3, 0.0)], [(4, 0.0), (1, 0.1), (4, 0.0)]])
 @given(
     bursts=st.lists(st.lists(st.tuples(st.integers(1, 4), st.sampled_from(PAUSES)), min_size=2, max_size=5),
                     min_size=1, max_size=2),
