@@ -617,30 +617,35 @@ class Agent:
                 futures = [self._pool.submit(self.executor.ungate, key[0], name, uid) for name, uid in decision.to_ungate]
                 releasing[key] = (complete_at, decision.whole_gang and decision.complete, futures, held)
         for key, (complete_at, whole, futures, held) in releasing.items():
-            try:
-                results = [f.result() for f in futures]
+            try:  # the gang's Initialized too is written before the autoscaling loop may delete it
+                self._released(key, complete_at, whole, futures, done)
             finally:
                 self.guard.end(held)
-            lifted = sum(1 for r in results if r)
-            if lifted:
-                self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed", float(lifted))
-                self.registry.observe(
-                    "grove_gitops_lifter_release", "Time from gang complete to release", time.monotonic() - complete_at
-                )
-                if whole:
-                    log.info("released gang %s/%s (%d pods)", key[0], key[1], lifted)
-                else:
-                    log.info("released %d pods of initialized gang %s/%s", lifted, key[0], key[1])
-            if not all(results):
-                done[key] = False
-                self._wait(key, time.monotonic(), poll=True)  # a failed patch: try again
-                continue
-            self._complete_since.pop(key, None)
-            if whole:
-                self.executor.set_condition(
-                    SetCondition(key, INITIALIZED, "True", "PodGangPodsCreated", "PodGang is fully initialized")
-                )
         return done
+
+    def _released(self, key: Key, complete_at: float, whole: bool, futures: list[Future[bool]],
+                  done: dict[Key, bool]) -> None:
+        """The end of one gang's release: count it, and mark a whole gang ``Initialized``."""
+        results = [f.result() for f in futures]
+        lifted = sum(1 for r in results if r)
+        if lifted:
+            self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed", float(lifted))
+            self.registry.observe(
+                "grove_gitops_lifter_release", "Time from gang complete to release", time.monotonic() - complete_at
+            )
+            if whole:
+                log.info("released gang %s/%s (%d pods)", key[0], key[1], lifted)
+            else:
+                log.info("released %d pods of initialized gang %s/%s", lifted, key[0], key[1])
+        if not all(results):
+            done[key] = False
+            self._wait(key, time.monotonic(), poll=True)  # a failed patch: try again
+            return
+        self._complete_since.pop(key, None)
+        if whole:
+            self.executor.set_condition(
+                SetCondition(key, INITIALIZED, "True", "PodGangPodsCreated", "PodGang is fully initialized")
+            )
 
     # -- the loop ----------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:

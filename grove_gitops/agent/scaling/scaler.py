@@ -362,6 +362,17 @@ class Scaler:
             gang = live.get(key)
             if gang is None or key in desired.objects or key in desired.git or not owned_by(gang, uid):
                 continue  # a gang that stays (a clique's base gang losing a pod), or Git's
+            # Read afresh: its release (and Initialized) may have been written just before the
+            # retire returned; none can come after it, the pods being retired.
+            path = self.kube.path(*key)
+            if path is None:
+                continue
+            try:
+                gang = self.kube.raw("GET", path)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
             status = dict(gang.get("status") or {})
             conditions = [dict(c) for c in status.get("conditions") or [] if isinstance(c, Mapping)]
             if not any(c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions):
