@@ -340,7 +340,14 @@ class Scaler:
         for pod in todo.join:
             if budget.take(1) and self._wanted(workload, {t.name for t in workload.targets}, [pod]):
                 self._create(pod, owner, memory)
+        units = {t.name for t in workload.targets}
         for wave in todo.delete_waves():
+            pods = [live[key] for key, _ in wave if key[:2] == ("v1", "Pod") and key in live]
+            if pods and any(self._wanted(workload, units, [p]) and unit_of(p, units) is not None for p in pods):
+                # The count rose again since this pass read it: these pods are wanted (a burst
+                # 3 -> 1 -> 3 must not delete what count 3 holds).
+                self.notify((workload.namespace, workload.name))
+                break
             if not budget.take(len(wave), whole=True):
                 break
             # A gang is released whole before it is deleted, or not at all (issue 31).
