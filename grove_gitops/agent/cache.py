@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,8 @@ PART_OF = "app.kubernetes.io/part-of"
 SELECTOR = f"{MANAGED_BY}={MANAGER}"
 Key = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
+#: Uids of deleted objects remembered, so that a stale answer never brings one back.
+MAX_TOMBSTONES = 100_000
 
 
 def key_of(obj: Raw) -> Key:
@@ -74,6 +77,12 @@ class WatchCache:
         self.ref_count: dict[Key, int] = {}
         self._refs: dict[Key, list[Key]] = {}
         self.synced = {"pods": threading.Event(), "podgangs": threading.Event()}
+        # Uids the watch (or our DELETE) said are gone: any later non-DELETED state of one is
+        # older than its deletion. Issue 37: the answer to the agent's DELETE of a Failed pod
+        # (terminating) arrived after the watch's DELETED event (the kubelet finished the pod at
+        # once) and put a ghost back into the cache; the autoscaling loop saw its slot filled
+        # and never re-created the pod, until a restart re-listed.
+        self._gone: OrderedDict[str, None] = OrderedDict()
         now = time.monotonic()
         self.progress: dict[str, float] = {"pods": now, "podgangs": now, "worker": now}
 
@@ -133,23 +142,40 @@ class WatchCache:
 
     def _apply(self, kind: str, event_type: str, obj: Raw) -> None:
         key = key_of(obj)
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
         with self.lock:
             store = self.pods if kind == "pods" else self.podgangs
             old = store.get(key)
             if event_type == "DELETED":
+                self._bury(uid)
+                if old is not None and uid and str((old.get("metadata") or {}).get("uid") or "") != uid:
+                    return  # an older object of that name: the one cached now was created since
                 store.pop(key, None)
                 self._index(kind, key, None, old)
             else:
                 if old is not None and _rv(old) > _rv(obj):
                     return  # our own write's response was newer than this event
+                if uid and uid in self._gone:
+                    return  # an answer older than the deletion the watch already reported
                 store[key] = obj
                 self._index(kind, key, obj, old)
             self.wake.notify_all()
+
+    def _bury(self, uid: str) -> None:
+        """Remember a deleted uid (caller holds the lock); bounded, oldest forgotten first."""
+        if not uid:
+            return
+        self._gone[uid] = None
+        self._gone.move_to_end(uid)
+        while len(self._gone) > MAX_TOMBSTONES:
+            self._gone.popitem(last=False)
 
     def forget_pod(self, key: Key) -> None:
         """A pod our DELETE removed: drop it now rather than wait for the watch."""
         with self.lock:
             old = self.pods.pop(key, None)
+            if old is not None:
+                self._bury(str((old.get("metadata") or {}).get("uid") or ""))
             self._index("pods", key, None, old)
             self.wake.notify_all()
         if old is not None:

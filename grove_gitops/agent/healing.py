@@ -7,7 +7,8 @@ done instead, and documented here:
 - **Failed pods are replaced** (§5.1, defect §8.7). Grove leaves a pod in phase Failed or
   Succeeded (kubelet eviction, node shutdown) in place for ever. The agent deletes it: a
   referenced pod is then re-created from Git by the GitOps tool (Argo CD ``selfHeal: true`` or
-  Flux's reconcile interval, a documented requirement), and released at once because its gang
+  Flux's reconcile interval, a documented requirement), or by the agent's autoscaling loop when
+  the pod is the agent's (above the autoscaling floor), and released at once because its gang
   is initialized; an old pod's slot frees, so its new pod is released.
 - **MinAvailableBreached is Grove's formula** (§5.3), computed per PodClique over *all* its
   pods, terminating and Failed ones included: old and new pods of its slots. A scaling group
@@ -88,6 +89,19 @@ def _why_finished(pod: PodView) -> str:
     return detail
 
 
+def _recreated_by(pod: PodView) -> str:
+    """Who makes the pod again (issue 37): the agent for a pod it created (a replica above the
+    autoscaling floor: ownerReference to the ``gitops.grove.io`` PodCliqueSet), the GitOps
+    tool for Git's."""
+    refs = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
+    if isinstance(refs, list) and any(
+        isinstance(r, Mapping) and r.get("apiVersion") == "gitops.grove.io/v1alpha1" and r.get("kind") == "PodCliqueSet"
+        for r in refs
+    ):
+        return "the agent re-creates it (a replica above the autoscaling floor is the agent's, not Git's)"
+    return "the GitOps tool re-creates it from Git (Argo CD selfHeal / Flux interval)"
+
+
 def failed_pods(wl: Workload) -> list[Action]:
     """Delete every pod of a slot that is Failed or Succeeded and not already terminating.
 
@@ -107,8 +121,8 @@ def failed_pods(wl: Workload) -> list[Action]:
         if pod is not None and pod.finished and _deletable(pod):
             out.append(DeletePod(
                 pod.namespace, pod.name, pod.uid, FAILED_POD_DELETED,
-                f"pod {pod.name} is {_why_finished(pod)}; deleted so that the GitOps tool re-creates it from Git "
-                f"(Argo CD selfHeal / Flux interval) and the agent releases it into its initialized gang",
+                f"pod {pod.name} is {_why_finished(pod)}; deleted so that {_recreated_by(pod)} and the agent "
+                f"releases it into its initialized gang",
                 gang,
             ))
         for old in slot.old:

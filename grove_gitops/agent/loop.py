@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -37,6 +37,7 @@ from grove_gitops.agent.actions import Action, DeletePod, Event, Memories, SetCo
 from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey, workload_of
 from grove_gitops.agent.execute import Executor
 from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.scaling.limits import ScalingLimits
 from grove_gitops.agent.scaling.scaler import Scaler
 from grove_gitops.agent.snapshot import Snapshot, Views, build
 from grove_gitops.gitops.metrics import Registry
@@ -73,6 +74,8 @@ class AgentConfig:
     batch_window: float = 0.02  # after an event, wait this long so one pass takes the whole burst
     # scale targets and the objects above the autoscaling floor (docs/autoscaling.md)
     autoscaling: bool = True
+    # the autoscaling loop's own limits, never a record's (agent/scaling/limits.py)
+    scaling_limits: ScalingLimits = field(default_factory=ScalingLimits)
 
 
 class Agent:
@@ -133,9 +136,11 @@ class Agent:
         self._decide_s = 0.0  # this pass's time spent deciding (reported as a metric)
         self._asked_s = 0.0  # time spent asking the API server whether backend objects exist
         self.pass_max = 0.0  # the longest pass (seconds): the rollout benchmark reports it
+        # Releases and the autoscaling loop's deletes of the same pods never overlap (issue 31).
+        self.guard = release.ReleaseGuard()
         self.scaler = (
             Scaler(kube, self.cache, config.namespace, self.registry, active, resync=config.resync,
-                   watch_read_timeout=config.watch_read_timeout)
+                   watch_read_timeout=config.watch_read_timeout, limits=config.scaling_limits, guard=self.guard)
             if config.autoscaling else None
         )
 
@@ -167,7 +172,8 @@ class Agent:
         """
         now = time.monotonic()
         alive = all(t.is_alive() for t in self._threads)
-        scaling = self.scaler is None or not self._threads or now - self.scaler.progress < self.config.stale_after
+        scaling = self.scaler is None or not self._threads or (
+            now - self.scaler.progress < self.config.stale_after and self.scaler.healthy())
         return alive and scaling and all(now - t < self.config.stale_after for t in self.cache.progress.values())
 
     def _backoff(self, attempt: int, slow: bool = False) -> float:
@@ -280,11 +286,36 @@ class Agent:
         return self._pool.submit(run)
 
     def _ungate_counted(self, namespace: str, name: str, uid: str) -> bool:
-        lifted = self.executor.ungate(namespace, name, uid)
+        pods = self._releasable([(namespace, name)], {name: uid})
+        if pods is None:
+            return False
+        try:
+            lifted = self.executor.ungate(namespace, name, uid)
+        finally:
+            self.guard.end(pods)
         if lifted:
             self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed")
             log.info("released pod %s/%s of an initialized gang", namespace, name)
         return lifted
+
+    def _releasable(self, keys: list[Key], uids: dict[str, str]) -> list[dict[str, object]] | None:
+        """The pods ``keys`` as the cache holds them now, marked as being released, when every
+        one exists (with the uid decided about, for those in ``uids``), is not terminating or
+        being deleted, and is still wanted (:class:`~.release.ReleaseGuard`); else None.
+        Whoever gets pods here calls ``self.guard.end`` with them."""
+        with self.cache.lock:
+            pods = [self.cache.pods.get(k) for k in keys]
+        found: list[dict[str, object]] = []
+        with self._inflight_lock:
+            for key, pod in zip(keys, pods, strict=True):
+                meta: dict[str, object] = (pod or {}).get("metadata") or {}
+                uid = str(meta.get("uid") or "")
+                if pod is None or meta.get("deletionTimestamp") or key in self._deleting or uid in self._deleted_uids:
+                    return None
+                if key[1] in uids and uids[key[1]] != uid:
+                    return None
+                found.append(pod)
+        return found if self.guard.begin(found) else None
 
     def _run_actions(self, actions: list[Action], wait: bool = True) -> int:
         """Execute: Initialized resets first, then deletes (in parallel; waited for only when
@@ -526,7 +557,7 @@ class Agent:
                 done[key] = False
                 continue
             by_wl.setdefault(self._workload_of_gang(key), []).append(key)
-        releasing: dict[Key, tuple[float, bool, list[Future[bool]]]] = {}
+        releasing: dict[Key, tuple[float, bool, list[Future[bool]], list[dict[str, object]]]] = {}
         for wl, wl_keys in sorted(by_wl.items()):
             try:
                 began = time.monotonic()
@@ -575,30 +606,46 @@ class Agent:
                         self._in_background((key[0], name), functools.partial(self._ungate_counted, key[0], name, uid))
                     self._complete_since.pop(key, None)
                     continue
+                # Re-checked at the moment of release: a whole gang's every member, else the pods.
+                members = ([(ns, n) for _, ns, n in G.referenced_pods(gangs.get(key) or {})] if decision.whole_gang
+                           else [(key[0], n) for n, _ in decision.to_ungate])
+                held = self._releasable(members, dict(decision.to_ungate)) if members else None
+                if held is None:
+                    self._wait(key, time.monotonic(), poll=True)
+                    done[key] = False
+                    continue
                 futures = [self._pool.submit(self.executor.ungate, key[0], name, uid) for name, uid in decision.to_ungate]
-                releasing[key] = (complete_at, decision.whole_gang and decision.complete, futures)
-        for key, (complete_at, whole, futures) in releasing.items():
-            results = [f.result() for f in futures]
-            lifted = sum(1 for r in results if r)
-            if lifted:
-                self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed", float(lifted))
-                self.registry.observe(
-                    "grove_gitops_lifter_release", "Time from gang complete to release", time.monotonic() - complete_at
-                )
-                if whole:
-                    log.info("released gang %s/%s (%d pods)", key[0], key[1], lifted)
-                else:
-                    log.info("released %d pods of initialized gang %s/%s", lifted, key[0], key[1])
-            if not all(results):
-                done[key] = False
-                self._wait(key, time.monotonic(), poll=True)  # a failed patch: try again
-                continue
-            self._complete_since.pop(key, None)
-            if whole:
-                self.executor.set_condition(
-                    SetCondition(key, INITIALIZED, "True", "PodGangPodsCreated", "PodGang is fully initialized")
-                )
+                releasing[key] = (complete_at, decision.whole_gang and decision.complete, futures, held)
+        for key, (complete_at, whole, futures, held) in releasing.items():
+            try:  # the gang's Initialized too is written before the autoscaling loop may delete it
+                self._released(key, complete_at, whole, futures, done)
+            finally:
+                self.guard.end(held)
         return done
+
+    def _released(self, key: Key, complete_at: float, whole: bool, futures: list[Future[bool]],
+                  done: dict[Key, bool]) -> None:
+        """The end of one gang's release: count it, and mark a whole gang ``Initialized``."""
+        results = [f.result() for f in futures]
+        lifted = sum(1 for r in results if r)
+        if lifted:
+            self.registry.inc("grove_gitops_lifter_gates_lifted_total", "Scheduling gates removed", float(lifted))
+            self.registry.observe(
+                "grove_gitops_lifter_release", "Time from gang complete to release", time.monotonic() - complete_at
+            )
+            if whole:
+                log.info("released gang %s/%s (%d pods)", key[0], key[1], lifted)
+            else:
+                log.info("released %d pods of initialized gang %s/%s", lifted, key[0], key[1])
+        if not all(results):
+            done[key] = False
+            self._wait(key, time.monotonic(), poll=True)  # a failed patch: try again
+            return
+        self._complete_since.pop(key, None)
+        if whole:
+            self.executor.set_condition(
+                SetCondition(key, INITIALIZED, "True", "PodGangPodsCreated", "PodGang is fully initialized")
+            )
 
     # -- the loop ----------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -638,6 +685,7 @@ class Agent:
                         live_uids = {str((p.get("metadata") or {}).get("uid", "")) for p in self.cache.pods.values()}
                         with self._inflight_lock:
                             self._deleted_uids &= live_uids
+                        self.guard.forget(live_uids)
                         gone = [k for k in self._waiting if k not in self.cache.podgangs]
                 for key in gone:
                     self._not_waiting(key)  # a gang deleted while it waited (no event names it again)

@@ -8,11 +8,17 @@
   replacements and scale-outs. A scaled gang's pod still waits for its base gang.
 - Either way a pod is released only when its slot is free: no released old pod is left on
   its hostname (even a terminating one), so two pods never share a hostname.
+- At the moment of release (:class:`ReleaseGuard`) every pod released is re-checked: it
+  exists, is not terminating, is not being deleted by the autoscaling loop, and is still
+  wanted at the latest count; the autoscaling loop deletes no pod while a release of it is
+  under way (issue 31: a burst 3 -> 8 -> 3 released 3 pods of a 4-pod gang whose 4th was
+  being deleted by the scale-in).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,3 +189,68 @@ def decide_all(
         except G.MalformedPodGang as exc:
             out[key] = exc
     return out
+
+
+def _uid(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
+
+
+class ReleaseGuard:
+    """Releases and the autoscaling loop's deletes of the same pods never overlap.
+
+    The day-2 loop decides a release from a snapshot and then patches the gates; the
+    autoscaling loop, in its own thread, may meanwhile read a lower count and delete pods of
+    that gang. Both go through here:
+
+    - :meth:`begin` (the releaser, right before its gate patches): refused when a pod is being
+      retired or is no longer wanted (``wanted``, the autoscaling loop's check against the
+      latest count); otherwise the pods are marked as being released until :meth:`end`;
+    - :meth:`retire` (the autoscaling loop, before its DELETEs): marks the pods, so no release
+      of them begins any more, and waits until releases of them already under way are done.
+      A gang is thus released whole before it is deleted, or not released at all.
+
+    Retired uids are dropped by :meth:`forget` once the cache no longer holds them.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._retiring: set[str] = set()
+        self._releasing: dict[str, int] = {}
+        #: Whether a pod is still wanted at the latest count (set by the autoscaling loop).
+        self.wanted: Callable[[Mapping[str, Any]], bool] = lambda _pod: True
+
+    def begin(self, pods: Sequence[Mapping[str, Any]]) -> bool:
+        uids = [_uid(p) for p in pods]
+        with self._cond:
+            if any(u in self._retiring for u in uids) or not all(self.wanted(p) for p in pods):
+                return False
+            for u in uids:
+                self._releasing[u] = self._releasing.get(u, 0) + 1
+            return True
+
+    def end(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        with self._cond:
+            for pod in pods:
+                u = _uid(pod)
+                left = self._releasing.get(u, 0) - 1
+                if left > 0:
+                    self._releasing[u] = left
+                else:
+                    self._releasing.pop(u, None)
+            self._cond.notify_all()
+
+    def retire(self, uids: Iterable[str], timeout: float = 30.0) -> None:
+        """Mark pods about to be deleted; return once no release of them is under way (gate
+        patches have their own timeouts: ``timeout`` only bounds a bug)."""
+        wanted = {u for u in uids if u}
+        with self._cond:
+            self._retiring |= wanted
+            self._cond.wait_for(lambda: not wanted & self._releasing.keys(), timeout)
+
+    def retiring(self, uid: str) -> bool:
+        with self._cond:
+            return uid in self._retiring
+
+    def forget(self, live_uids: set[str]) -> None:
+        with self._cond:
+            self._retiring &= live_uids

@@ -27,6 +27,8 @@ from grove_gitops.agent.drift import DriftChecker
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.leader import LeaderElector
 from grove_gitops.agent.loop import Agent, AgentConfig
+from grove_gitops.agent.scaling.limits import DEFAULT_WRITES_PER_PASS, ScalingLimits
+from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS, DEFAULT_MAX_PODS_PER_RENDER
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.gitops.metrics import HealthServer, Registry
 
@@ -64,6 +66,9 @@ class ServiceOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    max_pods_per_podcliqueset: int = DEFAULT_MAX_PODS_PER_PCS
+    max_pods_per_render: int = DEFAULT_MAX_PODS_PER_RENDER
+    max_writes_per_pass: int = DEFAULT_WRITES_PER_PASS
 
 
 def _api_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
@@ -122,7 +127,9 @@ def run_agent(opts: ServiceOptions) -> int:
     lifter = Agent(
         kube,
         AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2,
-                    resync=opts.resync, unordered_grace=opts.unordered_grace, autoscaling=opts.autoscaling),
+                    resync=opts.resync, unordered_grace=opts.unordered_grace, autoscaling=opts.autoscaling,
+                    scaling_limits=ScalingLimits(opts.max_pods_per_podcliqueset, opts.max_pods_per_render,
+                                                 opts.max_writes_per_pass)),
         registry,
         lambda: elector.is_leader,
     )

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from grove_gitops.agent.scaling.limits import DEFAULT_WRITES_PER_PASS, MAX_WRITES_PER_PASS
+from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS, DEFAULT_MAX_PODS_PER_RENDER, MAX_PODS_CEILING
 from grove_gitops.cli.options import MAX_WORKERS, Count, Seconds, host_port
 
 
@@ -95,6 +97,32 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             show_default=True,
             type=Seconds(min=0.0, min_open=True),
             help="Seconds between Lease attempts (less than --renew-deadline).",
+        ),
+        # The autoscaling loop's limits: the agent's own, never a record's (docs/autoscaling.md).
+        click.option(
+            "--max-pods-per-podcliqueset",
+            default=DEFAULT_MAX_PODS_PER_PCS,
+            show_default=True,
+            type=Count(1, MAX_PODS_CEILING),
+            help="Most pods one autoscaled workload may have at its autoscaling maximum (render's "
+            "limits.maxPodsPerPodCliqueSet, applied by the agent in place of the record's); a record over it is "
+            "refused (Ready=False, an InvalidWorkload Event) and nothing is created for it.",
+        ),
+        click.option(
+            "--max-pods-per-render",
+            default=DEFAULT_MAX_PODS_PER_RENDER,
+            show_default=True,
+            type=Count(1, MAX_PODS_CEILING),
+            help="Render's limits.maxPodsPerRender, applied by the agent to each workload it renders in place of "
+            "the record's.",
+        ),
+        click.option(
+            "--max-writes-per-pass",
+            default=DEFAULT_WRITES_PER_PASS,
+            show_default=True,
+            type=Count(1, MAX_WRITES_PER_PASS),
+            help="Objects the autoscaling loop creates, replaces or deletes for one workload in one pass (a gang "
+            "is never split); a larger scale step continues in the next passes, after every other workload's.",
         ),
     ]
     for option in reversed(options):

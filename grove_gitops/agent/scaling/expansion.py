@@ -10,6 +10,7 @@ render of ``N``, object for object (tests/agent/test_scaling_property.py).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 from grove_gitops import __version__
+from grove_gitops.agent.scaling.limits import ScalingLimits, with_limits
 from grove_gitops.agent.scaling.workload import BadWorkload, ScaledWorkload
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
 from grove_gitops.expand import labels as L
@@ -26,8 +28,7 @@ from grove_gitops.load.memory import MemorySource
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 
 Counts = tuple[tuple[tuple[int, str], int], ...]  # sorted ((replica, template), count) pairs
-#: Renders kept: one per (inputs, counts) a scale step goes through.
-CACHE_SIZE = 16
+WorkloadKey = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Desired:
     units: dict[str, list[list[tuple[str, str]]]] = field(default_factory=dict)
 
 
-def _render(workload: ScaledWorkload, counts: Counts) -> Desired:
+def _render(workload: ScaledWorkload, counts: Counts, limits: ScalingLimits | None = None) -> Desired:
     from grove_gitops.render import plan_source
 
     if workload.renderer_version != __version__:
@@ -52,11 +53,20 @@ def _render(workload: ScaledWorkload, counts: Counts) -> Desired:
             f"{__version__}; it creates objects only from its own version's render (upgrade the controller "
             "and the agent together)"
         )
-    text = yaml.safe_dump_all(list(workload.source), sort_keys=True)
+    # The agent's limits, never the record's (issue 31): a record over them does not render.
+    try:
+        text = yaml.safe_dump_all(with_limits(workload.source, limits or ScalingLimits()), sort_keys=True)
+    except RecursionError:  # (a list bounds nesting, :mod:`.bounded`; a watch event may not)
+        raise BadWorkload("spec.source: nested too deeply to render") from None
     try:
         plan = plan_source(MemorySource(f"{workload.namespace}/{workload.name}", {"source.yaml": text.encode()}))
     except InvalidInputError as exc:
-        raise BadWorkload(f"spec.source: does not render: {exc.problems[0] if exc.problems else exc}") from None
+        problem = str(exc.problems[0] if exc.problems else exc)
+        if "RenderConfiguration limits." in problem:
+            used = limits or ScalingLimits()
+            problem += (f"; the agent renders with its own limits, not the record's (--max-pods-per-podcliqueset "
+                        f"{used.max_pods_per_pcs}, --max-pods-per-render {used.max_pods_per_render})")
+        raise BadWorkload(f"spec.source: does not render: {problem}") from None
     items = [i for i in plan.items if i.key == (workload.namespace, workload.name)]
     if len(plan.items) != 1 or not items:
         raise BadWorkload(f"spec.source: expected exactly the PodCliqueSet {workload.namespace}/{workload.name}")
@@ -98,35 +108,84 @@ def _count_unit(pod: dict[str, Any], targets: dict[str, Any], units: dict[str, d
         units[clique].setdefault(k, []).append((name, slot))
 
 
-class Expander:
-    """:func:`_render` with a small LRU cache: a pass re-renders only when the inputs or the
-    counts changed (a render of thousands of pods takes a second)."""
+def _size(found: Desired | GroveGitopsError) -> int:
+    """What one kept render costs in memory, roughly: the JSON size of its objects (Python's
+    dicts take a few times that; the budget is in the same unit for every entry)."""
+    if isinstance(found, GroveGitopsError):
+        return len(str(found))
+    return sum(len(json.dumps(o, separators=(",", ":"), default=str)) for o in found.objects.values()) + 64 * len(
+        found.git)
 
-    def __init__(self, size: int = CACHE_SIZE) -> None:
-        self._cache: OrderedDict[tuple[str, Counts], Desired | GroveGitopsError] = OrderedDict()
+
+@dataclass
+class _Entry:
+    ident: str
+    counts: Counts
+    found: Desired | GroveGitopsError
+    size: int
+
+
+class Expander:
+    """:func:`_render`, kept once per workload: a pass re-renders a workload only when its
+    inputs or its counts changed (a render of thousands of pods takes a second).
+
+    Issue 31: a 16-entry cache shared by every workload thrashed as soon as more than 16 were
+    autoscaled (40 records: 551 renders in 30 s instead of 40). One entry per workload, the
+    latest, is all a pass needs; the entries together stay within ``limits.cache_bytes``
+    (least recently used workloads are dropped first, and a render larger than the whole
+    budget is used and not kept).
+    """
+
+    def __init__(self, limits: ScalingLimits | None = None) -> None:
+        self.limits = limits or ScalingLimits()
+        self._cache: OrderedDict[WorkloadKey, _Entry] = OrderedDict()
         self._lock = threading.Lock()
-        self.size = size
+        self.bytes = 0
         self.renders = 0
 
-    def desired(self, workload: ScaledWorkload, counts: dict[tuple[int, str], int]) -> Desired:
-        # The record's own name is part of the key: two records with the same inputs are not the
-        # same workload (and only the one the inputs name renders).
-        ident = f"{workload.namespace}/{workload.name}/{workload.renderer_version}/{workload.digest}"
-        key = (ident, tuple(sorted(counts.items())))
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def forget(self, key: WorkloadKey) -> None:
+        """Drop a workload's render (it left Git)."""
         with self._lock:
-            found = self._cache.get(key)
-            if found is not None:
+            entry = self._cache.pop(key, None)
+            if entry is not None:
+                self.bytes -= entry.size
+
+    def desired(self, workload: ScaledWorkload, counts: dict[tuple[int, str], int]) -> Desired:
+        # The record's own uid and name are part of the key: two records with the same inputs
+        # are not the same workload (and only the one the inputs name renders).
+        key = (workload.namespace, workload.name)
+        ident = f"{workload.uid}/{workload.renderer_version}/{workload.digest}"
+        wanted = tuple(sorted(counts.items()))
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None and entry.ident == ident and entry.counts == wanted:
                 self._cache.move_to_end(key)
+                found: Desired | GroveGitopsError | None = entry.found
+            else:
+                found = None
         if found is None:
             try:
-                found = _render(workload, key[1])
+                found = _render(workload, wanted, self.limits)
             except GroveGitopsError as exc:
                 found = exc
             self.renders += 1
-            with self._lock:
-                self._cache[key] = found
-                while len(self._cache) > self.size:
-                    self._cache.popitem(last=False)
+            self._keep(key, _Entry(ident, wanted, found, _size(found)))
         if isinstance(found, GroveGitopsError):
             raise found
         return found
+
+    def _keep(self, key: WorkloadKey, entry: _Entry) -> None:
+        with self._lock:
+            old = self._cache.pop(key, None)
+            if old is not None:
+                self.bytes -= old.size
+            if entry.size > self.limits.cache_bytes:
+                return
+            self._cache[key] = entry
+            self.bytes += entry.size
+            while self.bytes > self.limits.cache_bytes and self._cache:
+                _, dropped = self._cache.popitem(last=False)
+                self.bytes -= dropped.size

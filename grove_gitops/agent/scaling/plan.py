@@ -52,6 +52,21 @@ def _int_label(obj: Raw, key: str) -> int:
         return -1
 
 
+def unit_of(obj: Raw, units: Collection[str]) -> tuple[str, int] | None:
+    """(scale target, index of its count) of a pod of an autoscaled unit named in ``units``:
+    a scaling group's pods by their group replica, a standalone clique's by their pod index;
+    None for any other pod (Git's units), or labels no render writes."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    group, clique = labels.get(L.PCSG), labels.get(L.PODCLIQUE)
+    if isinstance(group, str) and group in units:
+        index = _int_label(obj, L.PCSG_REPLICA_INDEX)
+        return (group, index) if index >= 0 else None
+    if isinstance(clique, str) and clique in units:
+        index = _int_label(obj, L.POD_INDEX)
+        return (clique, index) if index >= 0 else None
+    return None
+
+
 def _is_pod(key: ObjectKey) -> bool:
     return (key[0], key[1]) == POD
 
@@ -99,8 +114,8 @@ class Plan:
     #: Objects no gang needs first (ResourceClaims), created before any gang.
     loose: list[dict[str, Any]] = field(default_factory=list)
     gangs: list[GangCreate] = field(default_factory=list)
-    #: Pods joining a gang that exists (an autoscaled clique's new pods), created before
-    #: ``replace`` lists them.
+    #: Pods joining a gang that exists (an autoscaled clique's new pods), created once
+    #: ``replace`` has listed them in it.
     join: list[dict[str, Any]] = field(default_factory=list)
     replace: list[dict[str, Any]] = field(default_factory=list)
     #: (key, uid) in order: pods first, highest index first, then what no pod needs any more.

@@ -22,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,11 +33,13 @@ from urllib3.exceptions import HTTPError
 from grove_gitops.agent.cache import WatchCache
 from grove_gitops.agent.execute import rfc3339
 from grove_gitops.agent.kube import Kube, Raw
+from grove_gitops.agent.release import ReleaseGuard
 from grove_gitops.agent.scaling import status as S
 from grove_gitops.agent.scaling.expansion import Desired, Expander
-from grove_gitops.agent.scaling.plan import PODGANG_API_VERSION, GangCreate, owned_by, plan
+from grove_gitops.agent.scaling.limits import ScalingLimits
+from grove_gitops.agent.scaling.plan import PODGANG_API_VERSION, GangCreate, Plan, owned_by, plan, unit_of
 from grove_gitops.agent.scaling.watch import GitopsCache
-from grove_gitops.agent.scaling.workload import BadWorkload, ScaledWorkload, Target, parse
+from grove_gitops.agent.scaling.workload import UNREADABLE, BadWorkload, ScaledWorkload, Target, parse
 from grove_gitops.expand import labels as L
 from grove_gitops.expand.gitsplit import ObjectKey, object_key
 from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
@@ -63,12 +65,15 @@ class _Memory:
     blocked: dict[str, str] = field(default_factory=dict)  # target -> message
     problem: str = ""
     pod_states: dict[tuple[str, str], S.PodState] = field(default_factory=dict)
+    #: The workload as last read: whose counts size which pods (:meth:`Scaler.wanted`).
+    workload: ScaledWorkload | None = None
 
 
 class Scaler:
     def __init__(self, kube: Kube, cache: WatchCache, namespace: str | None, registry: Registry,
                  active: Callable[[], bool] = lambda: True, *, resync: float = 1.0, workers: int = 16,
-                 watch_read_timeout: float = 30.0, batch_window: float = 0.05) -> None:
+                 watch_read_timeout: float = 30.0, batch_window: float = 0.05,
+                 limits: ScalingLimits | None = None, guard: ReleaseGuard | None = None) -> None:
         self.kube = kube
         self.cache = cache
         self.namespace = namespace
@@ -76,7 +81,15 @@ class Scaler:
         self.active = active
         self.resync = resync
         self.workers = workers
-        self.expander = Expander()
+        #: The agent's own limits (never a record's): render limits, writes per pass, cache.
+        self.limits = limits or ScalingLimits()
+        self.expander = Expander(self.limits)
+        #: Shared with the day-2 loop's releases: a pod is released only while wanted at the
+        #: latest count, and deleted only once no release of it is under way.
+        self.guard = guard or ReleaseGuard()
+        self.guard.wanted = self.wanted
+        #: The list+watch threads of our kinds, started by :meth:`run` (:meth:`healthy`).
+        self.threads: list[threading.Thread] = []
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
         self.dirty: set[WorkloadKey] = set()
@@ -97,11 +110,17 @@ class Scaler:
             self.dirty.add(key)
             self.wake.notify()
 
+    def healthy(self) -> bool:
+        """Every list+watch thread of our kinds is alive (each survives any exception, so a
+        dead one is a bug the liveness probe must see: without it no workload is scaled)."""
+        return all(t.is_alive() for t in self.threads)
+
     def run(self, stop: threading.Event) -> None:
         threads = [
             threading.Thread(target=self.gitops.list_watch, args=(kind, stop), name=f"scaler-{kind}", daemon=True)
             for kind in self.gitops.objects
         ]
+        self.threads = threads
         for t in threads:
             t.start()
         try:
@@ -128,6 +147,7 @@ class Scaler:
                         break
                     try:
                         self.sync(key)
+                        self.progress = time.monotonic()  # a pass over many workloads is progress too
                     except (ApiException, HTTPError, OSError) as exc:
                         log.warning("autoscaling pass of %s/%s failed: %s", key[0], key[1],
                                     getattr(exc, "status", type(exc).__name__))
@@ -147,11 +167,12 @@ class Scaler:
             self._gone(key, memory)
             return
         try:
-            workload = parse(obj)
+            workload = parse(obj, self.limits.max_pods_per_pcs)
         except BadWorkload as exc:
             self._report(obj, memory, f"{key[0]}/{key[1]}: {exc}")
             return
         memory.uid = workload.uid
+        memory.workload = workload
         desired: Desired | None = None
         if workload.targets:
             # Render before creating anything: inputs that do not render get no scale target.
@@ -268,27 +289,45 @@ class Scaler:
             return
         log.debug("autoscaling %s/%s: %d gangs, %d pods joining, %d replaced, deletes %s", workload.namespace,
                   workload.name, len(todo.gangs), len(todo.join), len(todo.replace), todo.delete)
+        budget = _Budget(self.limits.writes_per_pass)
+        self._write(workload, todo, live, memory, budget, desired)
+        if budget.short:
+            # The rest in a later pass, after every other workload's turn (issue 31: one
+            # record's scale-out of thousands of pods held the loop for minutes).
+            self.notify((workload.namespace, workload.name))
+
+    def _write(self, workload: ScaledWorkload, todo: Plan, live: dict[ObjectKey, Raw], memory: _Memory,
+               budget: _Budget, desired: Desired) -> None:
         now = time.monotonic()
         owner = workload.owner_reference
         for obj in todo.loose:
-            self._create(obj, owner, memory)
+            if budget.take(1):
+                self._create(obj, owner, memory)
         if todo.gangs and now >= memory.blocked_until:
             refused: list[tuple[GangCreate, str]] = []
             stop = threading.Event()
+            units = {t.name for t in workload.targets}
+            gangs = _within(sorted(todo.gangs, key=_gang_order), budget)
 
             def build(gang: GangCreate) -> None:
                 if stop.is_set():
+                    return
+                if not self._wanted(workload, units, gang.pods):
+                    # The count fell since this pass read it: never create a superseded gang.
+                    self.notify((workload.namespace, workload.name))
                     return
                 problem = self._create_gang(gang, owner, memory)
                 if problem is not None:
                     stop.set()
                     refused.append((gang, problem))
 
-            list(self.pool.map(build, sorted(todo.gangs, key=_gang_order)))
+            list(self.pool.map(build, gangs))
             self._blocked(workload, memory, refused)
-        for pod in todo.join:
-            self._create(pod, owner, memory)
+        # Replaced before pods join them, and never left for later: only the agent's own
+        # gangs and backend objects (a few per gang), and a pod that joined a gang which does
+        # not list it yet would wait in no gang.
         for obj in todo.replace:
+            budget.left -= 1
             meta = obj["metadata"]
             live_obj = live.get(object_key(obj)) or {}
             done = self.kube.patch_object(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"],
@@ -298,8 +337,91 @@ class Scaler:
                 done.setdefault("apiVersion", obj["apiVersion"])
                 done.setdefault("kind", obj["kind"])
                 memory.others[object_key(obj)] = done
+        for pod in todo.join:
+            if budget.take(1) and self._wanted(workload, {t.name for t in workload.targets}, [pod]):
+                self._create(pod, owner, memory)
+        units = {t.name for t in workload.targets}
         for wave in todo.delete_waves():
+            pods = [live[key] for key, _ in wave if key[:2] == ("v1", "Pod") and key in live]
+            if pods and any(self._wanted(workload, units, [p]) and unit_of(p, units) is not None for p in pods):
+                # The count rose again since this pass read it: these pods are wanted (a burst
+                # 3 -> 1 -> 3 must not delete what count 3 holds).
+                self.notify((workload.namespace, workload.name))
+                break
+            if not budget.take(len(wave), whole=True):
+                break
+            # A gang is released whole before it is deleted, or not at all (issue 31).
+            self.guard.retire([uid for key, uid in wave if key[:2] == ("v1", "Pod")])
+            self._unrelease(wave, live, desired, workload.uid)
             self.writes += sum(self.pool.map(lambda kv: self._delete(kv[0], kv[1], memory), wave))
+
+    def _unrelease(self, wave: list[tuple[ObjectKey, str]], live: dict[ObjectKey, Raw], desired: Desired,
+                   uid: str) -> None:
+        """Reset ``Initialized`` of the agent's PodGangs whose pods a scale-in deletes, before
+        the deletes. Issue 31: a burst 3 -> 1 -> 3 deleted a released gang's pods and created
+        them again before its PodGang went; the PodGang still said ``Initialized``, so the day-2
+        loop released each new pod on its own, as replacements, while the others were missing:
+        a partial gang. Reset, the re-created pods are released together, as a whole gang."""
+        names = {((live.get(key) or {}).get("metadata") or {}).get("labels", {}).get(L.PODGANG)
+                 for key, _ in wave if key[:2] == ("v1", "Pod")}
+        for name in sorted(n for n in names if isinstance(n, str)):
+            key = (PODGANG_API_VERSION, "PodGang", wave[0][0][2], name)
+            gang = live.get(key)
+            if gang is None or key in desired.objects or key in desired.git or not owned_by(gang, uid):
+                continue  # a gang that stays (a clique's base gang losing a pod), or Git's
+            # Read afresh: its release (and Initialized) may have been written just before the
+            # retire returned; none can come after it, the pods being retired.
+            path = self.kube.path(*key)
+            if path is None:
+                continue
+            try:
+                gang = self.kube.raw("GET", path)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            status = dict(gang.get("status") or {})
+            conditions = [dict(c) for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+            if not any(c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions):
+                continue
+            conditions = [c for c in conditions if c.get("type") != "Initialized"] + [{
+                "type": "Initialized", "status": "False", "reason": "ScaledIn",
+                "message": "its replica is being scaled in: pods created for it again are released as a whole gang",
+                "lastTransitionTime": rfc3339()}]
+            status["conditions"] = sorted(conditions, key=lambda c: str(c.get("type")))
+            done = self.kube.patch_object(PODGANG_API_VERSION, "PodGang", key[2], name, {"status": status},
+                                          subresource="status")
+            self.writes += 1
+            done.setdefault("apiVersion", PODGANG_API_VERSION)
+            done.setdefault("kind", "PodGang")
+            self.cache.apply("podgangs", "MODIFIED", done)
+
+    def _wanted(self, workload: ScaledWorkload, units: set[str], pods: Sequence[Mapping[str, Any]]) -> bool:
+        """Every pod of a unit of the count is below its target's latest count (issue 31: a
+        burst 3 -> 8 -> 3 had the agent create the pods of count 8 after the count was 3)."""
+        for pod in pods:
+            unit = unit_of(pod, units)
+            if unit is not None and unit[1] >= self.latest_count(workload, unit[0]):
+                return False
+        return True
+
+    def wanted(self, pod: Mapping[str, Any]) -> bool:
+        """Whether a pod is still wanted at the latest count its scale target holds (what the
+        day-2 loop asks right before it releases the pod): a pod of no autoscaled unit is."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str((meta.get("labels") or {}).get(L.PART_OF, "")))
+        memory = self.memory.get(key)
+        workload = memory.workload if memory is not None else None
+        if workload is None:
+            return True
+        return self._wanted(workload, {t.name for t in workload.targets}, [pod])
+
+    def latest_count(self, workload: ScaledWorkload, target_name: str) -> int:
+        """The count of one scale target as the agent last heard it, clamped into Git's bounds."""
+        for target in workload.targets:
+            if target.name == target_name:
+                return self._count(target, self.gitops.get(target.kind, (workload.namespace, target.name)))
+        return 0
 
     def _create(self, obj: dict[str, Any], owner: Raw, memory: _Memory) -> Raw | None:
         log.debug("creating %s %s", obj["kind"], obj["metadata"]["name"])
@@ -337,6 +459,8 @@ class Scaler:
 
     def _delete(self, key: ObjectKey, uid: str, memory: _Memory) -> bool:
         log.debug("deleting %s", key)
+        if key[:2] == ("v1", "Pod"):
+            self.guard.retire([uid])  # no release of it begins now; one under way ends first
         try:
             self.kube.delete_object(key[0], key[1], key[2], key[3], uid)
         except ApiException as exc:
@@ -438,7 +562,8 @@ class Scaler:
             log.warning("status of %s/%s not written: %s", meta.get("namespace"), meta.get("name"), exc.status)
             return
         self.writes += 1
-        self.gitops.put(PCS_KIND, done)
+        if UNREADABLE not in obj:  # (the answer would carry the unread part back in)
+            self.gitops.put(PCS_KIND, done)
 
     def _gone(self, key: WorkloadKey, memory: _Memory) -> None:
         """The workload left Git: delete what the agent created for it, pods first."""
@@ -458,6 +583,43 @@ class Scaler:
                     self.kube.delete_object(API_VERSION, kind, ns, name, str(obj["metadata"].get("uid", "")))
         if not any(owned_by(o, memory.uid) for o in live.values()):
             self.memory.pop(key, None)
+            self.expander.forget(key)
+
+
+class _Budget:
+    """Writes one pass may still make for one workload (:class:`~.limits.ScalingLimits`)."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+        self.size = size
+        self.short = False  # something was left for a later pass
+
+    def take(self, n: int, *, whole: bool = False) -> bool:
+        """Room for ``n`` writes? ``whole``: a unit never split (a gang, a wave of deletes),
+        taken even beyond the budget when nothing was taken yet, so every pass progresses."""
+        if n <= self.left or (whole and self.left == self.size):
+            self.left -= n
+            return True
+        self.short = True
+        return False
+
+
+def _within(gangs: list[GangCreate], budget: _Budget) -> list[GangCreate]:
+    """The gangs this pass creates: whole ones, lowest index first, while the budget holds.
+    A gang larger than the whole budget (a standalone clique's base gang starting at
+    thousands of pods) gets only its pods, a budget's worth a pass, and its PodGang in the
+    pass that creates its last pod: the day-2 loop never sees it before it is complete, and a
+    refused pod still takes back the pods of earlier passes (:attr:`GangCreate.existing`)."""
+    out = [g for g in gangs if budget.take(len(g.pods) + len(g.objects))]
+    if out or not gangs:
+        return out
+    first = gangs[0]
+    if len(first.pods) + len(first.objects) <= budget.left:
+        return [first]
+    part = GangCreate(first.name, first.pods[:budget.left], [], first.existing)
+    budget.left = 0
+    budget.short = True
+    return [part]
 
 
 def _replace_ops(desired: Raw, live: Raw) -> list[dict[str, Any]]:

@@ -2,6 +2,14 @@
 
 A small level-triggered cache like :class:`~grove_gitops.agent.cache.WatchCache`, for the
 three kinds of our group; every event calls ``on_change`` with the workload it touches.
+
+A record is written by whoever may write the kind, so nothing in one may stop the others
+being read (issue 31: a record nested 3,000 deep raised ``RecursionError`` in the list's
+decoder, killed this thread, and no workload was scaled again). Each loop survives any
+exception (it backs off and lists again), a list is decoded with a nesting bound
+(:mod:`.bounded`), and an item that could be read only in part is kept marked unreadable
+(:data:`~.workload.UNREADABLE`): the scaler reports it on that workload (``Ready=False`` and
+an Event) and acts on every other.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from grove_gitops.agent.kube import Kube, Raw
+from grove_gitops.agent.scaling.bounded import MAX_DEPTH, loads_bounded
+from grove_gitops.agent.scaling.workload import UNREADABLE
 from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
 
 log = logging.getLogger("grove_gitops.agent")
@@ -93,11 +103,43 @@ class GitopsCache:
         for obj in [*fresh.values(), *gone]:
             self.on_change(workload_key(kind, obj))
 
+    def _list(self, kind: str) -> Raw:
+        """The list of one kind, decoded with the nesting bound: an item cut by it is marked
+        unreadable (what :meth:`Kube.list_objects` asks, read as bytes)."""
+        from urllib.parse import quote
+
+        plural = self.kube.plural(API_VERSION, kind)
+        if plural is None:
+            raise ApiException(status=404, reason=f"{kind}.{API_VERSION} is not served by the API server")
+        base = f"/apis/{API_VERSION}/" + (f"namespaces/{self.namespace}/" if self.namespace else "")
+        payload = self._fetch(f"{base}{plural}?labelSelector={quote(SELECTOR)}")
+        decoded = loads_bounded(payload, MAX_DEPTH)
+        listed = decoded.value if isinstance(decoded.value, dict) else {}
+        items = listed.get("items")
+        for n, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, dict) and n in decoded.cut_items:
+                item[UNREADABLE] = (f"nested deeper than {MAX_DEPTH} levels (spec.source holds what a render "
+                                    "writes, at most 100 levels deep); the agent does not act on it")
+        return listed
+
+    def _fetch(self, path: str) -> bytes:
+        """GET ``path`` as bytes; errors raise ApiException (as :meth:`Kube.raw`)."""
+        api = self.kube.api_client
+        m, url, headers, _, _ = api.param_serialize("GET", path, header_params={"Accept": "application/json"},
+                                                    auth_settings=["BearerToken"])
+        response = api.call_api(m, url, header_params=headers, _request_timeout=self.kube.timeout)
+        response.read()  # type: ignore[no-untyped-call]
+        payload: bytes = response.data or b"{}"
+        if response.status >= 400:
+            raise ApiException(status=response.status, reason=str(response.reason),
+                               body=payload.decode(errors="replace"))
+        return payload
+
     def list_watch(self, kind: str, stop: threading.Event) -> None:
         failures = 0
         while not stop.is_set():
             try:
-                listed = self.kube.list_objects(API_VERSION, kind, self.namespace, SELECTOR)
+                listed = self._list(kind)
                 items = listed.get("items") or []
                 for item in items:
                     if isinstance(item, dict):
@@ -129,5 +171,8 @@ class GitopsCache:
                 failures += 1
             except (HTTPError, OSError, ValueError) as exc:
                 log.warning("watch of %s broke: %s", kind, type(exc).__name__)
+                failures += 1
+            except Exception:  # anything else (a RecursionError from a watch event): list again
+                log.exception("watch of %s failed unexpectedly; listing again", kind)
                 failures += 1
             stop.wait(self._backoff(failures))

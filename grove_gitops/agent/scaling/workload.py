@@ -23,6 +23,9 @@ from grove_gitops.validation.k8snames import dns1123_subdomain_problems
 MAX_TARGETS = 1000
 #: The render inputs an object can carry: etcd refuses objects above 1.5 MiB.
 MAX_SOURCE_BYTES = 3 * 512 * 1024
+#: Set by the watch on an object it could read only in part (:mod:`.bounded`): the problem,
+#: reported on the workload instead of acting on it. No API object has a key of this name.
+UNREADABLE = "\x00grove-gitops/unreadable"
 
 
 class BadWorkload(GroveGitopsError):
@@ -72,8 +75,11 @@ def _str(value: Any, where: str, limit: int = MAX_NAME) -> str:
     return value
 
 
-def parse(obj: Mapping[str, Any]) -> ScaledWorkload:
-    """The workload, or :class:`BadWorkload` naming the first field that is not as a render writes it."""
+def parse(obj: Mapping[str, Any], max_pods: int = DEFAULT_MAX_PODS_PER_PCS) -> ScaledWorkload:
+    """The workload, or :class:`BadWorkload` naming the first field that is not as a render
+    writes it; no count may exceed ``max_pods`` (the agent's pod limit, never the record's)."""
+    if isinstance(obj.get(UNREADABLE), str):
+        raise BadWorkload(obj[UNREADABLE])
     meta = obj.get("metadata") or {}
     spec = obj.get("spec")
     if not isinstance(meta, Mapping) or not isinstance(spec, Mapping):
@@ -98,12 +104,12 @@ def parse(obj: Mapping[str, Any]) -> ScaledWorkload:
         target = Target(
             str(kind),
             _str(t.get("name"), f"{w}.name"),
-            _int(t.get("podCliqueSetReplica"), f"{w}.podCliqueSetReplica", DEFAULT_MAX_PODS_PER_PCS),
+            _int(t.get("podCliqueSetReplica"), f"{w}.podCliqueSetReplica", max_pods),
             _str(t.get("templateName"), f"{w}.templateName"),
-            _int(t.get("minAvailable"), f"{w}.minAvailable", DEFAULT_MAX_PODS_PER_PCS),
-            _int(t.get("minReplicas"), f"{w}.minReplicas", DEFAULT_MAX_PODS_PER_PCS),
-            _int(t.get("maxReplicas"), f"{w}.maxReplicas", DEFAULT_MAX_PODS_PER_PCS),
-            _int(t.get("initialReplicas"), f"{w}.initialReplicas", DEFAULT_MAX_PODS_PER_PCS),
+            _int(t.get("minAvailable"), f"{w}.minAvailable", max_pods),
+            _int(t.get("minReplicas"), f"{w}.minReplicas", max_pods),
+            _int(t.get("maxReplicas"), f"{w}.maxReplicas", max_pods),
+            _int(t.get("initialReplicas"), f"{w}.initialReplicas", max_pods),
             _str(t.get("selector"), f"{w}.selector", 1024),
         )
         if not target.min_replicas <= target.initial <= target.max_replicas:
@@ -120,7 +126,7 @@ def parse(obj: Mapping[str, Any]) -> ScaledWorkload:
         raise BadWorkload("spec.source: expected a list of objects")
     try:  # (a 5,000-digit integer is beyond Python's int-to-text limit: not a render's)
         text = json.dumps(source, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # (nesting: the watch bounds it, :mod:`.bounded`)
         raise BadWorkload(f"spec.source: not serialisable ({str(exc)[:100]})") from None
     if len(text) > MAX_SOURCE_BYTES:
         raise BadWorkload(f"spec.source: larger than {MAX_SOURCE_BYTES} bytes")
