@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_backends
@@ -45,7 +46,7 @@ class DriftChecker:
                 self.check()
             except (ApiException, HTTPError, OSError) as exc:
                 self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="drift")
-                log.warning("topology drift check failed: %s", type(exc).__name__)
+                agent_log.warning("topology drift check failed: %s", describe(exc))
 
     def check(self) -> dict[tuple[str, str], str | None]:
         """``{(binding, scheduler): message or None}`` for every external topology reference."""
