@@ -26,6 +26,7 @@ MANAGED_BY, MANAGER = "app.kubernetes.io/managed-by", "grove-gitops"
 PART_OF = "app.kubernetes.io/part-of"
 SELECTOR = f"{MANAGED_BY}={MANAGER}"
 Key = tuple[str, str]  # (namespace, name)
+MAX_GONE = 100_000  # uids of deleted objects remembered (see WatchCache._gone)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
 
 
@@ -73,6 +74,13 @@ class WatchCache:
         # when the listing PodGang belongs to another workload (a bad reference).
         self.ref_count: dict[Key, int] = {}
         self._refs: dict[Key, list[Key]] = {}
+        # uids of objects the cache saw go (DELETED, or our DELETE's answer): no later write's
+        # answer or late event may bring them back. A uid is never reused, so anything still
+        # carrying one is older than its deletion. Without this, a DELETE's answer (the pod
+        # terminating) applied after the watch had already said DELETED left a terminating
+        # pod in the cache for good, and a rollout waited for it to go (issue 37: a rollout
+        # wedged until the agent was restarted). Bounded: the oldest are forgotten first.
+        self._gone: dict[str, None] = {}
         self.synced = {"pods": threading.Event(), "podgangs": threading.Event()}
         now = time.monotonic()
         self.progress: dict[str, float] = {"pods": now, "podgangs": now, "worker": now}
@@ -133,23 +141,39 @@ class WatchCache:
 
     def _apply(self, kind: str, event_type: str, obj: Raw) -> None:
         key = key_of(obj)
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
         with self.lock:
             store = self.pods if kind == "pods" else self.podgangs
             old = store.get(key)
             if event_type == "DELETED":
+                self._bury(uid)
+                if old is not None and str((old.get("metadata") or {}).get("uid") or "") not in ("", uid) and uid:
+                    return  # an older object of that name went; the one cached is newer
                 store.pop(key, None)
                 self._index(kind, key, None, old)
             else:
+                if uid and uid in self._gone:
+                    return  # that object is gone already: a late answer or event of it
                 if old is not None and _rv(old) > _rv(obj):
                     return  # our own write's response was newer than this event
                 store[key] = obj
                 self._index(kind, key, obj, old)
             self.wake.notify_all()
 
+    def _bury(self, uid: str) -> None:
+        """Remember that the object with ``uid`` is gone (caller holds the lock)."""
+        if not uid:
+            return
+        self._gone[uid] = None
+        while len(self._gone) > MAX_GONE:
+            del self._gone[next(iter(self._gone))]
+
     def forget_pod(self, key: Key) -> None:
         """A pod our DELETE removed: drop it now rather than wait for the watch."""
         with self.lock:
             old = self.pods.pop(key, None)
+            if old is not None:
+                self._bury(str((old.get("metadata") or {}).get("uid") or ""))
             self._index("pods", key, None, old)
             self.wake.notify_all()
         if old is not None:
