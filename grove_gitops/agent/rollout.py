@@ -46,7 +46,8 @@ SUPERSEDED = "SupersededPodDeleted"  # an old pod that never ran, past the grace
 WAITING_FOR_REPLACEMENT = "WaitingForReplacement"  # RollingUpdate reason while a step waits for new pods
 REPLACEMENT_POD_MISSING = "ReplacementPodMissing"  # the Event that reports such a wait
 REPORT_MISSING_AFTER = 10.0  # seconds a step waits for its new pods before that is reported
-_OF = re.compile(r"step \d+ of (\d+)")
+_STEP = re.compile(r"step (\d+) of \d+")
+MAX_STEPS = 10**6  # a count read back from a condition is bounded
 
 
 @dataclass
@@ -198,7 +199,7 @@ def _rollout(wl: Workload, memory: Memory, now: float, breached: set[int], grace
         ]
         current = order_replicas(ranks)[0]
         total = len(_remaining_steps(current, by_replica[current]))
-        memory_total(memory, wl, current, total)
+        _start_steps(memory, wl, current, total)
         gang = base_gang(wl, current)
         if gang is not None:
             actions.append(Event((wl.namespace, gang), "RollingUpdateStarted",
@@ -222,22 +223,37 @@ def _rollout(wl: Workload, memory: Memory, now: float, breached: set[int], grace
     return actions, progress
 
 
-def memory_total(memory: Memory, wl: Workload, replica: int, total: int | None = None) -> int:
-    """The step count of the replica's rollout, remembered from its start (or read back from
-    the condition message after a restart)."""
+def count_steps(memory: Memory, wl: Workload, replica: int, remaining: int) -> tuple[int, int]:
+    """``(done, total)``: the steps of the replica's rollout done so far and in all.
+
+    Steps left are counted from the cluster each pass; what is done only shows as steps left
+    going down. So ``done`` grows by every drop of the steps left since the last pass, and the
+    total is ``done + left``: a scale-out or another update mid-rollout adds steps to the
+    total, never moves the count back (issue 37: after a restart the logs read "step 1 of 9",
+    "step 1 of 8", ...: the total read back from the condition was kept while the steps left
+    exceeded it). A restarted agent takes ``done`` from the condition's "step k of n". This is
+    only what the progress messages say: no decision reads it.
+    """
     key = f"{wl.namespace}/{wl.pcs}/{replica}"
-    if total is not None:
-        memory.rollout_total[key] = total
-        return total
-    if key not in memory.rollout_total:
+    kept = memory.rollout_steps.get(key)
+    if kept is None:
         cond = _condition(wl, replica, ROLLING_UPDATE)
-        found = _OF.search(str(cond.get("message", ""))) if cond else None
-        memory.rollout_total[key] = int(found.group(1)) if found else 0
-    return memory.rollout_total[key]
+        found = _STEP.search(str(cond.get("message", ""))) if cond is not None and cond.get("status") == "True" else None
+        done = int(found.group(1)) if found else 0
+    else:
+        done, before = kept
+        done += max(0, before - remaining)
+    done = min(done, MAX_STEPS)
+    memory.rollout_steps[key] = (done, remaining)
+    return done, done + remaining
+
+
+def _start_steps(memory: Memory, wl: Workload, replica: int, remaining: int, done: int = 0) -> None:
+    memory.rollout_steps[f"{wl.namespace}/{wl.pcs}/{replica}"] = (done, remaining)
 
 
 def _complete(wl: Workload, replica: int, memory: Memory) -> list[Action]:
-    memory.rollout_total.pop(f"{wl.namespace}/{wl.pcs}/{replica}", None)
+    memory.rollout_steps.pop(f"{wl.namespace}/{wl.pcs}/{replica}", None)
     gang = base_gang(wl, replica)
     if gang is None:
         return []
@@ -288,8 +304,7 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
                                  f"rolling update of replica {replica}: old pod {reason}", _gang_key(wl, slot)))
             retired.add(slot.hostname)
     remaining = [s for s in _remaining_steps(replica, slots) if not set(s.hostnames) & retired]
-    progress.total = max(memory_total(memory, wl, replica), len(remaining))
-    progress.step = progress.total - len(remaining)
+    progress.step, progress.total = count_steps(memory, wl, replica, len(remaining))
     if out:
         progress.waiting.append("old pods that are not Ready are being retired")
         return out
@@ -333,6 +348,9 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
     if absent:
         return _wait_for_replacements(wl, memory, now, replica, absent, progress)
     progress.step += 1
+    # The step is counted as done now: steps added before the next pass (a scale-out) must not
+    # hide the one step fewer left.
+    _start_steps(memory, wl, replica, len(remaining) - 1, done=progress.step)
     for host in step.hostnames:
         slot = by_host[host]
         for pod in (p for p in _live_old(slot) if p.owned):
