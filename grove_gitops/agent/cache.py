@@ -19,6 +19,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, Raw
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
@@ -250,12 +251,12 @@ class WatchCache:
                 if exc.status == 410:
                     log.info("%s watch expired (410); re-listing", kind)
                     continue
-                log.warning("%s list/watch failed (%s); backing off", kind, exc.status)
+                agent_log.warning("%s list/watch failed (%s); backing off", kind, describe(exc))
                 stop.wait(self._backoff(failures))
             except (HTTPError, OSError, ValueError) as exc:
                 failures += 1
                 self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="connection")
-                log.warning("%s watch broke (%s); re-listing", kind, type(exc).__name__)
+                agent_log.warning("%s watch broke (%s); re-listing", kind, describe(exc))
                 stop.wait(self._backoff(failures))
             except Exception:  # never let the thread die: a dead watcher would stall every release
                 failures += 1

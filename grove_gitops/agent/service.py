@@ -63,6 +63,7 @@ class ServiceOptions:
     day2: bool = True
     autoscaling: bool = True
     resync: float = 2.0
+    blocked_after: float = 60.0
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -137,7 +138,8 @@ def run_agent(opts: ServiceOptions) -> int:
     lifter = Agent(
         kube,
         AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2,
-                    resync=opts.resync, unordered_grace=opts.unordered_grace, autoscaling=opts.autoscaling),
+                    resync=opts.resync, unordered_grace=opts.unordered_grace, autoscaling=opts.autoscaling,
+                    blocked_after=opts.blocked_after),
         registry,
         lambda: elector.is_leader,
     )

@@ -69,6 +69,15 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             help="Create the gitops.grove.io scale targets of autoscaled cliques and scaling groups and the "
             "replicas above the floor Git renders (docs/autoscaling.md; needs overlays/crds installed).",
         ),
+        click.option(
+            "--blocked-after",
+            default=60.0,
+            show_default=True,
+            type=click.FloatRange(min=0),
+            help="Seconds a rolling update or a gang may wait before the agent says why: the RolloutBlocked "
+            "condition (PodGang, gitops.grove.io PodCliqueSet), the grove_gitops_rollout_blocked_seconds metric "
+            "and a log line per change of reason.",
+        ),
         click.option("--lease-duration", default=15.0, show_default=True, help="Seconds a Lease is valid without renewal."),
         click.option(
             "--renew-deadline", default=10.0, show_default=True, help="Seconds the leader may fail to renew before it stops."
