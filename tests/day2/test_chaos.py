@@ -10,6 +10,7 @@ group (floor 1), and a seeded random sequence of:
   trigger), image bumps (all cliques or the router only) mid-rollout;
 - pods marked Failed and pods deleted, Git's and the agent's (above the floors);
 - a stalled applier (Pods of the primary not written for a few seconds);
+- pod DELETEs answered late (the watch's DELETED can come first);
 - the agent stopped and a new one started (its memory gone, the cluster's state kept).
 
 Checked while it runs and at the end:
@@ -138,6 +139,14 @@ class Chaos:
                               seconds, "chaos stall")
         self.trail.append(f"stall the applier {seconds:.1f}s")
 
+    def slow_answers(self) -> None:
+        """The next few pod DELETEs are carried out at once and answered late (a loaded server):
+        the kubelet may finish the pod, and the watch say DELETED, before the agent reads the
+        answer (the soak's wedge)."""
+        seconds, times = self.rng.uniform(0.3, 1.0), self.rng.randint(1, 4)
+        self.env.server.faults.delay(seconds, verb="delete", resource="pods", times=times, late_answer=True)
+        self.trail.append(f"answer the next {times} pod DELETEs {seconds:.1f}s late")
+
     def restart(self) -> None:
         self.env.stop_agent()
         time.sleep(self.rng.uniform(0.0, 1.0))
@@ -150,7 +159,7 @@ class Chaos:
             (4, lambda: self.scale(ROUTER)), (3, lambda: self.scale(S.PREFILL)), (2, self.bump),
             (1.5, lambda: self.fail(False)), (1.5, lambda: self.fail(True)),
             (1, lambda: self.delete(False)), (1, lambda: self.delete(True)),
-            (1, self.stall), (1, self.restart),
+            (1, self.stall), (1, self.restart), (2, self.slow_answers),
         ]
         (op,) = self.rng.choices([o for _, o in ops], weights=[w for w, _ in ops])
         op()
