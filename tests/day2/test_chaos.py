@@ -251,3 +251,33 @@ def test_chaos(day2: Callable[..., Day2Env], seed: int) -> None:
         assert not problems, f"{len(problems)} moments beyond Grove's availability bound; the first: {problems[0]}"
     except AssertionError as exc:
         raise AssertionError(f"chaos seed {seed} failed: {exc}\n{chaos.describe(seed)}") from None
+
+
+def test_router_scaled_while_it_rolls_with_late_delete_answers(day2: Callable[..., Day2Env]) -> None:
+    """The soak's wedge, directed: the router clique's count goes 4 -> 6 -> 2 while replica 0
+    rolls, with image bumps piling up, and every pod DELETE is answered after the kubelet has
+    finished the pod (the watch says DELETED first). Before the fix the answer put the pod back
+    into the agent's cache, terminating, for good: the rollout waited on it until a restart."""
+    env = day2(edit=S.both(S.prefill_floor(1), router_autoscaled), ready_delay=0.05, termination_delay=0.1)
+    counts = {(0, S.PREFILL): 1, (0, ROUTER): 4}
+    env.set_counts(counts)
+    env.wait_until(lambda: S.target(env, ROUTER_TARGET, PCLQ_KIND) is not None, timeout=20, what="the router target")
+    S.scale(env, 4, ROUTER_TARGET, PCLQ_KIND, accepted=False)
+    S.wait_matches(env, "the router at 4")
+    env.server.faults.delay(0.5, verb="delete", resource="pods", times=None, late_answer=True)
+    watch = ProgressWatch(env)
+    for n in (6, 2):
+        env.bump_image((ROUTER,))
+        env.wait_until(lambda: any(v.podclique.endswith(f"-{ROUTER}") and v.terminating for v in env.views(env.primary)),
+                       timeout=20, what="the router's rollout under way")
+        counts[(0, ROUTER)] = n
+        env.set_counts(counts)
+        S.scale(env, n, ROUTER_TARGET, PCLQ_KIND, accepted=False)
+    env.bump_image((ROUTER,))
+    deadline = time.monotonic() + 60
+    while not S.matches(env) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        watch.sample(0.0)
+        assert not watch.wedged, watch.wedged[0]
+    S.wait_matches(env, "the router at 2, rolled to the last image", timeout=5)
+    env.assert_invariants()
