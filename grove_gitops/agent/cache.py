@@ -161,6 +161,10 @@ class WatchCache:
                 self._index(kind, key, obj, old)
             self.wake.notify_all()
 
+    def _bury_uid(self, uid: str) -> None:
+        with self.lock:
+            self._bury(uid)
+
     def _bury(self, uid: str) -> None:
         """Remember that the object with ``uid`` is gone (caller holds the lock)."""
         if not uid:
@@ -169,12 +173,16 @@ class WatchCache:
         while len(self._gone) > MAX_GONE:
             del self._gone[next(iter(self._gone))]
 
-    def forget_pod(self, key: Key) -> None:
-        """A pod our DELETE removed: drop it now rather than wait for the watch."""
+    def forget_pod(self, key: Key, uid: str) -> None:
+        """The pod ``uid`` is gone (our DELETE removed it, or the server said 404): drop it now
+        rather than wait for the watch. Only that pod: a pod re-created under the same name
+        since (another uid) stays, and its events are still taken."""
+        self._bury_uid(uid)
         with self.lock:
-            old = self.pods.pop(key, None)
-            if old is not None:
-                self._bury(str((old.get("metadata") or {}).get("uid") or ""))
+            old = self.pods.get(key)
+            if old is None or str((old.get("metadata") or {}).get("uid") or "") != uid:
+                return
+            del self.pods[key]
             self._index("pods", key, None, old)
             self.wake.notify_all()
         if old is not None:

@@ -88,7 +88,7 @@ class Executor:
             except ApiException as exc:
                 self._api_error(str(exc.status or 0))
                 if exc.status == 404:
-                    self.cache.forget_pod(key)
+                    self.cache.forget_pod(key, action.uid)
                     return True
                 if exc.status == 409:
                     return False  # another pod now has the name: decide afresh
@@ -103,7 +103,7 @@ class Executor:
                 time.sleep(self._backoff(attempt))
                 continue
             if terminating is None:
-                self.cache.forget_pod(key)
+                self.cache.forget_pod(key, action.uid)
             else:
                 self.cache.apply("pods", "MODIFIED", terminating)
             self.registry.inc("grove_gitops_agent_pods_deleted_total", "Pods the agent deleted", reason=action.reason)
@@ -142,7 +142,7 @@ class Executor:
             except ApiException as exc:
                 self._api_error(str(exc.status or 0))
                 if exc.status == 404:
-                    self.cache.forget_pod((namespace, name))
+                    self.cache.forget_pod((namespace, name), uid)
                     return False
                 if exc.status not in (409, 422) and not (exc.status or 0) >= 500:
                     agent_log.warning("ungating %s/%s failed: %s", namespace, name, describe(exc),

@@ -104,3 +104,29 @@ def test_the_rollout_takes_its_next_step_after_such_a_delete() -> None:
             assert progress.waiting == [] and progress.outdated == 0
         finally:
             agent._pool.shutdown()
+
+
+def test_forgetting_a_gone_pod_keeps_the_pod_now_under_its_name() -> None:
+    """A DELETE or gate patch answered 404 names a pod by uid; Git may have re-created the
+    name since (a new uid). Dropping that new pod from the cache left its slot "missing" until a
+    restart: the rollout waited for a replacement that existed (found by the chaos test)."""
+    w = world(cliques=(Clique("router", 1, 1),))
+    with FakeApiServer() as server:
+        agent = Agent(Kube(server.api_client()), AgentConfig(), Registry())
+        try:
+            (first,) = [copy.deepcopy(p) for p in w.pods.values()]
+            first["metadata"]["resourceVersion"] = "5"
+            again = copy.deepcopy(first)
+            again["metadata"].update(uid="uid-again", resourceVersion="9")
+            agent.cache.apply("pods", "ADDED", again)  # the re-created pod, already in the cache
+            agent.cache.forget_pod((NS, first["metadata"]["name"]), first["metadata"]["uid"])
+            assert agent.cache.pods[(NS, first["metadata"]["name"])]["metadata"]["uid"] == "uid-again"
+            # The gone pod's late events are not taken; the new pod's are.
+            agent.cache.apply("pods", "MODIFIED", first)
+            assert agent.cache.pods[(NS, first["metadata"]["name"])]["metadata"]["uid"] == "uid-again"
+            newer = copy.deepcopy(again)
+            newer["metadata"]["resourceVersion"] = "12"
+            agent.cache.apply("pods", "MODIFIED", newer)
+            assert agent.cache.pods[(NS, first["metadata"]["name"])]["metadata"]["resourceVersion"] == "12"
+        finally:
+            agent._pool.shutdown()

@@ -186,7 +186,29 @@ class ProgressWatch:
         self.due = {uid: self.due.get(uid, (max(now, agent_since), name)) for uid, name in due.items()}
         for _uid, (since, name) in self.due.items():
             if now - since > STEP_BOUND:
-                self.wedged.append(f"retiring {name} was due for {now - since:.0f}s and the agent did not")
+                self.wedged.append(f"retiring {name} was due for {now - since:.0f}s and the agent did not; "
+                                   f"{self.diagnose(pods, name)}")
+
+    def diagnose(self, pods: dict[tuple[str, str], Raw], name: str) -> str:
+        """What the running agent holds about the pod and its workload (to tell which memory held it)."""
+        agent = self.env.agent.impl if self.env.agent is not None else None
+        if agent is None:
+            return "no agent running"
+        key = (self.env.namespace, name)
+        live = pods.get(key) or {}
+        with agent.cache.lock:
+            cached = agent.cache.pods.get(key) or {}
+        wl = (self.env.namespace, self.env.primary)
+        snap = agent._snapshot(wl)
+        memory = agent.memory.of(wl)
+        _, progress = rollout.rollout(snap.workloads[wl], memory, time.time(), breached=set(), grace=1.0)
+        meta, cmeta = live.get("metadata") or {}, cached.get("metadata") or {}
+        return (f"server uid/rv {meta.get('uid')}/{meta.get('resourceVersion')}, cache uid/rv "
+                f"{cmeta.get('uid')}/{cmeta.get('resourceVersion')} terminating={bool(cmeta.get('deletionTimestamp'))}; "
+                f"in flight {key in agent._inflight}, deleting {key in agent._deleting}, uid deleted "
+                f"{meta.get('uid') in agent._deleted_uids}, workload held {agent._holding.get(wl)}, "
+                f"gang queues {len(agent._gang_queues)}; the agent's rollout: replica {progress.replica} "
+                f"waiting {progress.waiting[:3]}")
 
 
 def bound_problems(env: Day2Env, touched: set[Unit]) -> list[str]:
