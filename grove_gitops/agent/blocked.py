@@ -58,6 +58,7 @@ class _Open:
     gang: Key  # where the condition goes
     workload: WorkloadKey
     reported: Wait | None = None  # what the condition and the log say (None: not past the threshold)
+    written: SetCondition | None = None  # the condition that says it
 
 
 def iso(epoch: float) -> str:
@@ -72,10 +73,10 @@ class Waits:
         self.threshold = threshold
         self._open: dict[Subject, _Open] = {}
 
-    def blocked(self, subject: Subject) -> Wait | None:
-        """The wait reported for ``subject`` (past the threshold), if any."""
+    def blocked(self, subject: Subject) -> SetCondition | None:
+        """The ``RolloutBlocked=True`` condition reported for ``subject`` (past the threshold), if any."""
         found = self._open.get(subject)
-        return found.reported if found is not None else None
+        return found.written if found is not None and found.reported is not None else None
 
     def observe(self, subject: Subject, workload: WorkloadKey, gang: Key | None, wait: Wait | None,
                 now: float) -> list[SetCondition]:
@@ -103,7 +104,8 @@ class Waits:
         what = f"rollout of {workload[0]}/{workload[1]}" if subject[0] == "rollout" else f"PodGang {gang[0]}/{gang[1]}"
         log.warning("%s blocked for %.0fs (%s): %s", what, waited, wait.rule, wait.message)
         message = f"{wait.message} (waiting since {iso(found.since)})"[:MAX_MESSAGE]
-        out.append(SetCondition(gang, ROLLOUT_BLOCKED, "True", wait.rule, message, since=found.since))
+        found.written = SetCondition(gang, ROLLOUT_BLOCKED, "True", wait.rule, message, since=found.since)
+        out.append(found.written)
         return out
 
     def _end(self, subject: Subject, found: _Open, now: float) -> list[SetCondition]:

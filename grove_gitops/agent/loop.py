@@ -262,7 +262,21 @@ class Agent:
                                            False, now)
         for write in writes:
             self._pool.submit(self._mirror_to_podcliqueset, wl.key, write)
+        reported = self.waits.blocked(("rollout", wl.namespace, wl.pcs))
+        if not writes and reported is not None and self._mirror_lost(wl.key, reported):
+            # The autoscaling half rewrote the record's status from an older copy: say it again.
+            self._pool.submit(self._mirror_to_podcliqueset, wl.key, reported)
         return list(writes)
+
+    def _mirror_lost(self, wl: WorkloadKey, reported: SetCondition) -> bool:
+        if self.scaler is None:
+            return False
+        obj = self.scaler.gitops.get(PCS_KIND, wl)
+        if obj is None:
+            return False
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        kept = next((c for c in conditions if isinstance(c, dict) and c.get("type") == blocked.ROLLOUT_BLOCKED), None)
+        return kept is None or kept.get("status") != "True" or kept.get("reason") != reported.reason
 
     def _mirror_to_podcliqueset(self, wl: WorkloadKey, write: SetCondition) -> None:
         """The RolloutBlocked condition on the workload's ``gitops.grove.io`` PodCliqueSet, when
@@ -706,6 +720,8 @@ class Agent:
                         self._last_resync = time.monotonic()
                         self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
                         self.memory.retain(set(self.cache.by_workload))
+                        self.waits.retain({("rollout", ns, pcs) for ns, pcs in self.cache.by_workload}
+                                          | {("gang", ns, name) for ns, name in self.cache.podgangs})
                         live_uids = {str((p.get("metadata") or {}).get("uid", "")) for p in self.cache.pods.values()}
                         with self._inflight_lock:
                             self._deleted_uids &= live_uids

@@ -79,6 +79,17 @@ def test_a_rollout_held_by_a_new_pod_that_never_gets_ready_says_why(caplog: pyte
             assert server.wait_for(lambda: (_cond(server.get_object("podcliquesets.gitops.grove.io", NS, "p")) or {})
                                    .get("reason") == "NewPodNotReady", timeout=10)
             assert len(_lines(caplog)) == 1  # one line, not one per pass
+            # Another writer of the record's status (the autoscaling half) drops the condition:
+            # the next pass says it again.
+            current = server.get_object("podcliquesets.gitops.grove.io", NS, "p")
+            assert current is not None
+            current["status"] = {"conditions": [c for c in current["status"]["conditions"]
+                                                if c["type"] != blocked.ROLLOUT_BLOCKED]}
+            agent.scaler.gitops.put(PCS_KIND, server.put_object(current))
+            run(105)
+            assert server.wait_for(lambda: (_cond(server.get_object("podcliquesets.gitops.grove.io", NS, "p")) or {})
+                                   .get("reason") == "NewPodNotReady", timeout=10)
+            assert len(_lines(caplog)) == 1
 
             # The new pod gets Ready: the next step is taken, the wait is over.
             pod = server.get_object("pods", NS, "p-0-router-0-h1")
