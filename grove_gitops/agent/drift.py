@@ -78,8 +78,11 @@ class DriftChecker:
                     log.warning(
                         "topology drift: ClusterTopologyBinding %s, %s: %s", binding.name, ref.schedulerName, message
                     )
+                    # Items of a list carry no apiVersion/kind of their own: the Event's
+                    # ``regarding`` must name them.
+                    about = {"apiVersion": "grove.io/v1alpha1", "kind": "ClusterTopologyBinding", **raw}
                     self.kube.emit_event(
-                        EVENT_NAMESPACE, raw, DRIFT_REASON, f"{DRIFT_SUMMARY}: {ref.schedulerName}: {message}"
+                        EVENT_NAMESPACE, about, DRIFT_REASON, f"{DRIFT_SUMMARY}: {ref.schedulerName}: {message}"
                     )
                 self._reported[key] = message
         return results
