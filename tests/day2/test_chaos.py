@@ -49,6 +49,11 @@ from tests.day2.harness import Day2Env
 from tests.day2.observer import PodView, Slot, Unit, rolling_bound_problem
 from tests.day2.rest import Raw
 
+# The seeds CI runs (about 35 s each). Known open (2026-11-29): longer runs (GROVE_CHAOS_OPS=40)
+# of seed 7 now and then find a partial release in an agent-made scaled PodGang, and of seed 12
+# an agent-made router pod deleted right after a scale 2 -> 3 (the scale-in/re-creation path of
+# agent/scaling and release.py, issue 37.2 / 31.5, fixed separately). The interleavings depend
+# on timing too: a seed replays the same operations, not always the same cluster history.
 SEEDS = [int(os.environ["GROVE_CHAOS_SEED"])] if os.environ.get("GROVE_CHAOS_SEED") else [7, 2026]
 OPS = int(os.environ.get("GROVE_CHAOS_OPS", "30"))
 STEP_BOUND = 20.0  # seconds a retirement a fresh agent would make may wait for the running one
