@@ -84,7 +84,8 @@ class Memory:
     breach_since: dict[str, float] = field(default_factory=dict)  # breach unit -> breach began
     ever_healthy: set[str] = field(default_factory=set)  # breach units seen healthy once
     warned: set[str] = field(default_factory=set)  # problems already logged
-    rollout_total: dict[str, int] = field(default_factory=dict)  # "ns/pcs/replica" -> steps at its start
+    # "ns/pcs/replica" -> (steps done, steps left at the last pass): the progress count only
+    rollout_steps: dict[str, tuple[int, int]] = field(default_factory=dict)
     # base PodGangs whose persisted MinAvailableBreached this agent has read once (healing.py):
     # after that, the memory above is authoritative, so a stale condition in the cache cannot
     # restart a breach clock that a gang termination just reset

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, Raw
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
@@ -27,9 +27,8 @@ MANAGED_BY, MANAGER = "app.kubernetes.io/managed-by", "grove-gitops"
 PART_OF = "app.kubernetes.io/part-of"
 SELECTOR = f"{MANAGED_BY}={MANAGER}"
 Key = tuple[str, str]  # (namespace, name)
+MAX_GONE = 100_000  # uids of deleted objects remembered (see WatchCache._gone)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
-#: Uids of deleted objects remembered, so that a stale answer never brings one back.
-MAX_TOMBSTONES = 100_000
 
 
 def key_of(obj: Raw) -> Key:
@@ -76,13 +75,14 @@ class WatchCache:
         # when the listing PodGang belongs to another workload (a bad reference).
         self.ref_count: dict[Key, int] = {}
         self._refs: dict[Key, list[Key]] = {}
+        # uids of objects the cache saw go (DELETED, or our DELETE's answer): no later write's
+        # answer or late event may bring them back. A uid is never reused, so anything still
+        # carrying one is older than its deletion. Without this, a DELETE's answer (the pod
+        # terminating) applied after the watch had already said DELETED left a terminating
+        # pod in the cache for good, and a rollout waited for it to go (issue 37: a rollout
+        # wedged until the agent was restarted). Bounded: the oldest are forgotten first.
+        self._gone: dict[str, None] = {}
         self.synced = {"pods": threading.Event(), "podgangs": threading.Event()}
-        # Uids the watch (or our DELETE) said are gone: any later non-DELETED state of one is
-        # older than its deletion. Issue 37: the answer to the agent's DELETE of a Failed pod
-        # (terminating) arrived after the watch's DELETED event (the kubelet finished the pod at
-        # once) and put a ghost back into the cache; the autoscaling loop saw its slot filled
-        # and never re-created the pod, until a restart re-listed.
-        self._gone: OrderedDict[str, None] = OrderedDict()
         now = time.monotonic()
         self.progress: dict[str, float] = {"pods": now, "podgangs": now, "worker": now}
 
@@ -153,29 +153,36 @@ class WatchCache:
                 store.pop(key, None)
                 self._index(kind, key, None, old)
             else:
+                if uid and uid in self._gone:
+                    return  # that object is gone already: a late answer or event of it
                 if old is not None and _rv(old) > _rv(obj):
                     return  # our own write's response was newer than this event
-                if uid and uid in self._gone:
-                    return  # an answer older than the deletion the watch already reported
                 store[key] = obj
                 self._index(kind, key, obj, old)
             self.wake.notify_all()
 
+    def _bury_uid(self, uid: str) -> None:
+        with self.lock:
+            self._bury(uid)
+
     def _bury(self, uid: str) -> None:
-        """Remember a deleted uid (caller holds the lock); bounded, oldest forgotten first."""
+        """Remember that the object with ``uid`` is gone (caller holds the lock)."""
         if not uid:
             return
         self._gone[uid] = None
-        self._gone.move_to_end(uid)
-        while len(self._gone) > MAX_TOMBSTONES:
-            self._gone.popitem(last=False)
+        while len(self._gone) > MAX_GONE:
+            del self._gone[next(iter(self._gone))]
 
-    def forget_pod(self, key: Key) -> None:
-        """A pod our DELETE removed: drop it now rather than wait for the watch."""
+    def forget_pod(self, key: Key, uid: str) -> None:
+        """The pod ``uid`` is gone (our DELETE removed it, or the server said 404): drop it now
+        rather than wait for the watch. Only that pod: a pod re-created under the same name
+        since (another uid) stays, and its events are still taken."""
+        self._bury_uid(uid)
         with self.lock:
-            old = self.pods.pop(key, None)
-            if old is not None:
-                self._bury(str((old.get("metadata") or {}).get("uid") or ""))
+            old = self.pods.get(key)
+            if old is None or str((old.get("metadata") or {}).get("uid") or "") != uid:
+                return
+            del self.pods[key]
             self._index("pods", key, None, old)
             self.wake.notify_all()
         if old is not None:
@@ -252,12 +259,12 @@ class WatchCache:
                 if exc.status == 410:
                     log.info("%s watch expired (410); re-listing", kind)
                     continue
-                log.warning("%s list/watch failed (%s); backing off", kind, exc.status)
+                agent_log.warning("%s list/watch failed (%s); backing off", kind, describe(exc))
                 stop.wait(self._backoff(failures))
             except (HTTPError, OSError, ValueError) as exc:
                 failures += 1
                 self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="connection")
-                log.warning("%s watch broke (%s); re-listing", kind, type(exc).__name__)
+                agent_log.warning("%s watch broke (%s); re-listing", kind, describe(exc))
                 stop.wait(self._backoff(failures))
             except Exception:  # never let the thread die: a dead watcher would stall every release
                 failures += 1

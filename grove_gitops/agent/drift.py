@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_backends
@@ -45,7 +46,7 @@ class DriftChecker:
                 self.check()
             except (ApiException, HTTPError, OSError) as exc:
                 self.registry.inc("grove_gitops_lifter_api_errors_total", "API errors", code="drift")
-                log.warning("topology drift check failed: %s", type(exc).__name__)
+                agent_log.warning("topology drift check failed: %s", describe(exc))
 
     def check(self) -> dict[tuple[str, str], str | None]:
         """``{(binding, scheduler): message or None}`` for every external topology reference."""
@@ -77,8 +78,11 @@ class DriftChecker:
                     log.warning(
                         "topology drift: ClusterTopologyBinding %s, %s: %s", binding.name, ref.schedulerName, message
                     )
+                    # Items of a list carry no apiVersion/kind of their own: the Event's
+                    # ``regarding`` must name them.
+                    about = {"apiVersion": "grove.io/v1alpha1", "kind": "ClusterTopologyBinding", **raw}
                     self.kube.emit_event(
-                        EVENT_NAMESPACE, raw, DRIFT_REASON, f"{DRIFT_SUMMARY}: {ref.schedulerName}: {message}"
+                        EVENT_NAMESPACE, about, DRIFT_REASON, f"{DRIFT_SUMMARY}: {ref.schedulerName}: {message}"
                     )
                 self._reported[key] = message
         return results

@@ -27,6 +27,7 @@ from urllib3.exceptions import HTTPError
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent.actions import DeletePod, Event, SetCondition
 from grove_gitops.agent.cache import MANAGED_BY, MANAGER, WatchCache
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.expand import ownership
 from grove_gitops.gitops.metrics import Registry
 
@@ -87,21 +88,22 @@ class Executor:
             except ApiException as exc:
                 self._api_error(str(exc.status or 0))
                 if exc.status == 404:
-                    self.cache.forget_pod(key)
+                    self.cache.forget_pod(key, action.uid)
                     return True
                 if exc.status == 409:
                     return False  # another pod now has the name: decide afresh
                 if (exc.status or 0) >= 500 or exc.status == 429:
                     time.sleep(self._backoff(attempt))
                     continue
-                log.warning("deleting pod %s/%s failed: %s", action.namespace, action.name, exc.status)
+                agent_log.warning("deleting pod %s/%s failed: %s", action.namespace, action.name, describe(exc),
+                                  key=f"delete:{describe(exc)}")
                 return False
             except (HTTPError, OSError):
                 self._api_error("connection")
                 time.sleep(self._backoff(attempt))
                 continue
             if terminating is None:
-                self.cache.forget_pod(key)
+                self.cache.forget_pod(key, action.uid)
             else:
                 self.cache.apply("pods", "MODIFIED", terminating)
             self.registry.inc("grove_gitops_agent_pods_deleted_total", "Pods the agent deleted", reason=action.reason)
@@ -140,10 +142,11 @@ class Executor:
             except ApiException as exc:
                 self._api_error(str(exc.status or 0))
                 if exc.status == 404:
-                    self.cache.forget_pod((namespace, name))
+                    self.cache.forget_pod((namespace, name), uid)
                     return False
                 if exc.status not in (409, 422) and not (exc.status or 0) >= 500:
-                    log.warning("ungating %s/%s failed: %s", namespace, name, exc.status)
+                    agent_log.warning("ungating %s/%s failed: %s", namespace, name, describe(exc),
+                                      key=f"ungate:{describe(exc)}")
                     return False
                 if (exc.status or 0) >= 500:
                     time.sleep(self._backoff(attempt))
@@ -216,6 +219,8 @@ class Executor:
             self.kube.patch_podgang_status(action.gang[0], action.gang[1], status)
         except ApiException as exc:
             self._api_error(str(exc.status or 0))
+            agent_log.warning("writing condition %s of PodGang %s/%s failed: %s", action.type, action.gang[0],
+                              action.gang[1], describe(exc), key=f"condition:{describe(exc)}")
             with self.cache.lock:
                 self.cache.dirty.add((action.gang[0], str(((gang.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/part-of", ""))))
             return False

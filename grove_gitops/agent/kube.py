@@ -8,11 +8,11 @@ The official client's typed models drop fields they do not know (``spec.workload
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -20,8 +20,10 @@ from kubernetes import client
 from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
+from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent.gangs import ObjectRef
+from grove_gitops.agent.ratelog import agent_log, describe
 
 PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL = "scheduler.grove.io", "v1alpha1", "podgangs"
 Raw = dict[str, Any]
@@ -341,25 +343,80 @@ class Kube:
             args = (group, version, plural)
         return self._stream(func, args, selector, resource_version, timeout, read_timeout, on_connect)
 
-    def emit_event(self, namespace: str, involved: Raw, reason: str, note: str, event_type: str = "Warning") -> None:
-        meta = involved.get("metadata") or {}
-        body = {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name', 'grove-gitops')}.", "namespace": namespace},
-            "reportingController": "grove-gitops.io/gate-lifter",
-            "reportingInstance": self.field_manager,
-            "action": "Check",
-            "reason": reason,
-            "note": note[:1024],
-            "type": event_type,
-            "eventTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "regarding": {
-                "apiVersion": involved.get("apiVersion"),
-                "kind": involved.get("kind"),
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-            },
-        }
-        with contextlib.suppress(ApiException, OSError):  # events are best effort
-            self.raw("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
+    def emit_event(self, namespace: str, involved: Raw, reason: str, note: str, event_type: str = "Warning") -> bool:
+        """Post one ``events.k8s.io/v1`` Event about ``involved``, named and namespaced as
+        client-go's recorder does (:func:`event_body`); True when the server took it.
+
+        Events are advice: a refused one never stops the caller. It is logged with the
+        server's message, once per distinct message per interval (:mod:`.ratelog`), so a
+        broken Event path shows in the log instead of vanishing (issue 32: every Event was
+        refused by a real apiserver, and the refusal was swallowed). The Event goes to the
+        involved object's own namespace whatever ``namespace`` says (the server refuses any
+        other), ``default`` for a cluster-scoped object.
+        """
+        del namespace  # kept in the signature for the callers; the object's own namespace rules
+        body = event_body(involved, reason, note, event_type, self.field_manager)
+        where = body["metadata"]["namespace"]
+        try:
+            self.raw("POST", f"/apis/events.k8s.io/v1/namespaces/{where}/events", body)
+            return True
+        except (ApiException, HTTPError, OSError, ValueError) as exc:
+            agent_log.warning("Event %s about %s %s not recorded: %s", reason, involved.get("kind"),
+                              (involved.get("metadata") or {}).get("name"), describe(exc),
+                              key=f"event:{reason}:{describe(exc)}")
+            return False
+
+
+#: Where client-go puts Events about cluster-scoped objects.
+CLUSTER_EVENT_NAMESPACE = "default"
+_MAX_NAME = 253  # a DNS subdomain
+_last_stamp = 0
+_stamp_lock = threading.Lock()
+
+
+def _stamp() -> int:
+    """A nanosecond timestamp, strictly increasing within the process (two Events in the same
+    nanosecond still get distinct names)."""
+    global _last_stamp
+    with _stamp_lock:
+        _last_stamp = max(time.time_ns(), _last_stamp + 1)
+        return _last_stamp
+
+
+def event_name(involved_name: str) -> str:
+    """``<involved name>.<hex timestamp>`` as client-go's ``events.k8s.io`` recorder names
+    an Event (``fmt.Sprintf("%v.%x", name, t.UnixNano())``), within 253 characters. The name
+    is set explicitly: a ``generateName`` ending in ``.`` is refused (``metadata.generateName:
+    Invalid value``)."""
+    suffix = f".{_stamp():x}"
+    base = (involved_name or "grove-gitops")[: _MAX_NAME - len(suffix)].rstrip(".-") or "grove-gitops"
+    return f"{base}{suffix}"
+
+
+def event_body(involved: Raw, reason: str, note: str, event_type: str, instance: str) -> Raw:
+    """The Event: in the involved object's namespace with ``regarding.namespace`` set to it
+    (the server refuses a mismatch), or in ``default`` for a cluster-scoped object."""
+    meta = involved.get("metadata") or {}
+    own = str(meta.get("namespace") or "")
+    regarding: Raw = {
+        "apiVersion": involved.get("apiVersion"),
+        "kind": involved.get("kind"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+    }
+    if own:
+        regarding["namespace"] = own
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": event_name(str(meta.get("name") or "")),
+                     "namespace": own or CLUSTER_EVENT_NAMESPACE},
+        "reportingController": "grove-gitops.io/gate-lifter",
+        "reportingInstance": instance[:128],
+        "action": "Check",
+        "reason": reason[:128],
+        "note": note[:1024],
+        "type": event_type,
+        "eventTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "regarding": {k: v for k, v in regarding.items() if v is not None},
+    }

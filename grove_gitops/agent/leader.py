@@ -19,6 +19,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from grove_gitops.agent.ratelog import agent_log, describe
+
 log = logging.getLogger("grove_gitops.agent.leader")
 
 
@@ -92,7 +94,7 @@ class LeaderElector:
         try:
             return self._attempt()
         except (HTTPError, OSError, ValueError, TypeError) as exc:
-            log.warning("lease attempt failed: %s", type(exc).__name__)
+            agent_log.warning("lease attempt failed: %s", describe(exc))
             return False
 
     def _attempt(self) -> bool:
@@ -102,7 +104,7 @@ class LeaderElector:
         except ApiException as exc:
             self.last_contact = time.monotonic()
             if exc.status != 404:
-                log.warning("reading lease failed: %s", exc.status)
+                agent_log.warning("reading lease failed: %s", describe(exc))
                 return False
             try:
                 self.api.create_namespaced_lease(
@@ -110,7 +112,7 @@ class LeaderElector:
                 )
                 return True
             except ApiException as create_exc:
-                log.info("lost the race to create the lease (%s)", create_exc.status)
+                agent_log.info("lost the race to create the lease (%s)", describe(create_exc))
                 return False
         spec = lease.spec
         holder = spec.holder_identity if spec is not None else None
@@ -125,7 +127,7 @@ class LeaderElector:
             )
             return True
         except ApiException as exc:
-            log.info("lease update conflict (%s)", exc.status)
+            agent_log.info("lease update conflict (%s)", describe(exc))
             return False
 
     def run(self, stop: threading.Event) -> None:

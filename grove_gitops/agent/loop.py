@@ -31,15 +31,18 @@ from dataclasses import dataclass, field
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from grove_gitops.agent import decide, intent, release
+from grove_gitops.agent import blocked, decide, intent, release, rollout
 from grove_gitops.agent import gangs as G
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memories, SetCondition
 from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey, workload_of
 from grove_gitops.agent.execute import Executor
 from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.agent.scaling.limits import ScalingLimits
 from grove_gitops.agent.scaling.scaler import Scaler
-from grove_gitops.agent.snapshot import Snapshot, Views, build
+from grove_gitops.agent.snapshot import Snapshot, Views, Workload, build
+from grove_gitops.expand.scaling import API_VERSION as PCS_API_VERSION
+from grove_gitops.expand.scaling import PCS_KIND
 from grove_gitops.gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
@@ -76,6 +79,8 @@ class AgentConfig:
     autoscaling: bool = True
     # the autoscaling loop's own limits, never a record's (agent/scaling/limits.py)
     scaling_limits: ScalingLimits = field(default_factory=ScalingLimits)
+    # a rollout or gang waiting longer than this says why (RolloutBlocked, a metric, a log line)
+    blocked_after: float = blocked.DEFAULT_THRESHOLD
 
 
 class Agent:
@@ -96,6 +101,7 @@ class Agent:
                                 watch_read_timeout=config.watch_read_timeout, backoff=self._backoff)
         self.executor = Executor(self.cache, self.registry, active, max_retries=config.max_retries, backoff=self._backoff)
         self.memory = Memories()
+        self.waits = blocked.Waits(self.registry, config.blocked_after)  # only the loop thread uses it
         self._warned: set[str] = set()  # problems of no workload, already logged
         # uids of pods this agent deleted (DELETE sent): whatever the cache says later (a
         # watch event older than the DELETE), such a pod is terminating to every decision and
@@ -241,12 +247,88 @@ class Agent:
         """Every day-2 action of one snapshot, in the order they must run (:mod:`.decide`)."""
         actions, progress = decide.day2_actions(snap, self.memory, now, self.config.grace, self.config.unordered_grace)
         for wl, found in progress:
+            actions += self._rollout_wait(wl, found, now)
             self.registry.set("grove_gitops_agent_outdated_pods", "Old pods still running", float(found.outdated),
                               namespace=wl.namespace, podcliqueset=wl.pcs)
             if found.replica is not None:
                 self.registry.set("grove_gitops_agent_rollout_step", "Step of the replica being rolled",
                                   float(found.step), namespace=wl.namespace, podcliqueset=wl.pcs)
         return actions
+
+    def _rollout_wait(self, wl: Workload, found: rollout.Progress, now: float) -> list[Action]:
+        """Report a rollout that waits past the threshold (:mod:`.blocked`): the condition on
+        the replica's base PodGang and the ``gitops.grove.io`` PodCliqueSet, metric, log."""
+        gang = rollout.base_gang(wl, found.replica) if found.replica is not None else None
+        wait = blocked.Wait(*found.blocked) if found.blocked is not None and gang is not None else None
+        writes = self.waits.observe(("rollout", wl.namespace, wl.pcs), wl.key, (wl.namespace, gang) if gang else None,
+                                    wait, now)
+        if wait is None:
+            for name, view in wl.gangs.items():
+                writes += self.waits.stale(("rollout", wl.namespace, wl.pcs), (wl.namespace, name), view.raw,
+                                           False, now)
+        for write in writes:
+            self._pool.submit(self._mirror_to_podcliqueset, wl.key, write)
+        reported = self.waits.blocked(("rollout", wl.namespace, wl.pcs))
+        if not writes and reported is not None and self._mirror_lost(wl.key, reported):
+            # The autoscaling half rewrote the record's status from an older copy: say it again.
+            self._pool.submit(self._mirror_to_podcliqueset, wl.key, reported)
+        return list(writes)
+
+    def _mirror_lost(self, wl: WorkloadKey, reported: SetCondition) -> bool:
+        if self.scaler is None:
+            return False
+        obj = self.scaler.gitops.get(PCS_KIND, wl)
+        if obj is None:
+            return False
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        kept = next((c for c in conditions if isinstance(c, dict) and c.get("type") == blocked.ROLLOUT_BLOCKED), None)
+        return kept is None or kept.get("status") != "True" or kept.get("reason") != reported.reason
+
+    def _mirror_to_podcliqueset(self, wl: WorkloadKey, write: SetCondition) -> None:
+        """The RolloutBlocked condition on the workload's ``gitops.grove.io`` PodCliqueSet, when
+        there is one (the autoscaling half reads it; without it, only the PodGang says it)."""
+        if self.scaler is None or not self.active():
+            return
+        obj = self.scaler.gitops.get(PCS_KIND, wl)
+        if obj is None:
+            return
+        old = [c for c in ((obj.get("status") or {}).get("conditions") or []) if isinstance(c, dict)]
+        kept = next((c for c in old if c.get("type") == blocked.ROLLOUT_BLOCKED), None)
+        since = write.since if write.since is not None else self.clock()
+        condition = {"type": blocked.ROLLOUT_BLOCKED, "status": write.status, "reason": write.reason,
+                     "message": write.message,
+                     "lastTransitionTime": str(kept.get("lastTransitionTime")) if kept and kept.get("status") == write.status
+                     else blocked.iso(since),
+                     "observedGeneration": int((obj.get("metadata") or {}).get("generation") or 0)}
+        conditions = [c for c in old if c.get("type") != blocked.ROLLOUT_BLOCKED] + [condition]
+        try:
+            done = self.kube.patch_object(PCS_API_VERSION, PCS_KIND, wl[0], wl[1], {"status": {"conditions": conditions}},
+                                          subresource="status")
+            self.scaler.gitops.put(PCS_KIND, done)
+        except (ApiException, HTTPError, OSError) as exc:
+            agent_log.warning("RolloutBlocked of PodCliqueSet %s/%s not written: %s", wl[0], wl[1], describe(exc),
+                              key=f"pcs-blocked:{describe(exc)}")
+
+    def _gang_waits(self, decisions: dict[Key, object], now: float) -> list[Action]:
+        """Report gangs that wait for release past the threshold (whole gangs only: a slot of
+        an initialized gang waits for its rollout, which reports itself)."""
+        out: list[Action] = []
+        for key, decision in decisions.items():
+            if not isinstance(decision, release.GangRelease):
+                continue
+            wait = None
+            if decision.whole_gang and not decision.complete:
+                named = decision.waiting_for[:3]
+                more = len(decision.waiting_for) - len(named)
+                wait = blocked.Wait(blocked.GANG_INCOMPLETE, "the gang is released whole, and waits for "
+                                    + ", ".join(named) + (f" and {more} more" if more > 0 else ""))
+            with self.cache.lock:
+                raw = self.cache.podgangs.get(key)
+            wl = workload_of(raw) if raw is not None else (key[0], "")
+            out += self.waits.observe(("gang", key[0], key[1]), wl, key if raw is not None else None, wait, now)
+            if wait is None:
+                out += self.waits.stale(("gang", key[0], key[1]), key, raw, True, now)
+        return out
 
     def _in_background(self, key: Key, call: Callable[[], bool], deleting: str | None = None) -> Future[bool] | None:
         """Start one pod write in the pool; None when one for that pod is already under way.
@@ -573,6 +655,9 @@ class Agent:
                     self._wait(key, now, poll=True)
                     done[key] = False
                 continue
+            waits = self._gang_waits(dict(decisions), self.clock())
+            if waits and self.active():
+                self._run_actions(waits, wait=False)
             for key in wl_keys:
                 decision = decisions[key]
                 if isinstance(decision, G.MalformedPodGang):
@@ -682,6 +767,8 @@ class Agent:
                         self._last_resync = time.monotonic()
                         self.views.retain(set(self.cache.pods), set(self.cache.podgangs))
                         self.memory.retain(set(self.cache.by_workload))
+                        self.waits.retain({("rollout", ns, pcs) for ns, pcs in self.cache.by_workload}
+                                          | {("gang", ns, name) for ns, name in self.cache.podgangs})
                         live_uids = {str((p.get("metadata") or {}).get("uid", "")) for p in self.cache.pods.values()}
                         with self._inflight_lock:
                             self._deleted_uids &= live_uids

@@ -46,7 +46,15 @@ SUPERSEDED = "SupersededPodDeleted"  # an old pod that never ran, past the grace
 WAITING_FOR_REPLACEMENT = "WaitingForReplacement"  # RollingUpdate reason while a step waits for new pods
 REPLACEMENT_POD_MISSING = "ReplacementPodMissing"  # the Event that reports such a wait
 REPORT_MISSING_AFTER = 10.0  # seconds a step waits for its new pods before that is reported
-_OF = re.compile(r"step \d+ of (\d+)")
+# Why a rollout waits (the reason of the RolloutBlocked condition, :mod:`.blocked`)
+MIN_AVAILABLE = "MinAvailable"  # the next step would break Grove's availability bound
+NEW_POD_NOT_READY = "NewPodNotReady"  # the last step's new pod is not Ready yet
+OLD_POD_TERMINATING = "OldPodTerminating"  # the last step's old pod is still going
+REPLACEMENT_MISSING = "ReplacementMissing"  # the next step's new pod does not exist
+UNPROVEN_OLD_POD = "UnprovenOldPod"  # an old pod no render made: never deleted
+REPLICA_NOT_READY = "ReplicaNotReady"  # no old pod left, but the replica is not complete
+_STEP = re.compile(r"step (\d+) of \d+")
+MAX_STEPS = 10**6  # a count read back from a condition is bounded
 
 
 @dataclass
@@ -58,7 +66,16 @@ class Progress:
     total: int = 0
     outdated: int = 0  # old pods still running (both strategies)
     waiting: list[str] = field(default_factory=list)
+    #: Why no step is taken this pass, as (rule, message naming the pod): the first wait found;
+    #: None when a step was taken or nothing is left to do (see :mod:`.blocked`)
+    blocked: tuple[str, str] | None = None
     missing: list[str] = field(default_factory=list)  # new pods a step waits for (they do not exist)
+
+
+def _wait(progress: Progress, rule: str, message: str) -> None:
+    progress.waiting.append(message)
+    if progress.blocked is None:
+        progress.blocked = (rule, message)
 
 
 def _live_old(slot: Slot) -> list[PodView]:
@@ -145,6 +162,27 @@ def _replica_done(wl: Workload, slots: list[Slot]) -> bool:
     return all(n >= (wl.min_available(c) or 0) for c, n in ready.items())
 
 
+def _short_clique(wl: Workload, slots: list[Slot]) -> tuple[str, int, int, str] | None:
+    """The first PodClique (by name) with fewer Ready new pods than minAvailable, with a new pod
+    of it that is not Ready: what keeps a replica without old pods from completing."""
+    ready: dict[str, int] = {}
+    waiting: dict[str, str] = {}
+    for slot in sorted(slots, key=lambda s: s.hostname):
+        clique = _clique_of(slot)
+        if clique is None:
+            continue
+        ready.setdefault(clique, 0)
+        if slot.new is not None and slot.new.available:
+            ready[clique] += 1
+        else:
+            waiting.setdefault(clique, slot.new_name or slot.hostname)
+    for clique in sorted(ready):
+        need = wl.min_available(clique) or 0
+        if ready[clique] < need:
+            return clique, ready[clique], need, waiting.get(clique, "")
+    return None
+
+
 def _work(slots: list[Slot]) -> bool:
     return any(s.released_old and not s.ambiguous for s in slots)
 
@@ -198,7 +236,7 @@ def _rollout(wl: Workload, memory: Memory, now: float, breached: set[int], grace
         ]
         current = order_replicas(ranks)[0]
         total = len(_remaining_steps(current, by_replica[current]))
-        memory_total(memory, wl, current, total)
+        _start_steps(memory, wl, current, total)
         gang = base_gang(wl, current)
         if gang is not None:
             actions.append(Event((wl.namespace, gang), "RollingUpdateStarted",
@@ -210,6 +248,11 @@ def _rollout(wl: Workload, memory: Memory, now: float, breached: set[int], grace
     if not _work(slots) and _replica_done(wl, slots) and not retiring:
         actions += _complete(wl, current, memory)
     else:
+        if not retiring and progress.blocked is None and not _work(slots):
+            short = _short_clique(wl, slots)
+            if short is not None:
+                _wait(progress, REPLICA_NOT_READY, f"replica {current} has no old pod left, but PodClique {short[0]} has "
+                      f"{short[1]} Ready new pods, below minAvailable {short[2]} (e.g. pod {short[3]})")
         gang = base_gang(wl, current)
         reported = any(isinstance(a, SetCondition) and a.reason == WAITING_FOR_REPLACEMENT for a in actions)
         if gang is not None and not reported:
@@ -222,22 +265,37 @@ def _rollout(wl: Workload, memory: Memory, now: float, breached: set[int], grace
     return actions, progress
 
 
-def memory_total(memory: Memory, wl: Workload, replica: int, total: int | None = None) -> int:
-    """The step count of the replica's rollout, remembered from its start (or read back from
-    the condition message after a restart)."""
+def count_steps(memory: Memory, wl: Workload, replica: int, remaining: int) -> tuple[int, int]:
+    """``(done, total)``: the steps of the replica's rollout done so far and in all.
+
+    Steps left are counted from the cluster each pass; what is done only shows as steps left
+    going down. So ``done`` grows by every drop of the steps left since the last pass, and the
+    total is ``done + left``: a scale-out or another update mid-rollout adds steps to the
+    total, never moves the count back (issue 37: after a restart the logs read "step 1 of 9",
+    "step 1 of 8", ...: the total read back from the condition was kept while the steps left
+    exceeded it). A restarted agent takes ``done`` from the condition's "step k of n". This is
+    only what the progress messages say: no decision reads it.
+    """
     key = f"{wl.namespace}/{wl.pcs}/{replica}"
-    if total is not None:
-        memory.rollout_total[key] = total
-        return total
-    if key not in memory.rollout_total:
+    kept = memory.rollout_steps.get(key)
+    if kept is None:
         cond = _condition(wl, replica, ROLLING_UPDATE)
-        found = _OF.search(str(cond.get("message", ""))) if cond else None
-        memory.rollout_total[key] = int(found.group(1)) if found else 0
-    return memory.rollout_total[key]
+        found = _STEP.search(str(cond.get("message", ""))) if cond is not None and cond.get("status") == "True" else None
+        done = int(found.group(1)) if found else 0
+    else:
+        done, before = kept
+        done += max(0, before - remaining)
+    done = min(done, MAX_STEPS)
+    memory.rollout_steps[key] = (done, remaining)
+    return done, done + remaining
+
+
+def _start_steps(memory: Memory, wl: Workload, replica: int, remaining: int, done: int = 0) -> None:
+    memory.rollout_steps[f"{wl.namespace}/{wl.pcs}/{replica}"] = (done, remaining)
 
 
 def _complete(wl: Workload, replica: int, memory: Memory) -> list[Action]:
-    memory.rollout_total.pop(f"{wl.namespace}/{wl.pcs}/{replica}", None)
+    memory.rollout_steps.pop(f"{wl.namespace}/{wl.pcs}/{replica}", None)
     gang = base_gang(wl, replica)
     if gang is None:
         return []
@@ -288,26 +346,27 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
                                  f"rolling update of replica {replica}: old pod {reason}", _gang_key(wl, slot)))
             retired.add(slot.hostname)
     remaining = [s for s in _remaining_steps(replica, slots) if not set(s.hostnames) & retired]
-    progress.total = max(memory_total(memory, wl, replica), len(remaining))
-    progress.step = progress.total - len(remaining)
+    progress.step, progress.total = count_steps(memory, wl, replica, len(remaining))
     if out:
-        progress.waiting.append("old pods that are not Ready are being retired")
+        progress.waiting.append("old pods that are not Ready are being retired")  # a step: not blocked
         return out
     if missing:
         return _wait_for_replacements(wl, memory, now, replica, missing, progress)
     # 2. Anything in flight? An old pod terminating, or a new pod not Ready yet.
     for slot in slots:
         if any(p.terminating for p in slot.old):
-            progress.waiting.append(f"old pod of {slot.hostname} is terminating")
+            old = next(p for p in slot.old if p.terminating)
+            _wait(progress, OLD_POD_TERMINATING, f"old pod {old.name} is terminating: the next step waits until it is gone")
             return out
         if slot.new_name is not None and slot.free and (slot.new is None or not slot.new.available):
-            progress.waiting.append(f"new pod of {slot.hostname} is not Ready yet")
+            _wait(progress, NEW_POD_NOT_READY, f"new pod {slot.new_name} is not Ready yet: the next step waits for it "
+                  "(Grove's rule: one step at a time)")
             return out
     if not remaining:
         unproven = sorted(p.name for s in slots if not s.ambiguous for p in _live_old(s) if not p.owned and not p.gated)
         if unproven:
-            progress.waiting.append(f"old pod {unproven[0]} has no valid gitops.grove.io/rendered-by proof; "
-                                    "the agent never deletes it: delete it by hand")
+            _wait(progress, UNPROVEN_OLD_POD, f"old pod {unproven[0]} has no valid gitops.grove.io/rendered-by proof; "
+                  "the agent never deletes it: delete it by hand")
         return out
     step = remaining[0]
     # 3. Grove's guard.
@@ -317,7 +376,8 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
         need = wl.min_available(clique) or 0
         have = _available_in(wl, slots, clique)
         if have < need:
-            progress.waiting.append(f"PodClique {clique} has {have} Ready pods, below minAvailable {need}")
+            _wait(progress, MIN_AVAILABLE, f"retiring old pod {first.name} would leave PodClique {clique} below "
+                  f"minAvailable {need} ({have} Ready)")
             return out
     else:
         group = first.scaling_group
@@ -327,12 +387,16 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
                     if p.scaling_group == group and p.scaling_group_replica is not None}
         have = sum(1 for j in replicas if _group_available(wl, slots, group, j))
         if have < need:
-            progress.waiting.append(f"scaling group {group} has {have} available replicas, below minAvailable {need}")
+            _wait(progress, MIN_AVAILABLE, f"retiring old pod {first.name} would leave scaling group {group} below "
+                  f"minAvailable {need} ({have} available replicas)")
             return out
     absent = [by_host[h] for h in step.hostnames if _missing(by_host[h])]
     if absent:
         return _wait_for_replacements(wl, memory, now, replica, absent, progress)
     progress.step += 1
+    # The step is counted as done now: steps added before the next pass (a scale-out) must not
+    # hide the one step fewer left.
+    _start_steps(memory, wl, replica, len(remaining) - 1, done=progress.step)
     for host in step.hostnames:
         slot = by_host[host]
         for pod in (p for p in _live_old(slot) if p.owned):
@@ -365,6 +429,9 @@ def _wait_for_replacements(wl: Workload, memory: Memory, now: float, replica: in
     waited = now - since
     progress.waiting.append(f"new pod {names[0]} does not exist yet" + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
                             + f", for {waited:.0f}s: its old pod stays until the GitOps tool creates it")
+    progress.blocked = progress.blocked or (REPLACEMENT_MISSING, f"new pod {names[0]} does not exist yet"
+                                            + (f" (and {len(names) - 1} more)" if len(names) > 1 else "")
+                                            + ": its old pod stays until it is created")
     progress.missing = names
     gang = base_gang(wl, replica)
     if waited < REPORT_MISSING_AFTER or gang is None:

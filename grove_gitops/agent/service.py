@@ -18,9 +18,11 @@ import socket
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 
 import kubernetes
+import urllib3
 
 from grove_gitops.agent import intent
 from grove_gitops.agent.drift import DriftChecker
@@ -63,6 +65,7 @@ class ServiceOptions:
     day2: bool = True
     autoscaling: bool = True
     resync: float = 2.0
+    blocked_after: float = 60.0
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -95,6 +98,18 @@ def _api_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
     return kubernetes.client.ApiClient()
 
 
+def insecure_once(api: kubernetes.client.ApiClient, log: logging.Logger) -> bool:
+    """With ``insecure-skip-tls-verify`` urllib3 warns on every request, on stderr and not as
+    JSON (154 lines in 35 s, issue 32): say it once, through the JSON log, then silence it.
+    True when the connection is unverified."""
+    if api.configuration.verify_ssl:
+        return False
+    warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+    log.warning("TLS verification of the API server is off (insecure-skip-tls-verify): its certificate is "
+                "not checked; this is said once, not per request")
+    return True
+
+
 def default_identity() -> str:
     return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
 
@@ -113,6 +128,7 @@ def run_agent(opts: ServiceOptions) -> int:
     except GroveGitopsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    insecure_once(api, log)
     kube = Kube(api)
     registry = Registry()
     elector = LeaderElector(
@@ -129,7 +145,8 @@ def run_agent(opts: ServiceOptions) -> int:
         AgentConfig(namespace=opts.namespace, concurrency=opts.concurrency, grace=opts.grace, day2=opts.day2,
                     resync=opts.resync, unordered_grace=opts.unordered_grace, autoscaling=opts.autoscaling,
                     scaling_limits=ScalingLimits(opts.max_pods_per_podcliqueset, opts.max_pods_per_render,
-                                                 opts.max_writes_per_pass)),
+                                                 opts.max_writes_per_pass),
+                    blocked_after=opts.blocked_after),
         registry,
         lambda: elector.is_leader,
     )

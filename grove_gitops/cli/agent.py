@@ -78,6 +78,15 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
             "replicas above the floor Git renders (docs/autoscaling.md; needs overlays/crds installed).",
         ),
         click.option(
+            "--blocked-after",
+            default=60.0,
+            show_default=True,
+            type=Seconds(),
+            help="Seconds a rolling update or a gang may wait before the agent says why: the RolloutBlocked "
+            "condition (PodGang, gitops.grove.io PodCliqueSet), the grove_gitops_rollout_blocked_seconds metric "
+            "and a log line per change of reason.",
+        ),
+        click.option(
             "--lease-duration",
             default=15.0,
             show_default=True,

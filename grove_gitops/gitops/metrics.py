@@ -50,6 +50,13 @@ class Registry:
                 metric.values.clear()
             metric.values[tuple(sorted(labels.items()))] = value
 
+    def remove(self, name: str, **labels: str) -> None:
+        """Drop one series of a gauge (a wait that ended: its reason is no longer under way)."""
+        with self._lock:
+            metric = self._metrics.get(name)
+            if metric is not None:
+                metric.values.pop(tuple(sorted(labels.items())), None)
+
     def observe(self, name: str, help_text: str, seconds: float, buckets: tuple[float, ...] = ()) -> None:
         """A duration: ``<name>_seconds_sum`` / ``_count`` plus the last value; with
         ``buckets``, also cumulative ``<name>_seconds_bucket{le=...}`` counters (as a

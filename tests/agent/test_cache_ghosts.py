@@ -48,6 +48,6 @@ def test_an_answer_older_than_the_watchs_deletion_does_not_bring_the_pod_back() 
 def test_a_pod_our_delete_removed_is_not_brought_back_by_a_late_event() -> None:
     cache = _cache()
     cache.apply("pods", "ADDED", _pod("a", 5))
-    cache.forget_pod(("ns", "p-0"))
+    cache.forget_pod(("ns", "p-0"), "a")
     cache.apply("pods", "MODIFIED", _pod("a", 6, terminating=True))
     assert ("ns", "p-0") not in cache.pods

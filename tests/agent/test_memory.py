@@ -12,7 +12,7 @@ def _memories() -> Memories:
         memory = memories.of(("ns", pcs))
         memory.breach_since[f"ns/{pcs}/PodClique/{pcs}-0-a"] = 1.0
         memory.ever_healthy.add(f"ns/{pcs}/PodCliqueScalingGroup/{pcs}-0-sg")
-        memory.rollout_total[f"ns/{pcs}/0"] = 7
+        memory.rollout_steps[f"ns/{pcs}/0"] = (3, 4)
         memory.unwanted_since[("ns", f"{pcs}-0-a-0-abc")] = 2.0
         memory.resumed.add(("ns", f"{pcs}-0"))
         memory.warned.add(f"a problem of {pcs}")
@@ -26,7 +26,7 @@ def test_retain_forgets_a_removed_podcliqueset_and_keeps_the_rest() -> None:
     memory = memories.of(("ns", "kept"))
     assert memory.breach_since == {"ns/kept/PodClique/kept-0-a": 1.0}
     assert memory.ever_healthy == {"ns/kept/PodCliqueScalingGroup/kept-0-sg"}
-    assert memory.rollout_total == {"ns/kept/0": 7}
+    assert memory.rollout_steps == {"ns/kept/0": (3, 4)}
     assert memory.unwanted_since == {("ns", "kept-0-a-0-abc"): 2.0}
     assert memory.resumed == {("ns", "kept-0")}
     assert memory.warned == {"a problem of kept"}  # pruned with its workload, not kept for ever

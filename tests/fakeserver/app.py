@@ -111,12 +111,19 @@ class ApiApp:
         if rt is None:
             raise path_not_found()
         self._check_scope(rt, info)
+        late = 0.0
         for fault in self.faults.take(info):
+            if fault.late_answer:
+                late = max(late, fault.delay)
+                continue
             if fault.delay:
                 self._stopping.wait(fault.delay)
             if fault.status is not None:
                 raise from_code(fault.status, rt.group_resource, info.name, fault.message, fault.retry_after)
-        return self._dispatch(request, info, rt)
+        response = self._dispatch(request, info, rt)
+        if late:
+            self._stopping.wait(late)
+        return response
 
     @staticmethod
     def _check_scope(rt: ResourceType, info: RequestInfo) -> None:

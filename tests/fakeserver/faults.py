@@ -47,6 +47,10 @@ class Fault:
     message: str | None = None
     retry_after: int | None = None
     hits: int = field(default=0)
+    #: The delay comes after the request was carried out: the write happened, its answer is
+    #: late (a loaded server or network), so the client may see the watch event of the write,
+    #: or of what followed it, before the answer.
+    late_answer: bool = False
 
     def matches(self, info: RequestInfo) -> bool:
         if self.verb is not None and self.verb != info.verb:
@@ -102,9 +106,11 @@ class FaultInjector:
         namespace: str | None = None,
         name: str | None = None,
         times: int | None = None,
+        late_answer: bool = False,
     ) -> Fault:
-        """Slow matching requests down by ``seconds`` (then serve them normally)."""
-        fault = Fault(_canonical_verb(verb), resource, namespace, name, None, times, seconds)
+        """Slow matching requests down by ``seconds`` (then serve them normally); with
+        ``late_answer`` the request is served first and its answer sent ``seconds`` later."""
+        fault = Fault(_canonical_verb(verb), resource, namespace, name, None, times, seconds, late_answer=late_answer)
         with self._lock:
             self._faults.append(fault)
         return fault

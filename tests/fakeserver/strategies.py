@@ -12,7 +12,7 @@ import ipaddress
 import threading
 from typing import Any
 
-from tests.fakeserver import pods
+from tests.fakeserver import events, pods
 from tests.fakeserver.errors import FieldError
 from tests.fakeserver.resources import ResourceType
 
@@ -60,6 +60,8 @@ class Strategies:
     def create_errors(self, rt: ResourceType, obj: JsonObj) -> list[FieldError]:
         if _is(rt, "", "pods"):
             return pods.create_errors(obj)
+        if _is(rt, "events.k8s.io", "events") or _is(rt, "", "events"):
+            return events.event_errors(obj, events_api=rt.group == "events.k8s.io")
         return []
 
     # ------------------------------------------------------------------------------- update

@@ -100,6 +100,14 @@ def name_errors(rt: ResourceType, name: str, field: str = "metadata.name") -> li
     return [] if ok else [FieldError("Invalid", field, message, name)]
 
 
+def generate_name_errors(rt: ResourceType, prefix: str) -> list[FieldError]:
+    """A ``generateName`` is checked as a name prefix (``ValidateNameFunc(name, prefix=true)``):
+    one trailing ``-`` is masked, the rest must be a valid name (``"x."`` is refused: issue 32)."""
+    masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
+    return [FieldError(e.type, "metadata.generateName", e.detail, prefix)
+            for e in name_errors(rt, masked, "metadata.generateName")]
+
+
 def metadata_errors(rt: ResourceType, obj: JsonObj) -> list[FieldError]:
     """The ``ValidateObjectMeta`` checks: name, labels, annotations, namespace presence."""
     meta = obj.get("metadata")
@@ -107,6 +115,9 @@ def metadata_errors(rt: ResourceType, obj: JsonObj) -> list[FieldError]:
         return [FieldError("Required", "metadata")]
     errors: list[FieldError] = []
     name = meta.get("name")
+    generate = meta.get("generateName")
+    if isinstance(generate, str) and generate:
+        errors.extend(generate_name_errors(rt, generate))
     if not name:
         errors.append(FieldError("Required", "metadata.name", "name or generateName is required"))
     elif isinstance(name, str):

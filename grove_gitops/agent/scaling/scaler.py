@@ -33,6 +33,7 @@ from urllib3.exceptions import HTTPError
 from grove_gitops.agent.cache import WatchCache
 from grove_gitops.agent.execute import rfc3339
 from grove_gitops.agent.kube import Kube, Raw
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.agent.release import ReleaseGuard
 from grove_gitops.agent.scaling import status as S
 from grove_gitops.agent.scaling.expansion import Desired, Expander
@@ -149,8 +150,7 @@ class Scaler:
                         self.sync(key)
                         self.progress = time.monotonic()  # a pass over many workloads is progress too
                     except (ApiException, HTTPError, OSError) as exc:
-                        log.warning("autoscaling pass of %s/%s failed: %s", key[0], key[1],
-                                    getattr(exc, "status", type(exc).__name__))
+                        agent_log.warning("autoscaling pass of %s/%s failed: %s", key[0], key[1], describe(exc))
                         self.notify(key)
                         stop.wait(0.5)
                     except Exception:  # a bug must not stop every other workload's scaling
@@ -533,6 +533,9 @@ class Scaler:
                         next(iter(memory.blocked.values()), "every gang of every count was created"), now,
                         generation, old.get("conditions") or []),
         ]
+        # Conditions another part of the agent writes (RolloutBlocked, agent/blocked.py) are kept.
+        conditions += [c for c in old.get("conditions") or []
+                       if isinstance(c, dict) and c.get("type") not in ("Ready", "ScaleBlocked")]
         new = {"observedGeneration": generation, "replicas": replicas, "availableReplicas": counted.ready,
                "updatedReplicas": counted.updated, "conditions": conditions}
         if _changed(old, new):
@@ -559,7 +562,7 @@ class Scaler:
                                           str(meta.get("name", "")), {"status": {"conditions": conditions}},
                                           subresource="status")
         except ApiException as exc:
-            log.warning("status of %s/%s not written: %s", meta.get("namespace"), meta.get("name"), exc.status)
+            agent_log.warning("status of %s/%s not written: %s", meta.get("namespace"), meta.get("name"), describe(exc))
             return
         self.writes += 1
         if UNREADABLE not in obj:  # (the answer would carry the unread part back in)

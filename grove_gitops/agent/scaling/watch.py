@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from grove_gitops.agent.kube import Kube, Raw
+from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.agent.scaling.bounded import MAX_DEPTH, loads_bounded
 from grove_gitops.agent.scaling.workload import UNREADABLE
 from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
@@ -167,10 +168,10 @@ class GitopsCache:
                     self.synced[kind].set()  # nothing of this kind can exist
                     log.warning("%s.%s is not served: install overlays/crds (docs/autoscaling.md)", kind, API_VERSION)
                 elif exc.status != 410:
-                    log.warning("watch of %s failed: %s", kind, exc.status)
+                    agent_log.warning("watch of %s failed: %s", kind, describe(exc))
                 failures += 1
             except (HTTPError, OSError, ValueError) as exc:
-                log.warning("watch of %s broke: %s", kind, type(exc).__name__)
+                agent_log.warning("watch of %s broke: %s", kind, describe(exc))
                 failures += 1
             except Exception:  # anything else (a RecursionError from a watch event): list again
                 log.exception("watch of %s failed unexpectedly; listing again", kind)
