@@ -363,6 +363,9 @@ def test_docs_name_the_command_and_every_json_key() -> None:
 
     readme = (PROJECT / "README.md").read_text(encoding="utf-8")
     assert "grove-gitops plan BASE HEAD" in readme[readme.index("## Usage") :]
+    # The full command list moved to docs/cli.md (issue 34 §12); it lists plan too.
+    cli = (PROJECT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert "grove-gitops plan BASE HEAD" in cli[cli.index("## Commands and options") :]
     doc = (PROJECT / "docs" / "diff.md").read_text(encoding="utf-8")
     section = doc[doc.index("## `grove-gitops plan`") : doc.index("## Modules")]
     for key in pcs_dict(PodCliqueSetPlan("ns", "x", "modified", "RollingRecreate")):

@@ -170,18 +170,28 @@ def test_kubectl_kustomize_builds_the_overlay() -> None:
         ("GitRepository", "grove-gitops"),
         ("GitRepository", "grove-rendered"),
         ("Kustomization", "grove-gitops-crds"),
-        ("Kustomization", "grove-inference-llama-disagg"),
-        ("Kustomization", "grove-prereqs"),
+        ("Kustomization", "grove-wiring"),
     ]
     assert all(d["metadata"]["namespace"] == "flux-system" for d in docs)
-    shard = next(d for d in docs if d["metadata"]["name"] == "grove-inference-llama-disagg")
-    # kustomize's namespace transformer must not touch the health checks' namespaces.
-    assert {c["namespace"] for c in shard["spec"]["healthChecks"]} == {"inference"}
+    # Issue 34 §13: the overlay is not hard-wired to the example workload; the shards come from the
+    # generated `_flux/` folder (one Kustomization per shard, health checks of its own gangs).
+    assert "llama-disagg" not in proc.stdout and "gpu-fabric" not in proc.stdout
+    wiring = next(d for d in docs if d["metadata"]["name"] == "grove-wiring")
+    assert wiring["spec"]["path"] == "./_flux"
+    assert wiring["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "grove-rendered"}
+    assert wiring["spec"]["prune"] is True and wiring["spec"]["force"] is False
 
 
 def test_every_overlay_file_is_used() -> None:
+    """Every file is built, except the two hand-written examples for a render without `wiring:`,
+    which say so and which the README of the overlay explains."""
     kustomization = load_one(FLUX / "kustomization.yaml")
-    assert set(kustomization["resources"]) == {p.name for p in FLUX.glob("*.yaml")} - {"kustomization.yaml"}
+    examples = set(KUSTOMIZATIONS)
+    assert set(kustomization["resources"]) == {p.name for p in FLUX.glob("*.yaml")} - {"kustomization.yaml"} - examples
+    readme = (FLUX / "README.md").read_text(encoding="utf-8")
+    for name in examples:
+        assert (FLUX / name).read_text(encoding="utf-8").startswith("# HAND-WRITTEN EXAMPLE, not in kustomization.yaml"), name
+        assert f"`{name}` | hand-written example, **not** in the build" in readme, name
 
 
 def _gitops_exprs() -> dict[str, dict[str, str]]:
