@@ -177,7 +177,7 @@ cmd_up() {
     --authentication-kubeconfig "$DIR/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$DIR/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$kcm_port" --leader-elect=false \
-    --controllers garbagecollector,resourcequota,namespace,serviceaccount,serviceaccount-token,horizontalpodautoscaling \
+    --controllers garbagecollector,resourcequota,namespace,serviceaccount,serviceaccount-token,horizontalpodautoscaling,validatingadmissionpolicy-status-controller \
     --use-service-account-credentials=true \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --feature-gates "$gates" --profiling=false

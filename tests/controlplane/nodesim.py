@@ -4,7 +4,8 @@ The real kube-scheduler binds pods; something must then play the kubelet, or eve
 Pending and no graceful deletion ever finishes. This does the kubelet's API side only, over the real
 API with the admin credentials:
 
-- registers the nodes of a NodeInventory (examples/cluster/node-inventory.yaml by default: the same
+- registers the nodes of a NodeInventory (and lifts the not-ready taint, as the node lifecycle
+  controller would) (examples/cluster/node-inventory.yaml by default: the same
   hostnames, topology labels and allocatable cpu / memory / nvidia.com/gpu the examples' feasibility
   check and ClusterTopologyBinding use) and keeps them Ready (status heartbeat + node Lease);
 - turns every pod bound to one of them Running and Ready (status subresource, as a kubelet does);
@@ -120,6 +121,9 @@ class Simulator:
             except ApiException as exc:
                 if exc.status != 409:
                     raise
+            # The TaintNodesByCondition admission plugin taints every new node not-ready; the node
+            # lifecycle controller (not run here) lifts it once the kubelet reports Ready.
+            self.kube.raw("PATCH", f"/api/v1/nodes/{node['metadata']['name']}", {"spec": {"taints": None}}, MERGE)
         self.heartbeat()
 
     def heartbeat(self) -> None:
@@ -162,8 +166,8 @@ class Simulator:
                 if exc.status not in (404, 409):
                     LOG.warning("finishing deletion of %s/%s: %s", meta.namespace, meta.name, exc.body)
             return
-        if pod.status is not None and pod.status.phase == "Running":
-            return
+        if pod.status is not None and pod.status.phase not in (None, "Pending"):
+            return  # running, or finished (Failed/Succeeded): a kubelet never restarts those
         stamp = now()
         containers = [c.name for c in spec.containers]
         status = {

@@ -37,8 +37,8 @@ EXPECTED_KINDS = {
             "ServiceAccount": 1,
             "ClusterRole": 1,
             "ClusterRoleBinding": 1,
-            "ValidatingAdmissionPolicy": 2,  # pod writes (issue 31.7)
-            "ValidatingAdmissionPolicyBinding": 2,
+            "ValidatingAdmissionPolicy": 1,  # pod writes (issue 31.7)
+            "ValidatingAdmissionPolicyBinding": 1,
             "Role": 1,
             "RoleBinding": 1,
             "Deployment": 1,
@@ -60,8 +60,8 @@ EXPECTED_KINDS = {
         }
     ),
     "gate-lifter/drift-events": Counter({"Role": 1, "RoleBinding": 1}),
-    "gate-lifter/policies": Counter({"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2}),
-    "gate-lifter/namespaced-policies": Counter({"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2}),
+    "gate-lifter/policies": Counter({"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}),
+    "gate-lifter/namespaced-policies": Counter({"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}),
     "controller": Counter({"ServiceAccount": 1, "Deployment": 1}),
     "crds": Counter({"CustomResourceDefinition": 3}),
     "scalers": Counter({"ClusterRole": 1, "RoleBinding": 1}),

@@ -179,7 +179,7 @@ def test_namespaced_overlay_never_reuses_a_cluster_wide_name(namespaced_objs: Ob
     assert crb["roleRef"]["name"] == one(namespaced_objs, "ClusterRole")["metadata"]["name"]
     policies = {o["metadata"]["name"] for o in find(narrow_objs, "ValidatingAdmissionPolicy")}
     assert {o["spec"]["policyName"] for o in find(narrow_objs, "ValidatingAdmissionPolicyBinding")} == policies
-    assert len(policies) == 2
+    assert len(policies) == 1
 
 
 def test_namespaced_overlay_denies_other_namespaces(
