@@ -31,6 +31,8 @@ GATE_LIFTER = OVERLAYS / "gate-lifter"
 GATE_LIFTER_BASE = GATE_LIFTER / "base"
 NAMESPACED = GATE_LIFTER / "namespaced"
 DRIFT_EVENTS = GATE_LIFTER / "drift-events"
+POLICIES = GATE_LIFTER / "policies"
+NAMESPACED_POLICIES = GATE_LIFTER / "namespaced-policies"
 CONTROLLER = OVERLAYS / "controller"
 CRDS = OVERLAYS / "crds"
 SCALERS = OVERLAYS / "scalers"
@@ -44,6 +46,8 @@ OVERLAY_DIRS = {
     "gate-lifter/base": GATE_LIFTER_BASE,
     "gate-lifter/namespaced": NAMESPACED,
     "gate-lifter/drift-events": DRIFT_EVENTS,
+    "gate-lifter/policies": POLICIES,
+    "gate-lifter/namespaced-policies": NAMESPACED_POLICIES,
     "controller": CONTROLLER,
     "crds": CRDS,
     "scalers": SCALERS,

@@ -110,7 +110,7 @@ def test_two_namespaced_agents_do_not_collide(tmp_path: Path) -> None:
     assert {i[1] for i in shared} == {"CustomResourceDefinition"}
     assert all(by_id[ident(o)] == o for o in dev if ident(o) in by_id)
     crb = one(dev, "ClusterRoleBinding")
-    assert crb["metadata"]["name"] == "grove-gitops-gate-lifter-llm-dev"
+    assert crb["metadata"]["name"] == "grove-gitops-gate-lifter-namespaced-llm-dev"
     assert crb["subjects"] == [{"kind": "ServiceAccount", "name": f"{LIFTER_SA}-llm-dev", "namespace": "llm-dev"}]
     deployment = one(dev, "Deployment")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == f"{LIFTER_SA}-llm-dev"

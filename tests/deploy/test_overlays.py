@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,7 +20,9 @@ from .helpers import (
     KUBE_VERSIONS,
     LIFTER_NAMESPACE,
     NAMESPACED,
+    NAMESPACED_POLICIES,
     OVERLAY_DIRS,
+    POLICIES,
     WATCHED_NAMESPACE,
     build,
     one,
@@ -34,6 +37,8 @@ EXPECTED_KINDS = {
             "ServiceAccount": 1,
             "ClusterRole": 1,
             "ClusterRoleBinding": 1,
+            "ValidatingAdmissionPolicy": 1,  # pod writes (issue 31.7)
+            "ValidatingAdmissionPolicyBinding": 1,
             "Role": 1,
             "RoleBinding": 1,
             "Deployment": 1,
@@ -55,6 +60,8 @@ EXPECTED_KINDS = {
         }
     ),
     "gate-lifter/drift-events": Counter({"Role": 1, "RoleBinding": 1}),
+    "gate-lifter/policies": Counter({"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}),
+    "gate-lifter/namespaced-policies": Counter({"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}),
     "controller": Counter({"ServiceAccount": 1, "Deployment": 1}),
     "crds": Counter({"CustomResourceDefinition": 3}),
     "scalers": Counter({"ClusterRole": 1, "RoleBinding": 1}),
@@ -89,7 +96,12 @@ def test_validation_is_not_vacuous() -> None:
 
 
 def test_cluster_wide_overlay_is_the_base() -> None:
-    assert build(GATE_LIFTER) == build(GATE_LIFTER_BASE)
+    """The cluster-wide overlay is the base plus the pod policies, nothing changed."""
+
+    def ident(o: dict[str, Any]) -> tuple[str, str]:
+        return (o["kind"], o["metadata"]["name"])
+
+    assert sorted(build(GATE_LIFTER), key=ident) == sorted(build(GATE_LIFTER_BASE) + build(POLICIES), key=ident)
 
 
 def test_namespaced_objects_live_in_known_namespaces() -> None:
@@ -100,10 +112,19 @@ def test_namespaced_objects_live_in_known_namespaces() -> None:
         (CONTROLLER, LIFTER_NAMESPACE),
         (NAMESPACED, WATCHED_NAMESPACE),
         (DRIFT_EVENTS, "default"),
+        (POLICIES, None),
+        (NAMESPACED_POLICIES, None),
     ):
         for obj in build(overlay):
             ns = obj["metadata"].get("namespace")
-            if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
+            if obj["kind"] in (
+                "Namespace",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "CustomResourceDefinition",
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding",
+            ):
                 assert ns is None, obj["metadata"]
             else:
                 assert ns == home, (overlay.name, obj["kind"], obj["metadata"])

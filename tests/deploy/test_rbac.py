@@ -26,6 +26,7 @@ from .helpers import (
     LIFTER_NAMESPACE,
     LIFTER_PERMISSIONS,
     LIFTER_SA,
+    NAMESPACED_POLICIES,
     PROJECT,
     RBAC_TABLE,
     SCALERS,
@@ -130,7 +131,7 @@ def test_lease_access_is_limited(lifter_objs: Objects) -> None:
 def test_namespaced_overlay_splits_the_same_permissions(namespaced_objs: Objects, drift_event_objs: Objects) -> None:
     """The namespaced install (plus its drift-events grant) is the cluster-wide table split by
     scope, everything namespaced in the one namespace the agent runs in."""
-    cluster_role = one(namespaced_objs, "ClusterRole", "grove-gitops-gate-lifter")
+    cluster_role = one(namespaced_objs, "ClusterRole", "grove-gitops-gate-lifter-namespaced")
     cluster = rule_permissions(cluster_role["rules"])
     assert cluster == {p for p in LIFTER_PERMISSIONS if (p[0], p[1]) in CLUSTER_SCOPED}
     watched = one(namespaced_objs, "Role", "grove-gitops-gate-lifter")
@@ -157,6 +158,28 @@ def test_namespaced_overlay_splits_the_same_permissions(namespaced_objs: Objects
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": WATCHED_NAMESPACE}]
     crb = one(objs, "ClusterRoleBinding")
     assert crb["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": WATCHED_NAMESPACE}]
+
+
+def test_namespaced_overlay_never_reuses_a_cluster_wide_name(namespaced_objs: Objects, lifter_objs: Objects) -> None:
+    """Issue 32.7: installed beside the cluster-wide agent, the namespaced overlay must not rewrite
+    (ClusterRole, policies) or re-point (ClusterRoleBinding, policy bindings) any cluster-scoped
+    object of the cluster-wide install; only the CRDs, identical in both, are shared."""
+
+    def cluster_scoped(objs: Objects) -> dict[tuple[str, str], dict[str, Any]]:
+        return {(o["kind"], o["metadata"]["name"]): o for o in objs if "namespace" not in o["metadata"]}
+
+    narrow_objs = namespaced_objs + build(NAMESPACED_POLICIES)
+    wide, narrow = cluster_scoped(lifter_objs), cluster_scoped(narrow_objs)
+    shared = set(wide) & set(narrow)
+    assert {kind for kind, _ in shared} == {"CustomResourceDefinition"}
+    assert all(wide[k] == narrow[k] for k in shared)
+    kinds = {kind for kind, _ in narrow}
+    assert {"ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} <= kinds
+    crb = one(namespaced_objs, "ClusterRoleBinding")
+    assert crb["roleRef"]["name"] == one(namespaced_objs, "ClusterRole")["metadata"]["name"]
+    policies = {o["metadata"]["name"] for o in find(narrow_objs, "ValidatingAdmissionPolicy")}
+    assert {o["spec"]["policyName"] for o in find(narrow_objs, "ValidatingAdmissionPolicyBinding")} == policies
+    assert len(policies) == 1
 
 
 def test_namespaced_overlay_denies_other_namespaces(
