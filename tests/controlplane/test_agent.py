@@ -13,6 +13,7 @@ from typing import Any
 
 import kubernetes.watch
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from tests.controlplane.plane import (
     Obj,
@@ -175,3 +176,38 @@ def test_the_agents_events_are_accepted_by_the_real_server(released: dict[str, A
     except AssertionError:
         log = released["log"].read_text()
         raise AssertionError(f"no Event of the agent reached the server (seen: {reasons()}); agent log tail:\n{log[-2000:]}") from None
+
+
+def test_a_scale_write_grows_the_workload_on_the_real_server(released: dict[str, Any]) -> None:
+    """``kubectl scale`` of the prefill target 2 -> 3: the agent creates the third replica's pods,
+    PodGang and gang objects and releases them for the real scheduler. Issue 32.2: every object the
+    agent creates names its workload as owner with blockOwnerDeletion, which the
+    OwnerReferencesPermissionEnforcement plugin this plane runs allows only to who may update the
+    owner's finalizers; on d3f038a each create was refused 403 and the log said only ``403``."""
+    kube = released["kube"]
+    target = f"/apis/gitops.grove.io/v1alpha1/namespaces/{NS}/podcliquescalinggroups/llama-disagg-0-prefill"
+
+    def exists() -> bool:
+        try:
+            kube.raw("GET", target)
+        except ApiException:
+            return False
+        return True
+
+    wait_until("the agent's scale target", exists, timeout=60)
+    kube.raw("PATCH", f"{target}/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    path = f"/api/v1/namespaces/{NS}/pods"
+
+    def third_replica_running() -> int:
+        items = kube.raw("GET", path)["items"]
+        return sum(
+            "-prefill-2-" in p["metadata"]["name"] and p["status"].get("phase") == "Running"
+            and not p["spec"].get("schedulingGates") for p in items
+        )
+
+    try:
+        wait_until("the third prefill replica's 4 pods to run", lambda: third_replica_running() == 4, timeout=120)
+    except AssertionError:
+        raise AssertionError(f"agent log tail:\n{released['log'].read_text()[-3000:]}") from None
+    log = released["log"].read_text()
+    assert " 403" not in log and "Forbidden" not in log, log[-3000:]

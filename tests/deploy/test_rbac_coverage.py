@@ -219,6 +219,10 @@ ELSEWHERE: frozenset[tuple[str, str, str]] = frozenset(
     | {("gitops.grove.io", "podcliques/status", "patch"), ("scheduler.grove.io", "podgangs", "patch")}
     | {("resource.k8s.io", "resourceclaims", v) for v in ("list", "create", "delete")}
     | {(g, r, v) for g, r in BACKEND_GANG_RESOURCES if g != "scheduling.run.ai" for v in ("list", "create", "delete")}
+    # No request uses it: the OwnerReferencesPermissionEnforcement admission plugin checks it on
+    # every create that names the workload as owner with blockOwnerDeletion. The fake has no such
+    # plugin; the real control plane runs it (tests/controlplane/test_agent.py, a scale write).
+    | {("gitops.grove.io", "podcliquesets/finalizers", "update")}
 )
 
 
