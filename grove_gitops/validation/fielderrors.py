@@ -104,6 +104,28 @@ _TYPE_NAMES = {
 }
 
 
+def quote_hint(value: Any) -> str:
+    """What to write instead of a number or boolean where text is wanted (``version: 1.10``
+    under labels): YAML read the unquoted scalar as something else, and reading it back as
+    text cannot be trusted (``1.10`` is the number 1.1, ``yes`` the boolean true)."""
+    if isinstance(value, bool):
+        return (
+            f'; quote it ("{go_value(value)}"): unquoted, YAML reads {go_value(value)} as a boolean '
+            "(so are yes, no, on and off)"
+        )
+    if isinstance(value, int | float):
+        return (
+            f"; quote it: unquoted, YAML reads it as the number {go_value(value)}, which drops how it "
+            'was written (version: 1.10 reads as 1.1; write version: "1.10")'
+        )
+    return ""
+
+
+def type_detail(expected: str, value: Any) -> str:
+    """``must be of type string``, with :func:`quote_hint` when a string was expected."""
+    return f"must be of type {expected}" + (quote_hint(value) if expected == "string" else "")
+
+
 def from_pydantic(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> list[FieldError]:
     """Translate pydantic's errors into Kubernetes-style field errors.
 
@@ -132,7 +154,7 @@ def from_pydantic(exc: ValidationError, prefix: str = "", model: type[BaseModel]
             supported = [s.strip().strip("'") for s in str(expected).replace(" or ", ", ").split(",")]
             out.append(not_supported(path, value, [s for s in supported if s]))
         elif kind in _TYPE_NAMES:
-            out.append(invalid(path, value, f"must be of type {_TYPE_NAMES[kind]}"))
+            out.append(invalid(path, value, type_detail(_TYPE_NAMES[kind], value)))
         elif kind in ("less_than_equal", "greater_than_equal") and _is_int32_bound(err.get("ctx", {})):
             out.append(invalid(path, value, _INT32_MESSAGE))
         else:

@@ -33,3 +33,21 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     """``"; did you mean replicas?"``, or empty when nothing is close."""
     guess = closest(word, known)
     return f"; did you mean {guess}?" if guess is not None and guess != word else ""
+
+
+#: Names a "known ..." list shows at most: a message is read, not scrolled.
+MAX_LISTED = 10
+#: Names a suggestion for a reference compares with at most: the names come from the source
+#: or a cluster-facts file, so their number is the input's, and each comparison costs time.
+MAX_CANDIDATES = 5_000
+
+
+def known_listing(word: str, known: Iterable[str], what: str) -> str:
+    """``"; known bindings: a, b; did you mean a?"`` for a reference ``word`` that names none of
+    ``known`` (``what`` is their plural, e.g. ``ClusterTopologyBindings``); ``"; the source has
+    no <what>"`` when there are none. The listing is cut at :data:`MAX_LISTED` names."""
+    names = sorted(set(known))
+    if not names:
+        return f"; there are no {what}"
+    shown = ", ".join(names[:MAX_LISTED]) + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
+    return f"; known {what}: {shown}" + did_you_mean(word, names[:MAX_CANDIDATES])
