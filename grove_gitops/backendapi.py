@@ -66,6 +66,10 @@ class BackendFinding:
     field: str
     message: str
     warning: bool = False
+    #: The ``field.Error`` type an error prints (``Required value`` for something missing). No
+    #: value is printed: a finding is about the object, and Grove's ``"object"`` placeholder
+    #: told the reader nothing.
+    kind: str = "Invalid value"
 
 
 class SchedulerBackend:

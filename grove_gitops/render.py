@@ -217,7 +217,7 @@ def _backend_findings(
         if finding.warning:
             inputs.warnings.append(f"{item.file}: {finding.field}: {finding.message}")
         else:
-            errs.append(invalid(finding.field or "spec", "object", finding.message))
+            errs.append(FieldError(finding.field or "spec", finding.kind, finding.message))
     return errs
 
 
