@@ -146,7 +146,9 @@ def test_two_enabled_schedulers_are_one_error_on_the_first_clique_that_differs(t
     assert [(p.field, p.message) for p in found] == [
         (
             "spec.template.cliques[2].spec.podSpec.schedulerName",
-            'Invalid value: "kai-scheduler, default-scheduler": the schedulerName for all pods have to be the same',
+            'Invalid value: "kai-scheduler, default-scheduler": the schedulerName for all pods have to be the same; '
+            "router, pleader, dleader, dworker use kai-scheduler (no schedulerName: the OperatorConfiguration's "
+            "default); pworker uses default-scheduler",
         )
     ]
 

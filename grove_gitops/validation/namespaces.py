@@ -17,6 +17,7 @@ from typing import Any
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.load.source import SourceSet
 from grove_gitops.validation.fielderrors import go_value
+from grove_gitops.validation.suggest import MAX_CANDIDATES, did_you_mean
 
 #: Namespaces Kubernetes creates itself.
 BUILT_IN = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
@@ -49,6 +50,7 @@ def namespace_warnings(source: SourceSet, render: RenderConfig) -> list[str]:
     known = BUILT_IN | created_namespaces(source) | set(render.existingNamespaces)
     warnings: list[str] = []
     seen: set[tuple[str, str]] = set()
+    candidates = sorted(known)[:MAX_CANDIDATES]
 
     def undeclared(file: str, namespace: str, how: str) -> None:
         if namespace in known or (file, namespace) in seen:
@@ -57,6 +59,7 @@ def namespace_warnings(source: SourceSet, render: RenderConfig) -> list[str]:
         warnings.append(
             f"{file}: {FIELD}: namespace {go_value(namespace)}{how} is not created by the source (no v1 Namespace "
             "object) nor listed in RenderConfiguration existingNamespaces; applying fails unless the cluster has it"
+            + did_you_mean(namespace, candidates)
         )
 
     for item in source.podcliquesets:
