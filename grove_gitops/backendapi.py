@@ -92,6 +92,10 @@ class SchedulerBackend:
     #: other key is an error of the OperatorConfiguration, with a did-you-mean); None for a
     #: backend that checks its config itself, or takes anything.
     config_keys: ClassVar[frozenset[str] | None] = None
+    #: The stable codes of this backend's warnings (``grove_gitops.warningcodes``): code -> a
+    #: regex of the warning's fixed wording, searched in its ``file: field: message`` text. A
+    #: workload acknowledges one with its ``gitops.grove.io/acknowledge`` annotation.
+    warning_codes: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, context: BackendContext) -> None:
         self.context = context

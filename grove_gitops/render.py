@@ -32,6 +32,7 @@ from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.positions import locate
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs, repaired_pcs
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, cap_document, document_name
+from grove_gitops.validation.acknowledge import workload_acknowledgements
 from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
@@ -269,6 +270,8 @@ class RenderPlan:
     extra: list[RenderedObject]
     inputs: _Inputs
     claim_templates: dict[tuple[str, str], dict[str, Any]]
+    #: file -> warning codes its PodCliqueSets acknowledge (``validation.acknowledge``).
+    acknowledged_codes: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def recover(self, item: PlannedPCS) -> PlannedPCS:
         """``item`` with its PodCliqueSet parsed, defaulted and validated again from its
@@ -444,7 +447,9 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace")
         extra.append(RenderedObject(f"{ns}/_resources" if ns else CLUSTER_SHARD, obj))
-    return RenderPlan(inputs.render, inputs.warnings, items, extra, inputs, claim_templates)
+    acks, ack_warnings = workload_acknowledgements(source.podcliquesets)
+    inputs.warnings += ack_warnings
+    return RenderPlan(inputs.render, inputs.warnings, items, extra, inputs, claim_templates, acks)
 
 
 def render_source(root: Path, feasibility: bool = False, at: str = "git") -> RenderResult:

@@ -127,6 +127,7 @@ def _side(
         outcome.update_strategies,
         [c.name for c in outcome.clusters],
         counts,
+        outcome.acknowledged_codes,
     )
 
 
