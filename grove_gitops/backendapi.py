@@ -88,6 +88,9 @@ class SchedulerBackend:
     #: Where a PodCliqueSet names its gang queue: ``("labels" | "annotations", key)``, or None
     #: for a scheduler without queues. A fleet's ``overrides.queue`` writes it there.
     queue_key: ClassVar[tuple[str, str] | None] = None
+    #: The cluster object a queue name names, ``(API group, kind)``: a reference checked
+    #: against the source's ClusterFacts (``validation.references``); None for no queues.
+    queue_object: ClassVar[tuple[str, str] | None] = None
     #: The keys of the profile's ``config`` this backend knows, when it declares them (any
     #: other key is an error of the OperatorConfiguration, with a did-you-mean); None for a
     #: backend that checks its config itself, or takes anything.

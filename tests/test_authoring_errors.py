@@ -269,7 +269,8 @@ def test_a_namespace_the_source_does_not_create_is_warned_about_until_declared(t
     (src / NAMESPACE_FILE).unlink()
     expected = (
         f'{PCS_FILE}: metadata.namespace: namespace "inference" is not created by the source (no v1 Namespace '
-        "object) nor listed in RenderConfiguration existingNamespaces; applying fails unless the cluster has it"
+        "object) nor listed in RenderConfiguration existingNamespaces or ClusterFacts; applying fails unless the "
+        "cluster has it"
     )
     assert _warnings(src) == [expected]
     _edit(

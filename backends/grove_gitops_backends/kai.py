@@ -194,6 +194,7 @@ def topology_problems(binding: ClusterTopologyBinding) -> list[FieldError]:
 class KaiBackend(SchedulerBackend):
     name: ClassVar[str] = NAME
     queue_key: ClassVar[tuple[str, str] | None] = ("labels", QUEUE_KEY)
+    queue_object: ClassVar[tuple[str, str] | None] = ("scheduling.run.ai", "Queue")
     pod_scheduler_name: ClassVar[str] = NAME
     topology_aware: ClassVar[bool] = True
     #: Grove's ``KaiSchedulerConfiguration`` is empty ("reserved for future options").

@@ -177,6 +177,7 @@ class VolcanoBackend(SchedulerBackend):
         "queue-undefined": r"volcano queue .* is not defined in the source tree",
     }
     queue_key: ClassVar[tuple[str, str] | None] = ("annotations", QUEUE_ANNOTATION)
+    queue_object: ClassVar[tuple[str, str] | None] = ("scheduling.volcano.sh", "Queue")
     pod_scheduler_name: ClassVar[str] = NAME
 
     # ------------------------------------------------------------------ admission

@@ -11,7 +11,7 @@ namespaces every cluster has (``default``, ``kube-system``, ...) never need decl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from grove_gitops.api.renderconfig import RenderConfig
@@ -43,11 +43,12 @@ def created_namespaces(source: SourceSet) -> set[str]:
     return out
 
 
-def namespace_warnings(source: SourceSet, render: RenderConfig) -> list[str]:
+def namespace_warnings(source: SourceSet, render: RenderConfig, in_cluster: Collection[str] = ()) -> list[str]:
     """``file: metadata.namespace: message`` for each file that relies on an implicit or
-    undeclared namespace, once per file and namespace."""
+    undeclared namespace, once per file and namespace. ``in_cluster``: the namespaces of the
+    source's ClusterFacts, which RenderConfiguration's ``existingNamespaces`` predates."""
     explicit_default = "defaultNamespace" in render.model_fields_set
-    known = BUILT_IN | created_namespaces(source) | set(render.existingNamespaces)
+    known = BUILT_IN | created_namespaces(source) | set(render.existingNamespaces) | set(in_cluster)
     warnings: list[str] = []
     seen: set[tuple[str, str]] = set()
     candidates = sorted(known)[:MAX_CANDIDATES]
@@ -58,7 +59,8 @@ def namespace_warnings(source: SourceSet, render: RenderConfig) -> list[str]:
         seen.add((file, namespace))
         warnings.append(
             f"{file}: {FIELD}: namespace {go_value(namespace)}{how} is not created by the source (no v1 Namespace "
-            "object) nor listed in RenderConfiguration existingNamespaces; applying fails unless the cluster has it"
+            "object) nor listed in RenderConfiguration existingNamespaces or ClusterFacts; applying fails unless the "
+            "cluster has it"
             + did_you_mean(namespace, candidates)
         )
 
