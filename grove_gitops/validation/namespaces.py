@@ -51,7 +51,9 @@ def namespace_warnings(source: SourceSet, render: RenderConfig, in_cluster: Coll
     known = BUILT_IN | created_namespaces(source) | set(render.existingNamespaces) | set(in_cluster)
     warnings: list[str] = []
     seen: set[tuple[str, str]] = set()
-    candidates = sorted(known)[:MAX_CANDIDATES]
+    # the namespaces the source, RenderConfiguration or the cluster facts name: the ones a typo
+    # is likely of (Kubernetes' own four are never guessed, and without others nothing is tried)
+    candidates = sorted(known - BUILT_IN)[:MAX_CANDIDATES]
 
     def undeclared(file: str, namespace: str, how: str) -> None:
         if namespace in known or (file, namespace) in seen:

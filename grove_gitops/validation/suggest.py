@@ -25,6 +25,8 @@ def closest(word: str, known: Iterable[str]) -> str | None:
     if not word or len(word) > MAX_WORD:
         return None
     by_lower = {k.lower(): k for k in known}
+    if not by_lower:
+        return None
     matches = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
     return by_lower[matches[0]] if matches else None
 
