@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grove_gitops.backendapi import available_backends
 from grove_gitops.cli import main
@@ -18,8 +20,10 @@ from grove_gitops.diff.markdown import markdown_blocks
 from grove_gitops.diff.model import load_objects
 from grove_gitops.diff.report import Side, build_report
 from grove_gitops.diff.text import render_text
+from grove_gitops.load.source import Sourced
 from grove_gitops.problems import WarningSink
 from grove_gitops.render import plan_source
+from grove_gitops.validation.acknowledge import workload_acknowledgements
 from grove_gitops.warningcodes import CODE_RE, CORE_CODES, UNCODED, code_of, known_codes, parse_codes
 from tests.support import pcs_yaml, write_source
 
@@ -146,3 +150,13 @@ def test_the_diff_report_lists_a_new_acknowledged_warning_as_acknowledged() -> N
     assert "- acknowledged: a.yaml" in markdown
     text = render_text(report, "t")
     assert "Acknowledged warnings in head:\n  - acknowledged: a.yaml" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=600), st.integers(), st.booleans(), st.lists(st.text(max_size=5), max_size=3)))
+def test_any_annotation_value_acknowledges_known_codes_or_is_warned_about(value: object) -> None:
+    doc = {"metadata": {"name": "a", "annotations": {"gitops.grove.io/acknowledge": value}}}
+    acks, warnings = workload_acknowledgements([Sourced("a.yaml", doc)])
+    assert set(acks.get("a.yaml", frozenset())) <= set(known_codes())
+    assert all(w.startswith("a.yaml: metadata.annotations[gitops.grove.io/acknowledge]: ") for w in warnings)
+    assert len(warnings) <= 52
