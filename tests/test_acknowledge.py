@@ -25,7 +25,7 @@ from grove_gitops.problems import WarningSink
 from grove_gitops.render import plan_source
 from grove_gitops.validation.acknowledge import workload_acknowledgements
 from grove_gitops.warningcodes import CODE_RE, CORE_CODES, UNCODED, code_of, known_codes, parse_codes
-from tests.support import pcs_yaml, write_source
+from tests.support import PROJECT, pcs_yaml, write_source
 
 UNDECLARED = "namespace-undeclared"
 
@@ -160,3 +160,9 @@ def test_any_annotation_value_acknowledges_known_codes_or_is_warned_about(value:
     assert set(acks.get("a.yaml", frozenset())) <= set(known_codes())
     assert all(w.startswith("a.yaml: metadata.annotations[gitops.grove.io/acknowledge]: ") for w in warnings)
     assert len(warnings) <= 52
+
+
+def test_every_code_is_documented() -> None:
+    doc = (PROJECT / "docs/authoring.md").read_text()
+    table = doc[doc.index("| code | warning |") :]
+    assert [c for c in known_codes() if f"`{c}`" not in table] == []
