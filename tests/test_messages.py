@@ -23,8 +23,8 @@ def _messages(src: Path) -> list[str]:
 def test_a_number_as_a_label_value_is_told_to_be_quoted(tmp_path: Path) -> None:
     src = example(tmp_path, ("    team: serving\n", "    team: serving\n    version: 1.10\n"))
     assert _messages(src) == [
-        "metadata.labels.version: Invalid value: 1.1: must be of type string; quote it: unquoted, YAML reads it "
-        'as the number 1.1, which drops how it was written (version: 1.10 reads as 1.1; write version: "1.10")'
+        'metadata.labels.version: Invalid value: 1.1: must be of type string; quote it (the text you meant, in quotes): '
+        "unquoted, YAML reads it as the number 1.1, which drops how it was written (1.10 reads as 1.1)"
     ]
 
 
@@ -56,7 +56,7 @@ def test_an_env_value_given_a_number_gets_the_hint(tmp_path: Path) -> None:
     src = example(tmp_path, (ROUTER_POD, env))
     (message,) = _messages(src)
     assert message.startswith("spec.template.cliques[0].spec.podSpec.containers[0].env[0].value: Invalid value: 8: ")
-    assert "must be of type string; quote it: unquoted, YAML reads it as the number 8" in message
+    assert 'must be of type string; quote it (the text you meant, in quotes): unquoted, YAML reads it as the number 8' in message
 
 
 def test_the_hint_is_only_for_numbers_and_booleans() -> None:

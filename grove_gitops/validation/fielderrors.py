@@ -115,8 +115,8 @@ def quote_hint(value: Any) -> str:
         )
     if isinstance(value, int | float):
         return (
-            f"; quote it: unquoted, YAML reads it as the number {go_value(value)}, which drops how it "
-            'was written (version: 1.10 reads as 1.1; write version: "1.10")'
+            "; quote it (the text you meant, in quotes): unquoted, YAML reads it as the number "
+            f"{go_value(value)}, which drops how it was written (1.10 reads as 1.1)"
         )
     return ""
 
