@@ -4,6 +4,7 @@ generates with kubectl (docs/authoring.md "Cluster facts")."""
 from __future__ import annotations
 
 import os
+import shutil
 import re
 import subprocess
 from pathlib import Path
@@ -206,3 +207,14 @@ def test_the_documented_command_makes_a_facts_file_the_loader_reads(tmp_path: Pa
     assert found.names("scheduling.run.ai", "Queue") == {"inference"}
     assert found.names("", "Secret", "inference") == {"hf-token"}
     assert len(facts.obj.objects) == 5
+
+
+def test_a_fleet_cluster_reads_the_facts_under_its_paths(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(PROJECT / "examples-fleet", src)
+    (src / "workloads/facts.yaml").write_text(facts_text(["scheduling.run.ai/v2 Queue <none> inference-stg"]))
+    result = CliRunner().invoke(main, ["validate", str(src)])
+    assert result.exit_code == 0, result.output
+    # prod-kai's override puts its gangs in queue inference-prod, which the facts do not have
+    assert 'queue "inference-prod" (scheduling.run.ai Queue) is not in the cluster facts' in result.output
+    assert "did you mean inference-stg?" in result.output
