@@ -4,8 +4,8 @@ generates with kubectl (docs/authoring.md "Cluster facts")."""
 from __future__ import annotations
 
 import os
-import shutil
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
