@@ -3,11 +3,13 @@ generates with kubectl (docs/authoring.md "Cluster facts")."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -20,6 +22,7 @@ from grove_gitops.errors import InvalidInputError
 from grove_gitops.load.source import Sourced, load_source
 from grove_gitops.render import render_source
 from grove_gitops.validation.clusterfacts import read_facts
+from grove_gitops.validation.suggest import MAX_REFERENCE_CANDIDATES, MAX_SUGGESTIONS
 from tests.support import PROJECT
 from tests.test_authoring_errors import PCS_FILE, example
 
@@ -218,3 +221,21 @@ def test_a_fleet_cluster_reads_the_facts_under_its_paths(tmp_path: Path) -> None
     # prod-kai's override puts its gangs in queue inference-prod, which the facts do not have
     assert 'queue "inference-prod" (scheduling.run.ai Queue) is not in the cluster facts' in result.output
     assert "did you mean inference-stg?" in result.output
+
+
+def test_guesses_for_missing_references_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each guess compares with every candidate: 50 missing Secrets among 5,000 known ones try
+    at most MAX_SUGGESTIONS guesses of at most MAX_REFERENCE_CANDIDATES names each."""
+    calls: list[int] = []
+    real = difflib.get_close_matches
+
+    def counting(word: str, possibilities: list[str], *args: Any, **kwargs: Any) -> list[str]:
+        calls.append(len(possibilities))
+        return real(word, possibilities, *args, **kwargs)
+
+    monkeypatch.setattr(difflib, "get_close_matches", counting)
+    refs = ", ".join(f"{{name: missing-{i}}}" for i in range(50))
+    old, new = pod_with(f"            imagePullSecrets: [{refs}]\n")
+    src = with_facts(tmp_path, [*ENTRIES, *(f"v1 Secret inference secret-{i}" for i in range(5000))], (old, new))
+    assert len(reference_warnings(src)) == 50
+    assert 0 < len(calls) <= MAX_SUGGESTIONS and max(calls) <= MAX_REFERENCE_CANDIDATES

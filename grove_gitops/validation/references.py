@@ -15,6 +15,7 @@ render rather than per PodCliqueSet, so the render cache never keeps a stale fin
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ from grove_gitops.load.source import SourceSet
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT
 from grove_gitops.validation.clusterfacts import Facts
 from grove_gitops.validation.fielderrors import go_value
-from grove_gitops.validation.suggest import MAX_CANDIDATES, did_you_mean, known_listing
+from grove_gitops.validation.suggest import MAX_LISTED, MAX_SUGGESTIONS, did_you_mean, likely_candidates
 
 PRIORITY = ("scheduling.k8s.io", "PriorityClass")
 ACCOUNT = ("", "ServiceAccount")
@@ -121,7 +122,9 @@ def _with_source_objects(facts: Facts, source: SourceSet, default_namespace: str
     return out
 
 
-def _message(kind: tuple[str, str], namespace: str, name: str, known: set[str]) -> str:
+def _message(kind: tuple[str, str], namespace: str, name: str, known: set[str], guess: bool) -> str:
+    """What to say of a missing reference; ``guess``: whether a did-you-mean may be tried (a
+    render tries :data:`MAX_SUGGESTIONS` at most)."""
     group, what = kind
     if what == "Queue":
         head = f"queue {go_value(name)} ({group} Queue) {NOT_IN}; its gangs stay pending until it exists"
@@ -129,11 +132,15 @@ def _message(kind: tuple[str, str], namespace: str, name: str, known: set[str]) 
         head = f"{what} {go_value(name)} in namespace {go_value(namespace)} {NOT_IN}"
     else:
         head = f"{what} {go_value(name)} {NOT_IN}"
-    candidates = sorted(known)[:MAX_CANDIDATES]
+    hint = did_you_mean(name, likely_candidates(name, known)) if guess else ""
     if kind == SECRET:  # other Secrets' names are not listed in a PR comment; a guess is enough
-        return head + did_you_mean(name, candidates)
-    plural = what + ("es" if what.endswith("s") else "s")
-    return head + known_listing(name, candidates, plural + (f" in {namespace}" if namespace else ""))
+        return head + hint
+    what = what + ("es" if what.endswith("s") else "s") + (f" in {namespace}" if namespace else "")
+    if not known:
+        return f"{head}; there are no {what}"
+    names = heapq.nsmallest(MAX_LISTED, known)
+    more = f" and {len(known) - MAX_LISTED} more" if len(known) > MAX_LISTED else ""
+    return f"{head}; known {what}: {', '.join(names)}{more}{hint}"
 
 
 def reference_warnings(
@@ -147,6 +154,7 @@ def reference_warnings(
     the source's own objects) do not have, at most a document's cap per PodCliqueSet."""
     known = _with_source_objects(facts, source, default_namespace)
     warnings: list[str] = []
+    guesses = 0
     for item in source.podcliquesets:
         namespace = _s(_d(item.obj.get("metadata")).get("namespace")) or default_namespace
         found = 0
@@ -157,5 +165,7 @@ def reference_warnings(
             found += 1
             if found > MAX_PROBLEMS_PER_DOCUMENT:
                 break
-            warnings.append(f"{item.file}: {field}: {_message(kind, ns, name, known.names(*kind, ns))}")
+            guesses += 1
+            message = _message(kind, ns, name, known.names(*kind, ns), guesses <= MAX_SUGGESTIONS)
+            warnings.append(f"{item.file}: {field}: {message}")
     return warnings
