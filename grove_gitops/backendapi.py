@@ -66,6 +66,10 @@ class BackendFinding:
     field: str
     message: str
     warning: bool = False
+    #: The ``field.Error`` type an error prints (``Required value`` for something missing). No
+    #: value is printed: a finding is about the object, and Grove's ``"object"`` placeholder
+    #: told the reader nothing.
+    kind: str = "Invalid value"
 
 
 class SchedulerBackend:
@@ -84,10 +88,17 @@ class SchedulerBackend:
     #: Where a PodCliqueSet names its gang queue: ``("labels" | "annotations", key)``, or None
     #: for a scheduler without queues. A fleet's ``overrides.queue`` writes it there.
     queue_key: ClassVar[tuple[str, str] | None] = None
+    #: The cluster object a queue name names, ``(API group, kind)``: a reference checked
+    #: against the source's ClusterFacts (``validation.references``); None for no queues.
+    queue_object: ClassVar[tuple[str, str] | None] = None
     #: The keys of the profile's ``config`` this backend knows, when it declares them (any
     #: other key is an error of the OperatorConfiguration, with a did-you-mean); None for a
     #: backend that checks its config itself, or takes anything.
     config_keys: ClassVar[frozenset[str] | None] = None
+    #: The stable codes of this backend's warnings (``grove_gitops.warningcodes``): code -> a
+    #: regex of the warning's fixed wording, searched in its ``file: field: message`` text. A
+    #: workload acknowledges one with its ``gitops.grove.io/acknowledge`` annotation.
+    warning_codes: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, context: BackendContext) -> None:
         self.context = context

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from typing import Any, Literal
 
 from grove_gitops.errors import InputProblem
+from grove_gitops.warningcodes import UNCODED, code_of
 
 Severity = Literal["error", "warning"]
 
@@ -78,8 +79,13 @@ class Problem:
     severity: Severity
     line: int | None = None
     column: int | None = None
+    #: A warning's stable code (``grove_gitops.warningcodes``), and True when its workload
+    #: acknowledges that code (``gitops.grove.io/acknowledge``): shown as acknowledged, not
+    #: as a warning.
+    code: str | None = None
+    acknowledged: bool | None = None
 
-    def as_dict(self) -> dict[str, str | int]:
+    def as_dict(self) -> dict[str, str | int | bool]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
@@ -89,18 +95,32 @@ def from_input_problem(problem: InputProblem, prefix: str = "") -> Problem:
     return Problem(problem.file, problem.field, message, "error", problem.line, problem.column)
 
 
-def from_warning(text: str) -> Problem:
+def from_warning(text: str, acknowledged: bool = False) -> Problem:
     """Split a ``file: field: message`` warning; a part without a file or field stays empty.
 
     A field path never holds a space, so a second part with one is the message's start.
     """
+    code, ack = code_of(text), (True if acknowledged else None)
     file, sep, rest = text.partition(": ")
     if not sep or " " in file:
-        return Problem("", "", text, "warning")
+        return Problem("", "", text, "warning", code=code, acknowledged=ack)
     field_, sep, message = rest.partition(": ")
     if not sep or " " in field_:
-        return Problem(file, "", rest, "warning")
-    return Problem(file, field_, message, "warning")
+        return Problem(file, "", rest, "warning", code=code, acknowledged=ack)
+    return Problem(file, field_, message, "warning", code=code, acknowledged=ack)
+
+
+def workload_code(warning: str, codes: Mapping[str, frozenset[str]]) -> str | None:
+    """The code of ``warning`` when the PodCliqueSets of its file acknowledge it (their
+    ``gitops.grove.io/acknowledge`` annotation, ``validation.acknowledge``), else None."""
+    if not codes:
+        return None
+    file = from_warning(warning).file
+    acked = codes.get(file)
+    if not acked:
+        return None
+    code = code_of(warning)
+    return code if code in acked else None
 
 
 def dedup_key(warning: str) -> str:
@@ -132,15 +152,27 @@ class WarningSink:
 
     quiet: bool = False
     seen: set[str] = field(default_factory=set)
+    #: Warnings their workload acknowledges (by code), new this run: reported once as
+    #: acknowledged, never as warnings.
+    acknowledged: list[str] = field(default_factory=list)
 
-    def select(self, warnings: Iterable[str], acknowledgements: Sequence[str] = ()) -> list[str]:
-        """The warnings to show now: new this run and not silenced."""
+    def select(
+        self,
+        warnings: Iterable[str],
+        acknowledgements: Sequence[str] = (),
+        codes: Mapping[str, frozenset[str]] | None = None,
+    ) -> list[str]:
+        """The warnings to show now: new this run and not silenced. ``codes`` (file -> codes
+        its workloads acknowledge) moves a warning to :attr:`acknowledged` instead."""
         shown: list[str] = []
         for warning in warnings:
             key = dedup_key(warning)
             if key in self.seen:
                 continue
             self.seen.add(key)
+            if workload_code(warning, codes or {}) is not None:
+                self.acknowledged.append(warning)
+                continue
             if self.quiet and acknowledged(warning, acknowledgements):
                 continue
             shown.append(warning)
@@ -152,10 +184,18 @@ class WarningSink:
         echo: Callable[[str], None],
         acknowledgements: Sequence[str] = (),
         prefix: str = "",
+        codes: Mapping[str, frozenset[str]] | None = None,
     ) -> list[str]:
-        shown = self.select(warnings, acknowledgements)
+        """Print the new warnings (with their code, to acknowledge them by) and, but with
+        ``quiet``, the newly acknowledged ones once, as acknowledged."""
+        before = len(self.acknowledged)
+        shown = self.select(warnings, acknowledgements, codes)
         for warning in shown:
-            echo(f"warning: {prefix}{warning}")
+            code = code_of(warning)
+            echo(f"warning: {prefix}{warning}" + (f" [{code}]" if code != UNCODED else ""))
+        if not self.quiet:
+            for warning in self.acknowledged[before:]:
+                echo(f"acknowledged [{code_of(warning)}]: {prefix}{warning}")
         return shown
 
 

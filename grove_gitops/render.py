@@ -32,7 +32,9 @@ from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.positions import locate
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs, repaired_pcs
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, cap_document, document_name
+from grove_gitops.validation.acknowledge import workload_acknowledgements
 from grove_gitops.validation.autoscaling import validate_hpas
+from grove_gitops.validation.clusterfacts import read_facts
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
@@ -49,6 +51,7 @@ from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.namespaces import namespace_warnings
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
+from grove_gitops.validation.references import reference_warnings
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
 
@@ -217,7 +220,7 @@ def _backend_findings(
         if finding.warning:
             inputs.warnings.append(f"{item.file}: {finding.field}: {finding.message}")
         else:
-            errs.append(invalid(finding.field or "spec", "object", finding.message))
+            errs.append(FieldError(finding.field or "spec", finding.kind, finding.message))
     return errs
 
 
@@ -269,6 +272,8 @@ class RenderPlan:
     extra: list[RenderedObject]
     inputs: _Inputs
     claim_templates: dict[tuple[str, str], dict[str, Any]]
+    #: file -> warning codes its PodCliqueSets acknowledge (``validation.acknowledge``).
+    acknowledged_codes: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def recover(self, item: PlannedPCS) -> PlannedPCS:
         """``item`` with its PodCliqueSet parsed, defaulted and validated again from its
@@ -422,7 +427,9 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         problems += _problems(raw.file, errs, document_name(raw.obj))
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy, raw))
-    inputs.warnings += namespace_warnings(source, inputs.render)
+    facts, fact_problems = read_facts(source.cluster_facts)
+    problems += fact_problems
+    inputs.warnings += namespace_warnings(source, inputs.render, facts.names("", "Namespace") if facts else set())
     for passthrough in source.passthrough:
         errs = object_errors(passthrough.obj, inputs.render.kubernetesVersion)
         problems += _problems(passthrough.file, errs, document_name(passthrough.obj))
@@ -444,7 +451,14 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace")
         extra.append(RenderedObject(f"{ns}/_resources" if ns else CLUSTER_SHARD, obj))
-    return RenderPlan(inputs.render, inputs.warnings, items, extra, inputs, claim_templates)
+    if facts is not None:
+        backends = {name: type(backend) for name, backend in inputs.backends.items()}
+        inputs.warnings += reference_warnings(
+            source, facts, inputs.render.defaultNamespace, backends, inputs.opcfg.scheduler.defaultProfileName
+        )
+    acks, ack_warnings = workload_acknowledgements(source.podcliquesets)
+    inputs.warnings += ack_warnings
+    return RenderPlan(inputs.render, inputs.warnings, items, extra, inputs, claim_templates, acks)
 
 
 def render_source(root: Path, feasibility: bool = False, at: str = "git") -> RenderResult:

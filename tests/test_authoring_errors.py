@@ -146,7 +146,9 @@ def test_two_enabled_schedulers_are_one_error_on_the_first_clique_that_differs(t
     assert [(p.field, p.message) for p in found] == [
         (
             "spec.template.cliques[2].spec.podSpec.schedulerName",
-            'Invalid value: "kai-scheduler, default-scheduler": the schedulerName for all pods have to be the same',
+            'Invalid value: "kai-scheduler, default-scheduler": the schedulerName for all pods have to be the same; '
+            "router, pleader, dleader, dworker use kai-scheduler (no schedulerName: the OperatorConfiguration's "
+            "default); pworker uses default-scheduler",
         )
     ]
 
@@ -267,7 +269,8 @@ def test_a_namespace_the_source_does_not_create_is_warned_about_until_declared(t
     (src / NAMESPACE_FILE).unlink()
     expected = (
         f'{PCS_FILE}: metadata.namespace: namespace "inference" is not created by the source (no v1 Namespace '
-        "object) nor listed in RenderConfiguration existingNamespaces; applying fails unless the cluster has it"
+        "object) nor listed in RenderConfiguration existingNamespaces or ClusterFacts; applying fails unless the "
+        "cluster has it"
     )
     assert _warnings(src) == [expected]
     _edit(

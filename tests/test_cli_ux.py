@@ -179,8 +179,11 @@ def _json(result: Result) -> dict[str, Any]:
             "severity",
             "line",
             "column",
+            "code",
+            "acknowledged",
         }
         assert ("line" in problem) == ("column" in problem)
+        assert ("code" in problem) == (problem["severity"] == "warning")
         assert problem["severity"] in ("error", "warning")
     return data
 
@@ -198,6 +201,7 @@ def test_json_validate_and_render(tmp_path: Path) -> None:
                 "field": "spec.template.cliques[1].spec.startsAfter",
                 "message": data["problems"][0]["message"],
                 "severity": "warning",
+                "code": "starts-after-unknown",
             }
         ]
         assert "ruoter" in data["problems"][0]["message"]

@@ -111,7 +111,9 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str]]] = [
      [f'{T}.cliques[1].spec.podSpec.schedulerName: Invalid value: "other": schedulerName must be an enabled scheduler backend']),
     ("mixed-enabled-schedulers", {"w.yaml": pcs(_set("spec.template.cliques.1.spec.podSpec.schedulerName", "kai-scheduler")),
                                   "op.yaml": TWO_PROFILES},
-     [f'{T}.cliques[1].spec.podSpec.schedulerName: Invalid value: "default-scheduler, kai-scheduler": the schedulerName for all pods have to be the same']),
+     [f'{T}.cliques[1].spec.podSpec.schedulerName: Invalid value: "default-scheduler, kai-scheduler": '
+      "the schedulerName for all pods have to be the same; router uses default-scheduler (no schedulerName: the "
+      "OperatorConfiguration's default); worker uses kai-scheduler"]),
     ("startsafter-cycle", {"w.yaml": pcs(_both(
         _set("spec.template.cliqueStartupType", "CliqueStartupTypeExplicit"),
         _set("spec.template.cliques.0.spec.startsAfter", ["worker"]),

@@ -76,7 +76,8 @@ def test_a_podgang_of_another_api_group_passes_through(text: str, tmp_path: Path
             "spec: {podgroups: [{name: a, minReplicas: 1}], topologyConstraint: 7, priorityClassName: 4}\n",
             [
                 "pg.yaml: spec.topologyConstraint: Invalid value: 7: must be of type object",
-                "pg.yaml: spec.priorityClassName: Invalid value: 4: must be of type string",
+                'pg.yaml: spec.priorityClassName: Invalid value: 4: must be of type string; quote it (the text you meant, in quotes): '
+                "unquoted, YAML reads it as the number 4, which drops how it was written (1.10 reads as 1.1)",
             ],
         ),
         ("spec: {podgroups: [], extra: 1}\n", ["pg.yaml: spec.extra: field not declared in schema"]),

@@ -123,6 +123,9 @@ def loose_gangs(pcs: PodCliqueSet) -> list[str]:
 
 class CoschedulingBackend(SchedulerBackend):
     name: ClassVar[str] = SCHEDULER
+    warning_codes: ClassVar[Mapping[str, str]] = {
+        "min-member-summed": r"scheduler-plugins Coscheduling has one flat PodGroup per PodGang",
+    }
     pod_scheduler_name: ClassVar[str] = SCHEDULER
 
     def __init__(self, context: BackendContext) -> None:

@@ -29,6 +29,8 @@ the version it needs; without it this backend renders for every supported versio
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
@@ -84,6 +86,13 @@ COMPOSITE_REQUIREMENT = (
 
 class DefaultSchedulerBackend(SchedulerBackend):
     name: ClassVar[str] = "default-scheduler"
+    warning_codes: ClassVar[Mapping[str, str]] = {
+        "topology-ignored": re.escape(TOPOLOGY_IGNORED),
+        "workload-api-requirement": re.escape(CONFIG_FIELD) + ": ",
+        "workload-api-topology": r"(Workload API has (required topology constraints only|no topology constraints)"
+        r"|Kubernetes 1\.36 renders .* as one PodGroup with a single topology key)",
+        "workload-api-min-count": r"cannot make several pod groups all-or-nothing together",
+    }
     #: Grove's ``KubeSchedulerConfig``: a misspelt ``gangScheduling`` would render no gangs.
     config_keys: ClassVar[frozenset[str] | None] = frozenset({"gangScheduling"})
 

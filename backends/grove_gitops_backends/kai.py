@@ -122,7 +122,10 @@ def resolve_queue(pcs: PodCliqueSet) -> tuple[str, BackendFinding | None]:
     if not found:
         return "", BackendFinding(
             f"metadata.labels[{QUEUE_KEY}]",
-            f"no KAI queue is configured on PodCliqueSet {ref} or its PodClique templates",
+            f"no KAI queue is configured on PodCliqueSet {ref} or its PodClique templates; "
+            f"set the label {QUEUE_KEY}: <queue> under metadata.labels, naming the KAI Queue its gangs "
+            "are submitted to (KAI has no default queue)",
+            kind="Required value",
         )
     if len(found) > 1:
         second = list(found.values())[1]
@@ -191,6 +194,7 @@ def topology_problems(binding: ClusterTopologyBinding) -> list[FieldError]:
 class KaiBackend(SchedulerBackend):
     name: ClassVar[str] = NAME
     queue_key: ClassVar[tuple[str, str] | None] = ("labels", QUEUE_KEY)
+    queue_object: ClassVar[tuple[str, str] | None] = ("scheduling.run.ai", "Queue")
     pod_scheduler_name: ClassVar[str] = NAME
     topology_aware: ClassVar[bool] = True
     #: Grove's ``KaiSchedulerConfiguration`` is empty ("reserved for future options").

@@ -319,6 +319,9 @@ def parse_config(
 
 class KoordinatorBackend(SchedulerBackend):
     name: ClassVar[str] = SCHEDULER
+    warning_codes: ClassVar[Mapping[str, str]] = {
+        "preferred-ignored": r"preferred domain '.*' is not rendered: Koordinator's solver does not read PreferGather",
+    }
     pod_scheduler_name: ClassVar[str] = SCHEDULER
 
     def __init__(self, context: BackendContext) -> None:

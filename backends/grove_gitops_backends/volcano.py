@@ -171,7 +171,13 @@ def network_topology(required: Tier | None, preferred: Tier | None) -> dict[str,
 
 class VolcanoBackend(SchedulerBackend):
     name: ClassVar[str] = NAME
+    warning_codes: ClassVar[Mapping[str, str]] = {
+        "preferred-ignored": r"Volcano networkTopology has one mode per constraint",
+        "tier-domain-missing": r"ClusterTopologyBinding .* has no domain ",
+        "queue-undefined": r"volcano queue .* is not defined in the source tree",
+    }
     queue_key: ClassVar[tuple[str, str] | None] = ("annotations", QUEUE_ANNOTATION)
+    queue_object: ClassVar[tuple[str, str] | None] = ("scheduling.volcano.sh", "Queue")
     pod_scheduler_name: ClassVar[str] = NAME
 
     # ------------------------------------------------------------------ admission

@@ -49,16 +49,18 @@ def check(
             cache.finish()
     sink = WarningSink(quiet=quiet)
     tree, acks, n_pcs = outcome.tree, outcome.acknowledged, outcome.podcliquesets
+    codes = outcome.acknowledged_codes
     tree.warnings = tree.warnings + outcome.feasibility_warnings  # reported, never in the output's README
     fleet = f" for {len(outcome.clusters)} cluster(s) ({', '.join(c.name for c in outcome.clusters)})" if outcome.clusters else ""
     if as_json:
-        shown = sink.select(tree.warnings, acks)
+        shown = sink.select(tree.warnings, acks, codes)
         summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}
         if outcome.clusters:
             summary["clusters"] = {c.name: {"podCliqueSets": len(c.plan.items), "objects": c.tree.objects} for c in outcome.clusters}
-        click.echo(json_document(True, [from_warning(w) for w in shown], **summary))
+        listed = [from_warning(w) for w in shown] + [from_warning(w, True) for w in sink.acknowledged]
+        click.echo(json_document(True, listed, **summary))
         return
-    sink.emit(tree.warnings, lambda line: click.echo(line, err=True), acks)
+    sink.emit(tree.warnings, lambda line: click.echo(line, err=True), acks, codes=codes)
     if quiet:
         return
     if out is not None:

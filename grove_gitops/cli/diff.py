@@ -131,10 +131,16 @@ def diff_command(
         report, hint = _build(base, head, rendered, repo, source_path, (base_label, head_label), context, cache)
         sink = WarningSink(quiet=quiet)
         if as_json:
-            shown = sink.select(report.head.warnings, report.head.acknowledged)
-            problems += [from_warning(w) for w in shown]
+            shown = sink.select(report.head.warnings, report.head.acknowledged, report.head.acknowledged_codes)
+            problems += [from_warning(w) for w in shown] + [from_warning(w, True) for w in sink.acknowledged]
         else:
-            sink.emit(report.head.warnings, lambda line: click.echo(line, err=True), report.head.acknowledged, "head: ")
+            sink.emit(
+                report.head.warnings,
+                lambda line: click.echo(line, err=True),
+                report.head.acknowledged,
+                "head: ",
+                report.head.acknowledged_codes,
+            )
         if fmt == "text":
             text = render_text(report, title, risk_lines(report))
             parts = [text]

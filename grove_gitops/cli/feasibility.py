@@ -46,7 +46,12 @@ def feasibility(source: Path, output: str) -> None:
     elif result is None:
         click.echo(f"no NodeInventory or v1 Node list in {source}: nothing to check")
     else:
-        WarningSink().emit(plan.warnings, lambda line: click.echo(line, err=True), plan.config.acknowledgedWarnings)
+        WarningSink().emit(
+            plan.warnings,
+            lambda line: click.echo(line, err=True),
+            plan.config.acknowledgedWarnings,
+            codes=plan.acknowledged_codes,
+        )
         click.echo(to_text(result), nl=False)
     if result is not None and not result.fits:
         sys.exit(3)

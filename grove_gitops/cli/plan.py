@@ -76,7 +76,9 @@ def plan_command(
             click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     sink = WarningSink(quiet=quiet)
-    sink.emit(head_side.warnings, lambda line: click.echo(line, err=True), head_side.acknowledged, "head: ")
+    sink.emit(
+        head_side.warnings, lambda line: click.echo(line, err=True), head_side.acknowledged, "head: ", head_side.acknowledged_codes
+    )
     if as_json:
         click.echo(render_json(plan))
         return

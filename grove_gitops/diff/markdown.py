@@ -106,10 +106,14 @@ def _overview(report: Report) -> str:
     lines.append(
         f"Legend: + added, − removed, ~ modified, ⇄ replaced (a pod recreated under a new name); {SETTINGS_LEGEND}."
     )
-    new_warnings = [w for w in report.head.warnings if w not in report.base.warnings]
+    new_warnings, acked = report.new_warnings()
     if new_warnings:
         lines += ["", f"<details><summary>⚠️ {len(new_warnings)} new render warning(s) in head</summary>", ""]
         lines += [f"- {_esc(w)}" for w in new_warnings]
+        lines += ["", "</details>"]
+    if acked:
+        lines += ["", f"<details><summary>✔️ {len(acked)} acknowledged warning(s) in head</summary>", ""]
+        lines += [f"- acknowledged: {_esc(w)}" for w in acked]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n\n"
 

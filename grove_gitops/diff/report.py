@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from grove_gitops.diff.model import Change, ObjectKey, TreeObject, compare
 from grove_gitops.diff.semantic import Counts, ShardSummary, summarize
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
+from grove_gitops.problems import workload_code
 
 
 @dataclass
@@ -35,6 +36,9 @@ class Side:
     #: (namespace, PodGang) -> why it does not fit the source's node inventory (a head source
     #: side with an inventory only): the plan tells a gang a topology change strands.
     unfit_gangs: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: file -> warning codes its PodCliqueSets acknowledge (``gitops.grove.io/acknowledge``):
+    #: those warnings are reported as acknowledged, not as warnings.
+    acknowledged_codes: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.shard_objects:
@@ -65,6 +69,13 @@ class Report:
     def all_shards(self) -> set[str]:
         """Every shard with objects on either side (changed or not)."""
         return set(self.base.shard_objects) | set(self.head.shard_objects)
+
+    def new_warnings(self) -> tuple[list[str], list[str]]:
+        """Head's warnings that base does not have: those to show as warnings, and those
+        their workload acknowledges (``gitops.grove.io/acknowledge``), shown as acknowledged."""
+        new = [w for w in self.head.warnings if w not in self.base.warnings]
+        acked = [w for w in new if workload_code(w, self.head.acknowledged_codes) is not None]
+        return [w for w in new if w not in acked], acked
 
     def totals(self) -> Counts:
         counts = Counts()

@@ -128,6 +128,7 @@ def _side(
         [c.name for c in outcome.clusters],
         counts,
         dict(outcome.unfit_gangs),
+        outcome.acknowledged_codes,
     )
 
 

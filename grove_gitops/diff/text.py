@@ -78,9 +78,11 @@ def render_text(report: Report, title: str = "grove-gitops render diff", risks: 
         )
     if risks:
         lines += ["", "Rollout risks (see grove-gitops plan):"] + [f"  - {r}" for r in risks]
-    new_warnings = [w for w in report.head.warnings if w not in report.base.warnings]
+    new_warnings, acked = report.new_warnings()
     if new_warnings:
         lines += ["", "New render warnings in head:"] + [f"  - {w}" for w in new_warnings]
+    if acked:
+        lines += ["", "Acknowledged warnings in head:"] + [f"  - acknowledged: {w}" for w in acked]
     lines.append("")
     for s in report.shards:
         lines += _shard(s)

@@ -51,6 +51,16 @@ class Outcome:
     unfit_gangs: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
+    def acknowledged_codes(self) -> dict[str, frozenset[str]]:
+        """file -> warning codes its PodCliqueSets acknowledge, over every plan (a file's
+        annotation is the same in each cluster's plan; a fleet's warnings name the file)."""
+        out: dict[str, frozenset[str]] = {}
+        for plan in self.plans:
+            for file, codes in plan.acknowledged_codes.items():
+                out[file] = out.get(file, frozenset()) | codes
+        return out
+
+    @property
     def plans(self) -> list[RenderPlan]:
         """The single plan, or every cluster's."""
         return [self.plan] if self.plan is not None else [c.plan for c in self.clusters]

@@ -319,6 +319,7 @@ def _cluster_source(
         operator_config=opcfg,
         render_config=render,
         passthrough=[item for item in source.passthrough if in_paths(item)],
+        cluster_facts=[item for item in source.cluster_facts if in_paths(item)],
     )
     return virtual, problems, warnings
 

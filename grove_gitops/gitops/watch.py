@@ -54,7 +54,7 @@ def render_once(
     finally:
         if cache is not None:
             cache.finish()
-    (sink or WarningSink()).emit(tree.warnings, echo, outcome.acknowledged)
+    (sink or WarningSink()).emit(tree.warnings, echo, outcome.acknowledged, codes=outcome.acknowledged_codes)
     echo(f"rendered {outcome.podcliquesets} PodCliqueSet(s), {len(tree.files)} files in {out}")
     return True
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import pathspec
 from pydantic import BaseModel, ValidationError
 
+from grove_gitops.api.clusterfacts import ClusterFacts
 from grove_gitops.api.inventory import Node, NodeInventory
 from grove_gitops.api.inventorycheck import inventory_problems
 from grove_gitops.api.operatorconfig import OperatorConfiguration
@@ -53,6 +54,7 @@ CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")
 OPCFG_KIND = ("operator.config.grove.io/v1alpha1", "OperatorConfiguration")
 RENDERCFG_KIND = ("gitops.grove.io/v1alpha1", "RenderConfiguration")
 INVENTORY_KIND = ("gitops.grove.io/v1alpha1", "NodeInventory")
+FACTS_KIND = ("gitops.grove.io/v1alpha1", "ClusterFacts")
 #: A ``v1`` Node (``kubectl get nodes -o yaml``) is node inventory, never an output object.
 NODE_KIND = ("v1", "Node")
 HOSTNAME = "kubernetes.io/hostname"
@@ -73,7 +75,7 @@ OWNED_KINDS: dict[str, tuple[str, ...]] = {
     "grove.io": ("PodCliqueSet", "ClusterTopologyBinding", "PodClique", "PodCliqueScalingGroup"),
     "scheduler.grove.io": ("PodGang",),
     "operator.config.grove.io": ("OperatorConfiguration",),
-    "gitops.grove.io": ("RenderConfiguration", "NodeInventory", "Cluster"),
+    "gitops.grove.io": ("RenderConfiguration", "NodeInventory", "Cluster", "ClusterFacts"),
 }
 _KIND_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _VERSION_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -110,6 +112,8 @@ class SourceSet:
     #: ``v1`` Nodes, with the field prefix (``items[3].``) of a Node inside a List.
     inventories: list[Sourced[NodeInventory]] = field(default_factory=list)
     nodes: list[Sourced[tuple[str, Node]]] = field(default_factory=list)
+    #: What the cluster has that the source refers to (``api.clusterfacts``, docs/authoring.md).
+    cluster_facts: list[Sourced[ClusterFacts]] = field(default_factory=list)
     #: Fleet mode (``grove_gitops.fleet``): the Cluster documents, every OperatorConfiguration
     #: and RenderConfiguration (a fleet holds one per cluster), the "a second ..." problems,
     #: which only stand when there is no Cluster, and the problems of those second
@@ -526,6 +530,10 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
         inventory = _parse(NodeInventory, doc, out, prefix)
         if inventory is not None:
             out.inventories.append(Sourced(doc.file, inventory))
+    elif (api, kind) == FACTS_KIND:
+        facts = _parse(ClusterFacts, doc, out, prefix)
+        if facts is not None:
+            out.cluster_facts.append(Sourced(doc.file, facts))
     elif (api, kind) == NODE_KIND:
         node = _parse(Node, doc, out, prefix)
         if node is not None and not node.metadata.name:
@@ -538,6 +546,7 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
         "OperatorConfiguration",
         "RenderConfiguration",
         "NodeInventory",
+        "ClusterFacts",
     ):
         out.problems.append(
             InputProblem(doc.file, f"{prefix}apiVersion", f"unsupported apiVersion {api!r} for kind {kind}")

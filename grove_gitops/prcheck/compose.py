@@ -308,6 +308,9 @@ def compose(opts: Options) -> Result:
                 f"{stderr.strip()}",
                 public=f"grove-gitops failed on head (exit {code}); see the job log.",
             )
+        # a warning its workload acknowledges (gitops.grove.io/acknowledge) is no annotation and
+        # no warning: the comment's diff lists it once, as acknowledged, when head brings it
+        problems = [p for p in problems if p.get("acknowledged") is not True]
         notes = to_annotations(problems, head_root, source_path)
         status.errors = sum(1 for p in problems if p.get("severity") != "warning")
         status.warnings = len(problems) - status.errors

@@ -104,6 +104,28 @@ _TYPE_NAMES = {
 }
 
 
+def quote_hint(value: Any) -> str:
+    """What to write instead of a number or boolean where text is wanted (``version: 1.10``
+    under labels): YAML read the unquoted scalar as something else, and reading it back as
+    text cannot be trusted (``1.10`` is the number 1.1, ``yes`` the boolean true)."""
+    if isinstance(value, bool):
+        return (
+            f'; quote it ("{go_value(value)}"): unquoted, YAML reads {go_value(value)} as a boolean '
+            "(so are yes, no, on and off)"
+        )
+    if isinstance(value, int | float):
+        return (
+            "; quote it (the text you meant, in quotes): unquoted, YAML reads it as the number "
+            f"{go_value(value)}, which drops how it was written (1.10 reads as 1.1)"
+        )
+    return ""
+
+
+def type_detail(expected: str, value: Any) -> str:
+    """``must be of type string``, with :func:`quote_hint` when a string was expected."""
+    return f"must be of type {expected}" + (quote_hint(value) if expected == "string" else "")
+
+
 def from_pydantic(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> list[FieldError]:
     """Translate pydantic's errors into Kubernetes-style field errors.
 
@@ -116,6 +138,7 @@ def from_pydantic(exc: ValidationError, prefix: str = "", model: type[BaseModel]
     guesses = misspellings(errors, model) if model is not None else {}
     explained = {(*loc[:-1], guess) for loc, guess in guesses.items()}
     out: list[FieldError] = []
+    placed: list[str] = []  # unknown fields looked for elsewhere in the model: bounded like guesses
     for err in errors:
         loc = user_loc(err["loc"])
         path = join_path([*([prefix] if prefix else []), *loc])
@@ -126,18 +149,43 @@ def from_pydantic(exc: ValidationError, prefix: str = "", model: type[BaseModel]
                 out.append(required(path))
         elif kind == "extra_forbidden":
             guess = guesses.get(tuple(loc))
-            out.append(FieldError(path, "field not declared in schema" + (f"; did you mean {guess}?" if guess else "")))
+            hint = f"; did you mean {guess}?" if guess else ""
+            if not guess and model is not None and len(placed) < MAX_SUGGESTIONS:
+                hint = misplaced(model, loc, prefix)
+                placed.append(path)
+            out.append(FieldError(path, "field not declared in schema" + hint))
         elif kind == "literal_error":
             expected = err.get("ctx", {}).get("expected", "")
             supported = [s.strip().strip("'") for s in str(expected).replace(" or ", ", ").split(",")]
             out.append(not_supported(path, value, [s for s in supported if s]))
         elif kind in _TYPE_NAMES:
-            out.append(invalid(path, value, f"must be of type {_TYPE_NAMES[kind]}"))
+            out.append(invalid(path, value, type_detail(_TYPE_NAMES[kind], value)))
         elif kind in ("less_than_equal", "greater_than_equal") and _is_int32_bound(err.get("ctx", {})):
             out.append(invalid(path, value, _INT32_MESSAGE))
         else:
             out.append(invalid(path, value, err["msg"]))
     return out
+
+
+def misplaced(model: type[BaseModel], loc: Sequence[int | str], prefix: str = "") -> str:
+    """``"; it belongs under spec: spec.template.cliques[4].spec.autoScalingConfig"`` for an
+    unknown field that a mapping one level down (or the mapping one level up) declares: a
+    field written at the wrong indentation, which a did-you-mean cannot name."""
+    if not loc or not isinstance(loc[-1], str):
+        return ""
+    name, where = loc[-1], list(loc[:-1])
+
+    def full(parts: Sequence[int | str]) -> str:
+        return join_path([*([prefix] if prefix else []), *parts])
+
+    for child in declared_fields(model, where):
+        for down in ([*where, child], [*where, child, 0]):
+            if name in declared_fields(model, down):
+                return f"; it belongs under {child}: {full([*down, name])}"
+    up = where[:-2] if where and isinstance(where[-1], int) else where[:-1]  # an item's parent: the list's holder
+    if where and name in declared_fields(model, up):
+        return f"; it belongs one level up: {full([*up, name])}"
+    return ""
 
 
 def user_loc(loc: Sequence[int | str]) -> list[int | str]:

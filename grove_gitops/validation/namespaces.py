@@ -11,12 +11,13 @@ namespaces every cluster has (``default``, ``kube-system``, ...) never need decl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.load.source import SourceSet
 from grove_gitops.validation.fielderrors import go_value
+from grove_gitops.validation.suggest import MAX_CANDIDATES, did_you_mean
 
 #: Namespaces Kubernetes creates itself.
 BUILT_IN = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
@@ -42,13 +43,17 @@ def created_namespaces(source: SourceSet) -> set[str]:
     return out
 
 
-def namespace_warnings(source: SourceSet, render: RenderConfig) -> list[str]:
+def namespace_warnings(source: SourceSet, render: RenderConfig, in_cluster: Collection[str] = ()) -> list[str]:
     """``file: metadata.namespace: message`` for each file that relies on an implicit or
-    undeclared namespace, once per file and namespace."""
+    undeclared namespace, once per file and namespace. ``in_cluster``: the namespaces of the
+    source's ClusterFacts, which RenderConfiguration's ``existingNamespaces`` predates."""
     explicit_default = "defaultNamespace" in render.model_fields_set
-    known = BUILT_IN | created_namespaces(source) | set(render.existingNamespaces)
+    known = BUILT_IN | created_namespaces(source) | set(render.existingNamespaces) | set(in_cluster)
     warnings: list[str] = []
     seen: set[tuple[str, str]] = set()
+    # the namespaces the source, RenderConfiguration or the cluster facts name: the ones a typo
+    # is likely of (Kubernetes' own four are never guessed, and without others nothing is tried)
+    candidates = sorted(known - BUILT_IN)[:MAX_CANDIDATES]
 
     def undeclared(file: str, namespace: str, how: str) -> None:
         if namespace in known or (file, namespace) in seen:
@@ -56,7 +61,9 @@ def namespace_warnings(source: SourceSet, render: RenderConfig) -> list[str]:
         seen.add((file, namespace))
         warnings.append(
             f"{file}: {FIELD}: namespace {go_value(namespace)}{how} is not created by the source (no v1 Namespace "
-            "object) nor listed in RenderConfiguration existingNamespaces; applying fails unless the cluster has it"
+            "object) nor listed in RenderConfiguration existingNamespaces or ClusterFacts; applying fails unless the "
+            "cluster has it"
+            + did_you_mean(namespace, candidates)
         )
 
     for item in source.podcliquesets:

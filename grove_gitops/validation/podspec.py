@@ -29,7 +29,7 @@ from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT
-from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required
+from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required, type_detail
 from grove_gitops.validation.suggest import MAX_SUGGESTIONS, did_you_mean
 
 __all__ = [
@@ -268,12 +268,23 @@ def _object_schema_errors(
                     errs.append(FieldError(join_path([base, str(k)]), "unknown field" + hint))
         elif error.validator == "required" and isinstance(error.instance, Mapping):
             errs += [required(join_path([base, str(k)])) for k in error.validator_value if k not in error.instance]
+        elif error.validator == "type" and _expected_type(error.validator_value):
+            # jsonschema's "True is not of type 'string', 'null'" is Python's spelling; say it as
+            # Kubernetes does (true, must be of type string), with the "quote it" hint.
+            errs.append(invalid(base, error.instance, type_detail(_expected_type(error.validator_value), error.instance)))
         elif "resources" in where and error.validator == "oneOf":
             continue  # a quantity of the wrong type; resource_errors names it with the grammar
         else:
             message = str(error.message)
             errs.append(invalid(base, error.instance, message if len(message) < 200 else message[:197] + "..."))
     return errs
+
+
+def _expected_type(declared: object) -> str:
+    """The one JSON type a schema's ``type`` asks for, ``null`` aside (empty when several)."""
+    names = [declared] if isinstance(declared, str) else list(declared) if isinstance(declared, list) else []
+    wanted = [n for n in names if n != "null" and isinstance(n, str)]
+    return wanted[0] if len(wanted) == 1 else ""
 
 
 def _value_at(pod_spec: Mapping[str, Any], where: tuple[str | int, ...]) -> Any:

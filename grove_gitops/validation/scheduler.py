@@ -17,7 +17,7 @@ from collections.abc import Collection
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.validation.fielderrors import FieldError, invalid
-from grove_gitops.validation.suggest import did_you_mean
+from grove_gitops.validation.suggest import MAX_LISTED, did_you_mean
 
 NOT_ENABLED = (
     "schedulerName must be an enabled scheduler backend; this scheduler is not enabled in OperatorConfiguration"
@@ -65,8 +65,24 @@ def validate_scheduler_names(pcs: PodCliqueSet, default: str, enabled: Collectio
     unique = list(dict.fromkeys(name for _, name in usable))
     if len(unique) > 1:
         first = next(i for i, name in usable if name != unique[0])
-        errs.append(invalid(clique_path(first), ", ".join(unique), NOT_SAME))
+        errs.append(invalid(clique_path(first), ", ".join(unique), NOT_SAME + _who_uses(pcs, usable)))
     return errs
+
+
+def _who_uses(pcs: PodCliqueSet, usable: list[tuple[int, str]]) -> str:
+    """``; router uses default-scheduler; pleader, dleader use kai-scheduler (no schedulerName:
+    the OperatorConfiguration's default)``: which cliques disagree, so the reader knows which ones to change."""
+    by_name: dict[str, list[int]] = {}
+    for i, name in usable:
+        by_name.setdefault(name, []).append(i)
+    parts = []
+    for name, indexes in by_name.items():
+        cliques = [pcs.cliques[i].name for i in indexes]
+        shown = ", ".join(cliques[:MAX_LISTED]) + (f" and {len(cliques) - MAX_LISTED} more" if len(cliques) > MAX_LISTED else "")
+        unset = all(not pcs.cliques[i].spec.podSpec.get("schedulerName") for i in indexes)
+        how = " (no schedulerName: the OperatorConfiguration's default)" if unset else ""
+        parts.append(f"{shown} {'uses' if len(cliques) == 1 else 'use'} {name}{how}")
+    return "; " + "; ".join(parts)
 
 
 def selected_scheduler(pcs: PodCliqueSet, default: str) -> str:

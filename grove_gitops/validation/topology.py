@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from grove_gitops.api.podcliqueset import PodCliqueSet, TopologyConstraint
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.validation.fielderrors import FieldError, forbidden, invalid, required
+from grove_gitops.validation.suggest import did_you_mean, known_listing
 
 T = "spec.template"
 DOMAIN_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -109,6 +110,11 @@ def _domain_fields(tc: TopologyConstraint) -> list[tuple[str, str]]:
     return out
 
 
+def binding_not_found(name: str, bindings: Mapping[str, ClusterTopologyBinding]) -> str:
+    """Grove's "not found", then the bindings the source has and the one ``name`` misspells."""
+    return f'ClusterTopologyBinding "{name}" not found' + known_listing(name, bindings, "ClusterTopologyBindings")
+
+
 def validate_topology(
     pcs: PodCliqueSet,
     tas_enabled: bool,
@@ -174,7 +180,7 @@ def validate_topology(
     name = next(iter(resolved.values()))
     binding = bindings.get(name)
     if binding is None:
-        return [invalid(f"{T}.topologyConstraint.topologyName", name, f'ClusterTopologyBinding "{name}" not found')], []
+        return [invalid(f"{T}.topologyConstraint.topologyName", name, binding_not_found(name, bindings))], []
     domains = binding.domains()
     listing = "[" + " ".join(domains) + "]"
     for site in present:
@@ -184,7 +190,8 @@ def validate_topology(
                     invalid(
                         f"{site.path}.{field}",
                         value,
-                        f"topology domain '{value}' does not exist in cluster topology {listing}",
+                        f"topology domain '{value}' does not exist in cluster topology {listing}"
+                        + did_you_mean(value, domains),
                     )
                 )
     if errs:

@@ -21,7 +21,7 @@ from tests.schemas import CRDRegistry
 from tests.support import assert_schema_valid, objects_by_kind, plain, render_files, without_namespace_warnings
 
 T = "spec.template"
-OBJ = 'Invalid value: "object"'
+OBJ = 'Invalid value'
 LABEL = "scheduling.x-k8s.io/pod-group"
 CFG = "scheduler.profiles[scheduler-plugins-scheduler].config"
 CTB = """\

@@ -231,27 +231,29 @@ def test_topology_rendered_even_with_tas_disabled(tmp_path: Path) -> None:
     [
         (
             PLAIN.replace("labels: {kai.scheduler/queue: q1}", "labels: {}").replace("kai.scheduler/queue: q1, ", ""),
-            'plain.yaml: metadata.labels[kai.scheduler/queue]: Invalid value: "object": '
-            "no KAI queue is configured on PodCliqueSet ml/plain or its PodClique templates",
+            "plain.yaml: metadata.labels[kai.scheduler/queue]: Required value: "
+            "no KAI queue is configured on PodCliqueSet ml/plain or its PodClique templates; set the label "
+            "kai.scheduler/queue: <queue> under metadata.labels, naming the KAI Queue its gangs are submitted to "
+            "(KAI has no default queue)",
         ),
         (
             PLAIN.replace("labels: {kai.scheduler/queue: q1}", "labels: {kai.scheduler/queue: q2}"),
-            'plain.yaml: spec.template.cliques[1].annotations[kai.scheduler/queue]: Invalid value: "object": '
+            'plain.yaml: spec.template.cliques[1].annotations[kai.scheduler/queue]: Invalid value: '
             "conflicting KAI queues on PodCliqueSet ml/plain PodClique templates: [q1 q2]",
         ),
         (
             PLAIN.replace("metadata: {name: plain, namespace: ml}", "metadata: {name: plain, namespace: ml, labels: {kai.scheduler/queue: q0}}"),
-            'plain.yaml: spec.template.cliques[0].labels[kai.scheduler/queue]: Invalid value: "object": '
+            'plain.yaml: spec.template.cliques[0].labels[kai.scheduler/queue]: Invalid value: '
             'KAI queue on PodCliqueSet ml/plain is "q0" but PodClique template "a" resolves to "q1"',
         ),
         (
             PLAIN.replace("name: plain,", "name: pl.ain,"),
-            'plain.yaml: metadata.name: Invalid value: "object": PodCliqueSet name "pl.ain" contains \'.\': '
+            'plain.yaml: metadata.name: Invalid value: PodCliqueSet name "pl.ain" contains \'.\': '
             "KAI SubGroup names are built from it and must be DNS labels (RFC 1123), which cannot contain '.'",
         ),
         (
             PLAIN.replace("- name: b\n", "- name: b.x\n"),
-            'plain.yaml: spec.template.cliques[1].name: Invalid value: "object": PodClique name "b.x" contains \'.\': '
+            'plain.yaml: spec.template.cliques[1].name: Invalid value: PodClique name "b.x" contains \'.\': '
             "KAI SubGroup names are built from it and must be DNS labels (RFC 1123), which cannot contain '.'",
         ),
     ],
@@ -264,7 +266,7 @@ def test_rejections(tmp_path: Path, text: str, expected: str) -> None:
 def test_dotted_scaling_group_name_is_rejected(tmp_path: Path) -> None:
     text = INF.replace("name: prefill,", "name: pre.fill,")
     assert problems_of(tmp_path, {"ctb.yaml": GPU_FABRIC, "cfg.yaml": KAI_DEFAULT, "inf.yaml": text}) == [
-        'inf.yaml: spec.template.podCliqueScalingGroups[0].name: Invalid value: "object": PodCliqueScalingGroup '
+        'inf.yaml: spec.template.podCliqueScalingGroups[0].name: Invalid value: PodCliqueScalingGroup '
         "name \"pre.fill\" contains '.': KAI SubGroup names are built from it and must be DNS labels (RFC 1123), "
         "which cannot contain '.'"
     ]

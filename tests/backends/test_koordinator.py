@@ -377,7 +377,7 @@ def test_podgroup_name_always_fits_a_label_value() -> None:
 
 # -- rejections ---------------------------------------------------------------------------------
 
-OBJ = 'Invalid value: "object"'
+OBJ = 'Invalid value'
 
 
 def test_scaling_group_topology_is_rejected(tmp_path: Path) -> None:

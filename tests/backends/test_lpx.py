@@ -123,7 +123,7 @@ def test_topology_constraints_are_rejected_with_groves_message(tmp_path: Path, w
         tmpl["topologyConstraint"] = {"topologyName": "fabric", "pack": {"preferred": "zone"}}
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, doc, tas=True)
-    assert [plain(str(p)) for p in info.value.problems] == [f'pcs.yaml: spec: Invalid value: "object": {GROVE_MESSAGE}']
+    assert [plain(str(p)) for p in info.value.problems] == [f'pcs.yaml: spec: Invalid value: {GROVE_MESSAGE}']
 
 
 def test_without_constraints_tas_on_is_fine(tmp_path: Path) -> None:

@@ -263,11 +263,11 @@ spec:
 def test_topology_without_tier_mapping_is_rejected_with_grove_messages(tmp_path: Path) -> None:
     problems = problems_of(tmp_path, {"ctb.yaml": GPU_FABRIC, "cfg.yaml": VOLCANO_ENABLED, "t.yaml": NO_TAS_PCS})
     assert problems == [
-        't.yaml: spec.template.topologyConstraint: Invalid value: "object": '
+        't.yaml: spec.template.topologyConstraint: Invalid value: '
         "volcano scheduler backend does not support topologyConstraint on PodCliqueSet",
-        't.yaml: spec.template.cliques[0].topologyConstraint: Invalid value: "object": '
+        't.yaml: spec.template.cliques[0].topologyConstraint: Invalid value: '
         'volcano scheduler backend does not support topologyConstraint on PodClique "a"',
-        't.yaml: spec.template.podCliqueScalingGroups[0].topologyConstraint: Invalid value: "object": '
+        't.yaml: spec.template.podCliqueScalingGroups[0].topologyConstraint: Invalid value: '
         'volcano scheduler backend does not support topologyConstraint on PodCliqueScalingGroup "g"',
     ]
 
@@ -280,12 +280,12 @@ def test_unmapped_domain_and_unexpressible_scaling_group_are_rejected(tmp_path: 
     prefix = "volcano scheduler backend does not support topologyConstraint on"
     group = "spec.template.podCliqueScalingGroups[0].topologyConstraint"
     assert problems == [
-        f'inf.yaml: spec.template.topologyConstraint.pack.required: Invalid value: "object": {prefix} PodCliqueSet: '
+        f'inf.yaml: spec.template.topologyConstraint.pack.required: Invalid value: {prefix} PodCliqueSet: '
         'topology domain "zone" has no HyperNode tier in the volcano profile config (hyperNodeTiers[gpu-fabric])',
-        f'inf.yaml: {group}: Invalid value: "object": {prefix} PodCliqueScalingGroup "prefill" while its PodClique '
+        f'inf.yaml: {group}: Invalid value: {prefix} PodCliqueScalingGroup "prefill" while its PodClique '
         '"pleader" has its own topologyConstraint: a Volcano pod belongs to one subGroupPolicy entry, so the two '
         "constraints cannot be nested",
-        f'inf.yaml: {group}: Invalid value: "object": {prefix} PodCliqueScalingGroup "prefill" while its PodClique '
+        f'inf.yaml: {group}: Invalid value: {prefix} PodCliqueScalingGroup "prefill" while its PodClique '
         '"pworker" has minAvailable 1 < replicas 2: the scaling group\'s subGroupPolicy entry could not keep '
         "per-PodClique minimums",
     ]
@@ -297,17 +297,17 @@ def test_unmapped_domain_and_unexpressible_scaling_group_are_rejected(tmp_path: 
         (
             "{zone: 3, rack: -2, host: 1}",
             [
-                f'inf.yaml: {TIERS_PATH}[rack]: Invalid value: "object": HyperNode tier must be a number >= 0 '
+                f'inf.yaml: {TIERS_PATH}[rack]: Invalid value: HyperNode tier must be a number >= 0 '
                 "(highestTierAllowed) or a tierName (highestTierName), got -2"
             ],
         ),
         (
             "{zone: 1, rack: 2, host: 3}",
             [
-                f'inf.yaml: {TIERS_PATH}[zone]: Invalid value: "object": HyperNode tiers must decrease from broader '
+                f'inf.yaml: {TIERS_PATH}[zone]: Invalid value: HyperNode tiers must decrease from broader '
                 'to narrower domains: "zone" (tier 1) is broader than "rack" (tier 2) in ClusterTopologyBinding '
                 '"gpu-fabric"',
-                f'inf.yaml: {TIERS_PATH}[rack]: Invalid value: "object": HyperNode tiers must decrease from broader '
+                f'inf.yaml: {TIERS_PATH}[rack]: Invalid value: HyperNode tiers must decrease from broader '
                 'to narrower domains: "rack" (tier 2) is broader than "host" (tier 3) in ClusterTopologyBinding '
                 '"gpu-fabric"',
             ],
@@ -356,14 +356,14 @@ ANN = "annotations[scheduling.grove.io/volcano-queue]"
 @pytest.mark.parametrize(
     ("pcsq", "cqa", "cqb", "expected"),
     [
-        ("Bad_Queue", "q1", "q1", [f'q.yaml: metadata.{ANN}: Invalid value: "object": {SUBDOMAIN}']),
-        ("", "q1", "Nope!", [f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: "object": {SUBDOMAIN}']),
+        ("Bad_Queue", "q1", "q1", [f'q.yaml: metadata.{ANN}: Invalid value: {SUBDOMAIN}']),
+        ("", "q1", "Nope!", [f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: {SUBDOMAIN}']),
         (
             "q1",
             "q1",
             "q2",
             [
-                f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: "object": conflicting volcano queue '
+                f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: conflicting volcano queue '
                 'annotations: PodCliqueSet has "q1", PodClique has "q2"'
             ],
         ),
@@ -372,7 +372,7 @@ ANN = "annotations[scheduling.grove.io/volcano-queue]"
             "q1",
             "q2",
             [
-                f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: "object": all PodCliques in a PodCliqueSet '
+                f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: all PodCliques in a PodCliqueSet '
                 "using volcano scheduler must resolve to the same queue"
             ],
         ),
@@ -381,7 +381,7 @@ ANN = "annotations[scheduling.grove.io/volcano-queue]"
             "q1",
             "",
             [
-                f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: "object": all PodCliques in a PodCliqueSet '
+                f'q.yaml: spec.template.cliques[1].{ANN}: Invalid value: all PodCliques in a PodCliqueSet '
                 "using volcano scheduler must resolve to the same queue"
             ],
         ),

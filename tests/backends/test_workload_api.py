@@ -613,7 +613,7 @@ def test_rejects_non_boolean_gang_scheduling(tmp_path: Path, value: Any) -> None
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, "1.36", SOLO, gang=value)
     assert [plain(str(p)) for p in info.value.problems] == [
-        'pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: Invalid value: "object": '
+        'pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: Invalid value: '
         f"gangScheduling must be a boolean (true or false), not {value!r}"
     ]
 
@@ -630,7 +630,7 @@ def test_137_rejects_more_than_eight_templates_per_composite(tmp_path: Path) -> 
     with pytest.raises(InvalidInputError) as info:
         render(tmp_path, "1.37", text)
     assert [plain(str(p)) for p in info.value.problems] == [
-        'pcs0.yaml: spec.template.cliques: Invalid value: "object": Kubernetes 1.37 allows at most 8 pod group '
+        'pcs0.yaml: spec.template.cliques: Invalid value: Kubernetes 1.37 allows at most 8 pod group '
         "templates under one CompositePodGroup template, but PodGang wide-0 needs 9 (c0, c1, c2, c3, c4, c5, c6, "
         "c7, c8)"
     ]
