@@ -6,11 +6,13 @@ computed here once, so the Markdown comment and the terminal view never disagree
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grove_gitops.diff.model import Change, ObjectKey, TreeObject, compare
 from grove_gitops.diff.semantic import Counts, ShardSummary, summarize
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
+from grove_gitops.load.positions import FileData
 
 
 @dataclass
@@ -35,6 +37,9 @@ class Side:
     #: (namespace, PodGang) -> why it does not fit the source's node inventory (a head source
     #: side with an inventory only): the plan tells a gang a topology change strands.
     unfit_gangs: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: The source's files by the name problems give them (a source side only): where
+    #: ``--output json`` finds a warning's line and column.
+    files: Mapping[str, FileData] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.shard_objects:

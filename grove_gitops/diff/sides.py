@@ -128,6 +128,7 @@ def _side(
         [c.name for c in outcome.clusters],
         counts,
         dict(outcome.unfit_gangs),
+        {name: data for _, plan in plans for name, data in plan.inputs.source.files.items()},
     )
 
 
