@@ -77,6 +77,8 @@ class RenderResult:
     #: Gangs that do not fit the source's node inventory (``render_source(feasibility=True)``
     #: under ``feasibility: warn``); kept apart so they never reach the output's README.
     feasibility_warnings: list[str] = field(default_factory=list)
+    #: The plan rendered: the shard README of an autoscaled workload expands it at its floor.
+    plan: RenderPlan | None = None
 
 
 @dataclass
@@ -458,7 +460,7 @@ def render_source(root: Path, feasibility: bool = False, at: str = "git") -> Ren
     ``"floor"``, ``"initial"`` or ``"max"`` (Git plus what the agent creates at those counts).
     """
     plan = plan_source(root)
-    result = RenderResult(config=plan.config, warnings=list(plan.warnings))
+    result = RenderResult(config=plan.config, warnings=list(plan.warnings), plan=plan)
     for item in plan.items:
         counts = None if at == "git" or item.pcs is None else counts_at(item.pcs, at)
         objects, warnings = plan.expand(item, counts)

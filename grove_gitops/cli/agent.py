@@ -139,7 +139,7 @@ def agent(**kwargs: Any) -> None:
     _run_agent(**kwargs)
 
 
-@click.command("gate-lifter")
+@click.command("gate-lifter", hidden=True)
 @_agent_options
 def gate_lifter(**kwargs: Any) -> None:
     """Deprecated alias of `agent` (same options, same behaviour)."""

@@ -196,7 +196,9 @@ def build_tree(result: RenderResult) -> Tree:
     _add_objects(tree, summary, result.objects, files, "render")
     _merge(tree, summary, files)
     summary.podcliquesets.update(result.podcliquesets)
-    _finish(tree, summary)
+    plan = result.plan
+    pictures = {f"{i.key[0]}/{i.key[1]}": agent_picture(plan, i) for i in plan.items} if plan is not None else {}
+    _finish(tree, summary, pictures)
     return tree
 
 
@@ -330,7 +332,7 @@ def _yaml_names(files: dict[str, bytes], shard: str) -> tuple[str, ...]:
     )
 
 
-def _finish(tree: Tree, summary: _Summary) -> None:
+def _finish(tree: Tree, summary: _Summary, pictures: dict[str, AgentPicture | None] | None = None) -> None:
     """Kustomizations, READMEs and the metadata file, from what was collected."""
     for counter in summary.shard_counts.values():
         summary.kind_counts.update(counter)
@@ -353,7 +355,8 @@ def _finish(tree: Tree, summary: _Summary) -> None:
     for (ns, pcs), source_file in summary.podcliquesets.items():
         shard = f"{ns}/{pcs}"
         if f"{shard}/README.md" not in tree.files:
-            tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary).encode()
+            agent = (pictures or {}).get(shard)
+            tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary, agent).encode()
     tree.files["README.md"] = _root_readme(summary).encode()
     tree.files[META_FILE] = _meta(summary, tree).encode()
     tree.warnings = summary.warnings
