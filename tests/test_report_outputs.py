@@ -6,6 +6,7 @@ here against the real output of the bundled examples."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +153,19 @@ def test_pr_check_status_matches_its_schema(tmp_path: Path) -> None:
     status = Status(errors=1, feasibility="checked", diff="ok", parts=1, full_parts=1, plan="ok", outages=["x"])
     write_results(tmp_path, ["part"], status)
     jsonschema.validate(json.loads((tmp_path / "status.json").read_text()), schema("pr-check-status"))
+
+
+def test_a_fleet_validates_against_the_schema_and_places_its_warnings(tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet"
+    shutil.copytree(PROJECT / "examples-fleet", fleet)
+    result = run("validate", str(fleet), "--output", "json")
+    assert result.exit_code == 0, result.output
+    jsonschema.validate(document(result), schema("validate-output"))
+    assert set(document(result)["clusters"]) == {"prod-kai", "staging-volcano"}
+    # a ConfigMap in a namespace the source does not create: warned, at its line
+    (fleet / "workloads" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: elsewhere\ndata: {}\n"
+    )
+    warned = document(run("validate", str(fleet), "--output", "json"))
+    placed = [p for p in warned["problems"] if p["file"] == "workloads/cm.yaml"]
+    assert placed and all(p["severity"] == "warning" and p.get("line") == 5 for p in placed), warned["problems"]

@@ -60,7 +60,8 @@ def check(
         line = f"{n_pcs} PodCliqueSet(s) valid{fleet}"
     if as_json or output == "markdown":
         shown = sink.select(tree.warnings, acks)
-        files = outcome.plan.inputs.source.files if outcome.plan is not None else {}
+        plans = [outcome.plan] if outcome.plan is not None else [c.plan for c in outcome.clusters]
+        files = {name: data for plan in plans for name, data in plan.inputs.source.files.items()}
         problems = locate_warnings(shown, files)
         if output == "markdown":
             click.echo(problems_markdown(title, f"✅ {line}", problems), nl=False)

@@ -319,6 +319,7 @@ def _cluster_source(
         operator_config=opcfg,
         render_config=render,
         passthrough=[item for item in source.passthrough if in_paths(item)],
+        files=source.files,  # where a warning's line and column are found (--output json)
     )
     return virtual, problems, warnings
 
