@@ -150,3 +150,7 @@ def test_pr_check_run_prints_workflow_commands_only_in_github_actions(
     else:
         assert "::" not in result.stdout
         assert result.stdout.startswith("error: deploy/workloads/llm-inference/llama-disagg.yaml:")
+        # the Action's old spelling still runs, with a warning
+        old = CliRunner().invoke(pr_check, [*args, "--format", "text", "--out-dir", str(tmp_path / "old")])
+        assert old.exit_code == 0, old.output
+        assert "`pr-check run --format text` is deprecated; use `--output text`" in old.stderr
