@@ -57,3 +57,15 @@ def test_the_root_readme_says_what_the_gitops_flavour_means(tmp_path: Path) -> N
     root = (out / "README.md").read_text()
     assert "(both)" not in root
     assert "with the apply-order annotations of both Argo CD and Flux (RenderConfiguration `gitops: both`)" in root
+
+
+def test_every_render_path_writes_the_same_autoscaled_readme(tmp_path: Path) -> None:
+    """The streaming render hands the README its floor objects; the in-memory one expands
+    them again: the same README either way."""
+    from grove_gitops.output.layout import build_tree, build_tree_from_plan
+    from grove_gitops.render import plan_source, render_source
+
+    src = write_source(tmp_path / "src", {"s.yaml": sample_text("simple/simple1.yaml")})
+    streamed = build_tree_from_plan(plan_source(src)).files["default/simple1/README.md"]
+    assert b"## Autoscaling" in streamed
+    assert build_tree(render_source(src)).files["default/simple1/README.md"] == streamed

@@ -12,13 +12,14 @@ thousands of objects.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from grove_gitops.expand.gitsplit import object_key
 from grove_gitops.expand.scaling import PCSG_KIND, ScaleUnit, floor_counts, scale_units
 from grove_gitops.output import diagram
-from grove_gitops.render import PlannedPCS, RenderPlan
+from grove_gitops.render import PlannedPCS, RenderedObject, RenderPlan
 
 #: The sentence under the README's "Gangs at the floor" heading.
 FLOOR_NOTE = (
@@ -50,25 +51,32 @@ class AgentPicture:
     pods: int
 
 
-def agent_picture(plan: RenderPlan, item: PlannedPCS) -> AgentPicture | None:
-    """The workload at its floor, or None when nothing in it scales (Git then holds it all)."""
+def agent_picture(
+    plan: RenderPlan, item: PlannedPCS, floor: Sequence[RenderedObject] | None = None
+) -> AgentPicture | None:
+    """The workload at its floor, or None when nothing in it scales (Git then holds it all).
+    ``floor``: the objects at the floor when the caller has them (:meth:`RenderPlan.expand`
+    hands them out with Git's), else they are expanded here."""
     pcs = item.pcs
-    if pcs is None:
+    if pcs is None or not scalable(item):
         return None
-    units = tuple(u for u in scale_units(pcs) if u.scalable)
-    if not units:
-        return None
-    floor, _ = plan.expand(item, floor_counts(pcs))
+    if floor is None:
+        floor, _ = plan.expand(item, floor_counts(pcs))
     objs = [o.obj for o in floor]
     gangs = [o for o in objs if diagram.is_podgang(o)]
     return AgentPicture(
         replicas=pcs.spec.replicas,
-        units=units,
+        units=tuple(u for u in scale_units(pcs) if u.scalable),
         objects=tuple(o for o in objs if o.get("kind") != "Pod"),
         gang_rows=tuple(gang_row(g) for g in gangs),
         gang_order={str(object_key(g)[3]): i for i, g in enumerate(gangs)},
         pods=sum(1 for o in objs if o.get("kind") == "Pod"),
     )
+
+
+def scalable(item: PlannedPCS) -> bool:
+    """Whether some unit of ``item`` autoscales between two different bounds."""
+    return item.pcs is not None and any(u.scalable for u in scale_units(item.pcs))
 
 
 def _scaled_gangs(unit: ScaleUnit, count: int) -> int:

@@ -296,7 +296,8 @@ def render_shard(plan: RenderPlan, item: PlannedPCS) -> CachedShard:
 def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS, keep_objects: bool = False) -> CachedShard:
     """Expand and serialise one PodCliqueSet; its objects are dropped once they are bytes
     (unless ``keep_objects``)."""
-    objects, warnings = plan.expand(item)
+    floor: list[RenderedObject] | None = [] if autoscaling_readme.scalable(item) else None
+    objects, warnings = plan.expand(item, floor=floor)
     own = _Summary(plan.config)
     files: dict[str, bytes] = {}
     kept: dict[str, Any] | None = {} if keep_objects else None
@@ -304,7 +305,7 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS, keep_objects: 
     counts = {f"{shard}\0{kind}": n for shard, counter in own.shard_counts.items() for kind, n in counter.items()}
     gangs = [row for rows in own.shard_gangs.values() for row in rows]
     shard = f"{item.key[0]}/{item.key[1]}"
-    files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own, agent_picture(plan, item)).encode()
+    files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own, agent_picture(plan, item, floor)).encode()
     kustomization = _kustomization(list(_yaml_names(files, shard)))
     return CachedShard(
         key=item.key,
