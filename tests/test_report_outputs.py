@@ -169,3 +169,16 @@ def test_a_fleet_validates_against_the_schema_and_places_its_warnings(tmp_path: 
     warned = document(run("validate", str(fleet), "--output", "json"))
     placed = [p for p in warned["problems"] if p["file"] == "workloads/cm.yaml"]
     assert placed and all(p["severity"] == "warning" and p.get("line") == 5 for p in placed), warned["problems"]
+
+
+def test_output_file_holds_the_report_in_the_format_asked(tmp_path: Path) -> None:
+    base, head = example(tmp_path, "base"), example(tmp_path, "head", bump_images)
+    for fmt in ("json", "text", "markdown"):
+        target = tmp_path / f"diff.{fmt}"
+        result = run("diff", str(base), str(head), "--output", fmt, "--output-file", str(target))
+        assert result.exit_code == 0 and result.stdout == "", result.output
+        written = target.read_text()
+        if fmt == "json":
+            jsonschema.validate(json.loads(written), schema("diff-output"))
+        else:
+            assert written == run("diff", str(base), str(head), "--output", fmt).stdout

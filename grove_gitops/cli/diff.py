@@ -132,10 +132,15 @@ def diff_command(
     if not _KEY_RE.match(key):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only (at most 64)", param_hint="--key")
     output = resolve_output(output, fmt, "diff")
+    as_json = output == "json"
+    # --output-file holds the report in the format asked, JSON included; the old --out held
+    # the Markdown / text parts beside a JSON document on stdout, and still does
+    json_file = out if as_json else None
+    if json_file is not None:
+        out = None
     if old_out is not None:
         click.echo("warning: `diff --out` is deprecated; use `--output-file`", err=True)
         out = out or old_out
-    as_json = output == "json"
     # the report JSON carries: markdown parts unless text was asked for by the old spelling
     fmt = "text" if output == "text" or (as_json and fmt == "text") else "markdown"
     problems: list[Problem] = []
@@ -187,7 +192,11 @@ def diff_command(
         extra = {"clusters": {name: [s.shard for s in shards] for name, shards in grouped.items()}} if grouped else {}
         # structured keys (docs/diff.md); "diff" keeps the Markdown / text parts for older scripts
         structured = report_dict(report, *plan_document(report))
-        click.echo(json_document(True, problems, **extra, **structured, diff=None if out is not None else parts))
+        document = json_document(True, problems, **extra, **structured, diff=None if out is not None else parts)
+        if json_file is not None:
+            write_text(json_file, document + "\n")
+        else:
+            click.echo(document)
         return
     where = f" to {out}" if out is not None else ""
     if report.identical:
