@@ -103,9 +103,28 @@ def _options(path: tuple[str, ...]) -> list[click.Option]:
     return [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
 
 
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    ctx = click.Context(group)
+    found: list[tuple[str, ...]] = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            found += _commands(command, (*path, name))
+        elif command is not None:
+            found.append((*path, name))
+    return found
+
+
 @pytest.mark.parametrize("path", [("pr-check", "run"), ("pr-check", "verdict")])
 def test_every_pr_check_option_is_described(path: tuple[str, ...]) -> None:
     undescribed = [p.opts[0] for p in _options(path) if not (p.help or "").strip()]
+    assert not undescribed, undescribed
+
+
+def test_every_option_of_every_command_is_described() -> None:
+    commands = _commands(main)
+    assert ("pr-check", "verdict") in commands and ("agent",) in commands
+    undescribed = [(path, p.opts[0]) for path in commands for p in _options(path) if not (p.help or "").strip()]
     assert not undescribed, undescribed
 
 

@@ -15,9 +15,19 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
     """The options of ``agent`` and of its deprecated alias ``gate-lifter``."""
     options = [
         click.option("--namespace", default=None, help="Only this namespace (default: all namespaces)."),
-        click.option("--lease-namespace", default="grove-gitops", show_default=True),
+        click.option(
+            "--lease-namespace",
+            default="grove-gitops",
+            show_default=True,
+            help="Namespace of the leader-election Lease (one agent of several replicas acts).",
+        ),
         # The Lease keeps the gate-lifter's name so an upgrade never runs two leaders.
-        click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True),
+        click.option(
+            "--lease-name",
+            default="grove-gitops-gate-lifter",
+            show_default=True,
+            help="Name of the leader-election Lease (the old gate-lifter's, so an upgrade never runs two leaders).",
+        ),
         click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid)."),
         click.option(
             "--metrics-address",
