@@ -41,9 +41,9 @@ def expansions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = RenderPlan.expand
 
-    def spy(self: RenderPlan, item: object) -> object:
+    def spy(self: RenderPlan, item: object, *args: object, **kwargs: object) -> object:
         seen.append(item.file)  # type: ignore[attr-defined]
-        return real(self, item)  # type: ignore[arg-type]
+        return real(self, item, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(RenderPlan, "expand", spy)
     return seen
