@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
 from typing import Any, Literal
 
 from grove_gitops.errors import InputProblem
+from grove_gitops.load.positions import FileData, locate
 from grove_gitops.warningcodes import UNCODED, code_of
 
 Severity = Literal["error", "warning"]
@@ -123,6 +124,15 @@ def workload_code(warning: str, codes: Mapping[str, frozenset[str]]) -> str | No
     return code if code in acked else None
 
 
+def locate_warnings(warnings: Iterable[str], files: Mapping[str, FileData], acknowledged: bool = False) -> list[Problem]:
+    """Warnings as JSON problems with their ``line`` and ``column``, found in ``files`` (the
+    source's display name → file) by the lookup errors use (:mod:`grove_gitops.load.positions`):
+    an editor or a CI annotation places a warning as it places an error."""
+    parsed = [from_warning(w, acknowledged) for w in warnings]
+    located = locate([InputProblem(p.file, p.field, p.message) for p in parsed], files)
+    return [replace(p, line=q.line, column=q.column) for p, q in zip(parsed, located, strict=True)]
+
+
 def dedup_key(warning: str) -> str:
     """What makes two warnings the same one.
 
@@ -199,8 +209,14 @@ class WarningSink:
         return shown
 
 
+#: The version of every ``--output json`` document (``schemaVersion``): it changes when a key
+#: is removed or changes meaning, never when one is added (docs/schemas/, docs/cli.md).
+SCHEMA_VERSION = 1
+
+
 def json_document(ok: bool, problems: Iterable[Problem], **extra: Any) -> str:
-    """The one JSON document a command prints on stdout with ``--output json``."""
-    data: dict[str, Any] = {"ok": ok, "problems": [p.as_dict() for p in problems]}
+    """The one JSON document a command prints on stdout with ``--output json``: ``ok``,
+    ``schemaVersion`` and ``problems`` first, in every command's document."""
+    data: dict[str, Any] = {"ok": ok, "schemaVersion": SCHEMA_VERSION, "problems": [p.as_dict() for p in problems]}
     data.update(extra)
     return json.dumps(data, indent=2, sort_keys=False)

@@ -80,6 +80,8 @@ class RenderResult:
     #: Gangs that do not fit the source's node inventory (``render_source(feasibility=True)``
     #: under ``feasibility: warn``); kept apart so they never reach the output's README.
     feasibility_warnings: list[str] = field(default_factory=list)
+    #: The plan rendered: the shard README of an autoscaled workload expands it at its floor.
+    plan: RenderPlan | None = None
 
 
 @dataclass
@@ -321,10 +323,14 @@ class RenderPlan:
                 docs.append(obj)
         return docs
 
-    def expand(self, item: PlannedPCS, counts: Counts | None = None) -> tuple[list[RenderedObject], list[str]]:
+    def expand(
+        self, item: PlannedPCS, counts: Counts | None = None, floor: list[RenderedObject] | None = None
+    ) -> tuple[list[RenderedObject], list[str]]:
         """Git's objects of ``item`` (autoscaled units at their floor, without what depends on a
         live count), or with ``counts`` every object of the workload at those counts: what the
-        cluster holds once the agent has materialised them (:mod:`grove_gitops.expand.gitsplit`)."""
+        cluster holds once the agent has materialised them (:mod:`grove_gitops.expand.gitsplit`).
+        ``floor``, when given with no ``counts``, receives every object at the floor (Git's and
+        the agent's), which Git's were cut from: the shard README draws it without expanding again."""
         pcs = item.pcs
         if pcs is None:
             raise ValueError(f"{item.file}: PodCliqueSet {item.key} is only in the cache")
@@ -345,6 +351,8 @@ class RenderPlan:
         workload = [*workload, *hpas(pcs), workload_object(pcs, __version__, self.render_inputs(item))]
         shard = f"{pcs.namespace}/{pcs.name}"
         objects = [RenderedObject(_shard_of(o, shard), o) for o in workload]
+        if floor is not None and counts is None:
+            floor += [RenderedObject(_shard_of(o, shard), o) for o in expansion.objects]
         return objects, [f"{item.file}: {f}: {m}" for f, m in expansion.warnings]
 
 
@@ -472,7 +480,7 @@ def render_source(root: Path, feasibility: bool = False, at: str = "git") -> Ren
     ``"floor"``, ``"initial"`` or ``"max"`` (Git plus what the agent creates at those counts).
     """
     plan = plan_source(root)
-    result = RenderResult(config=plan.config, warnings=list(plan.warnings))
+    result = RenderResult(config=plan.config, warnings=list(plan.warnings), plan=plan)
     for item in plan.items:
         counts = None if at == "git" or item.pcs is None else counts_at(item.pcs, at)
         objects, warnings = plan.expand(item, counts)

@@ -50,7 +50,7 @@ def test_every_option_of_every_command_has_its_variable_named_after_the_command_
     [
         (["agent", "--help"], "GROVE_GITOPS_AGENT_NAMESPACE"),
         (["controller", "--help"], "GROVE_GITOPS_CONTROLLER_SOURCE_BRANCH"),
-        (["diff", "--help"], "GROVE_GITOPS_DIFF_FORMAT"),
+        (["diff", "--help"], "GROVE_GITOPS_DIFF_OUTPUT"),
         (["pr-check", "run", "--help"], "GROVE_GITOPS_PR_CHECK_RUN_MAX_CHARS"),
     ],
 )

@@ -135,9 +135,9 @@ def test_each_warning_printed_once_and_quiet_silences_acknowledged(tmp_path: Pat
     for command in (["validate", str(src)], ["render", str(src), "--out", str(tmp_path / "out")]):
         quiet = _run(*command, "-q")
         assert quiet.exit_code == 0 and "names no clique" not in quiet.stderr, quiet.output
-    diff = _run("diff", str(src), str(src), "-q", "--format", "text")
+    diff = _run("diff", str(src), str(src), "-q", "--output", "text")
     assert diff.exit_code == 0 and "names no clique" not in diff.stderr
-    assert "head: a.yaml" in _run("diff", str(src), str(src), "--format", "text").stderr
+    assert "head: a.yaml" in _run("diff", str(src), str(src), "--output", "text").stderr
 
 
 def test_watch_lines_have_timestamps_and_warnings_once(tmp_path: Path) -> None:
@@ -188,6 +188,11 @@ def _json(result: Result) -> dict[str, Any]:
     return data
 
 
+def _line_of(path: Path, text: str) -> int:
+    """The 1-based line of the first line of ``path`` holding ``text``."""
+    return next(i for i, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
+
+
 def test_json_validate_and_render(tmp_path: Path) -> None:
     src = write_source(tmp_path / "src", {"a.yaml": pcs_yaml("alpha", cliques=_TYPO), "ns.yaml": ML_NAMESPACE})
     for command in (["validate", str(src)], ["render", str(src), "--out", str(tmp_path / "out")]):
@@ -202,6 +207,9 @@ def test_json_validate_and_render(tmp_path: Path) -> None:
                 "message": data["problems"][0]["message"],
                 "severity": "warning",
                 "code": "starts-after-unknown",
+                # a warning is placed in its file as an error is (issue 34.5)
+                "line": _line_of(src / "a.yaml", "startsAfter:"),
+                "column": data["problems"][0]["column"],
             }
         ]
         assert "ruoter" in data["problems"][0]["message"]

@@ -66,7 +66,7 @@ def test_a_rollout_onto_an_unfit_gang_says_its_replacements_stay_pending(tmp_pat
 
 def test_diff_shows_the_risk_in_text_and_markdown(tmp_path: Path) -> None:
     base, head = _sides(tmp_path, decode_pack("host"))
-    text = CliRunner().invoke(main, ["diff", str(base), str(head), "--format", "text"], catch_exceptions=False)
+    text = CliRunner().invoke(main, ["diff", str(base), str(head), "--output", "text"], catch_exceptions=False)
     assert "Rollout risks (see grove-gitops plan):" in text.stdout
     assert f"inference/llama-disagg: STRANDED gang {GANG}" in text.stdout
     md = CliRunner().invoke(main, ["diff", str(base), str(head)], catch_exceptions=False)

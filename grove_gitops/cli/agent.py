@@ -17,9 +17,19 @@ def _agent_options(func: Callable[..., None]) -> Callable[..., None]:
     """The options of ``agent`` and of its deprecated alias ``gate-lifter``."""
     options = [
         click.option("--namespace", default=None, help="Only this namespace (default: all namespaces)."),
-        click.option("--lease-namespace", default="grove-gitops", show_default=True),
+        click.option(
+            "--lease-namespace",
+            default="grove-gitops",
+            show_default=True,
+            help="Namespace of the leader-election Lease (one agent of several replicas acts).",
+        ),
         # The Lease keeps the gate-lifter's name so an upgrade never runs two leaders.
-        click.option("--lease-name", default="grove-gitops-gate-lifter", show_default=True),
+        click.option(
+            "--lease-name",
+            default="grove-gitops-gate-lifter",
+            show_default=True,
+            help="Name of the leader-election Lease (the old gate-lifter's, so an upgrade never runs two leaders).",
+        ),
         click.option("--identity", default=None, help="Leader-election identity (default: $POD_NAME or host-pid)."),
         click.option(
             "--metrics-address",
@@ -176,7 +186,7 @@ def agent(**kwargs: Any) -> None:
     _run_agent(**kwargs)
 
 
-@click.command("gate-lifter")
+@click.command("gate-lifter", hidden=True)
 @_agent_options
 def gate_lifter(**kwargs: Any) -> None:
     """Deprecated alias of `agent` (same options, same behaviour)."""

@@ -9,12 +9,13 @@ from typing import Any
 import click
 
 from grove_gitops.cache import RenderCache
+from grove_gitops.cli.mdreport import problems_markdown
 from grove_gitops.cli.report import fail
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
-from grove_gitops.problems import WarningSink, from_warning, json_document
+from grove_gitops.problems import WarningSink, json_document, locate_warnings
 
 
 def check(
@@ -29,6 +30,8 @@ def check(
 ) -> None:
     """What render and validate share: run every check, write OUT when given, report."""
     as_json = output == "json"
+    title = f"grove-gitops {'render' if out is not None else 'validate'}"
+    md_title = title if output == "markdown" else None
     n_jobs = default_jobs() if jobs is None else jobs
     if cache is not None:
         cache.start()
@@ -43,7 +46,7 @@ def check(
             fsync=fsync,
         )
     except GroveGitopsError as exc:
-        fail(exc, as_json)
+        fail(exc, as_json, md_title)
     finally:
         if cache is not None:
             cache.finish()
@@ -52,18 +55,23 @@ def check(
     codes = outcome.acknowledged_codes
     tree.warnings = tree.warnings + outcome.feasibility_warnings  # reported, never in the output's README
     fleet = f" for {len(outcome.clusters)} cluster(s) ({', '.join(c.name for c in outcome.clusters)})" if outcome.clusters else ""
-    if as_json:
+    if out is not None:
+        line = f"rendered {n_pcs} PodCliqueSet(s){fleet} into {tree.objects} objects, {len(tree.files)} files in {out}"
+    else:
+        line = f"{n_pcs} PodCliqueSet(s) valid{fleet}"
+    if as_json or output == "markdown":
         shown = sink.select(tree.warnings, acks, codes)
+        plans = [outcome.plan] if outcome.plan is not None else [c.plan for c in outcome.clusters]
+        files = {name: data for plan in plans for name, data in plan.inputs.source.files.items()}
+        problems = locate_warnings(shown, files) + locate_warnings(sink.acknowledged, files, acknowledged=True)
+        if output == "markdown":
+            click.echo(problems_markdown(title, f"✅ {line}", problems), nl=False)
+            return
         summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}
         if outcome.clusters:
             summary["clusters"] = {c.name: {"podCliqueSets": len(c.plan.items), "objects": c.tree.objects} for c in outcome.clusters}
-        listed = [from_warning(w) for w in shown] + [from_warning(w, True) for w in sink.acknowledged]
-        click.echo(json_document(True, listed, **summary))
+        click.echo(json_document(True, problems, **summary))
         return
     sink.emit(tree.warnings, lambda line: click.echo(line, err=True), acks, codes=codes)
-    if quiet:
-        return
-    if out is not None:
-        click.echo(f"rendered {n_pcs} PodCliqueSet(s){fleet} into {tree.objects} objects, {len(tree.files)} files in {out}")
-    else:
-        click.echo(f"{n_pcs} PodCliqueSet(s) valid{fleet}")
+    if not quiet:
+        click.echo(line)

@@ -15,7 +15,7 @@ from grove_gitops.output.parallel import default_jobs
 @click.option(
     "--repo", required=True, help="Repository URL or local path (credentials: GROVE_GITOPS_GIT_TOKEN or git's helpers)."
 )
-@click.option("--source-branch", default="main", show_default=True)
+@click.option("--source-branch", default="main", show_default=True, help="The branch of REPO holding the source tree.")
 @click.option(
     "--source-path",
     default="",
@@ -39,7 +39,12 @@ from grove_gitops.output.parallel import default_jobs
     callback=host_port,
     help="host:port serving /healthz and /metrics (e.g. 0.0.0.0:8080).",
 )
-@click.option("--author", default="grove-gitops <grove-gitops@users.noreply.local>", show_default=True)
+@click.option(
+    "--author",
+    default="grove-gitops <grove-gitops@users.noreply.local>",
+    show_default=True,
+    help="Author and committer of the rendered commits, as 'Name <email>'.",
+)
 @click.option(
     "--hydrator-files",
     is_flag=True,

@@ -24,10 +24,17 @@ from pathlib import Path
 import click
 
 from grove_gitops.cache import RenderCache
-from grove_gitops.cli.options import cache_options, output_option
+from grove_gitops.cli.options import cache_options, deprecated_format_option, output_option, resolve_output
 from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
 from grove_gitops.diff.jsonview import report_dict
-from grove_gitops.diff.loading import InvalidSidesError, load_sides, plan_blocks, plan_document, risk_lines
+from grove_gitops.diff.loading import (
+    InvalidSidesError,
+    load_sides,
+    plan_blocks,
+    plan_document,
+    plan_text,
+    risk_lines,
+)
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
     DEFAULT_MAX_CHARS,
@@ -42,7 +49,7 @@ from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import changes_per_cluster
-from grove_gitops.problems import Problem, WarningSink, from_input_problem, from_warning, json_document
+from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document, locate_warnings
 
 _KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -59,19 +66,23 @@ def _build(
 ) -> tuple[Report, str]:
     """The report and the command a reader can run locally for the full, untruncated diff."""
     base_side, head_side, args = load_sides(base, head, rendered, repo, source_path, labels, cache)
-    return build_report(base_side, head_side, context), f"grove-gitops diff {args} --format text"
+    return build_report(base_side, head_side, context), f"grove-gitops diff {args} --output text"
 
 
 @click.command("diff")
 @side_options
-@click.option(
-    "--format", "fmt", type=click.Choice(["markdown", "text"]), default="markdown", show_default=True, help="Output."
+@output_option(
+    "; with json, the structured diff and the rollout plan (docs/schemas/diff-output.schema.json)", default="markdown"
 )
+@deprecated_format_option
 @click.option(
-    "--out",
+    "--output-file",
+    "out",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Write here instead of stdout; Markdown parts also go to OUT-stem.1.md, .2.md, ...",
+    help="Write the report here instead of stdout; Markdown parts also go to FILE-stem.1.md, .2.md, ...",
 )
+@click.option("--out", "old_out", type=click.Path(path_type=Path, dir_okay=False), hidden=True,
+              help="Deprecated: use --output-file.")
 @click.option(
     "--max-chars",
     type=click.IntRange(2000, 10_000_000),
@@ -94,7 +105,6 @@ def _build(
 @click.option(
     "-q", "--quiet", is_flag=True, help="Print no warning listed in RenderConfiguration's acknowledgedWarnings."
 )
-@output_option(", and the diff")
 @cache_options
 def diff_command(
     base: str,
@@ -102,8 +112,10 @@ def diff_command(
     rendered: bool,
     repo: Path | None,
     source_path: str | None,
-    fmt: str,
+    output: str,
+    fmt: str | None,
     out: Path | None,
+    old_out: Path | None,
     max_chars: int,
     title: str,
     key: str,
@@ -111,7 +123,6 @@ def diff_command(
     head_label: str | None,
     context: int,
     quiet: bool,
-    output: str,
     cache_dir: Path | None,
     cache_max_mb: int,
 ) -> None:
@@ -120,7 +131,18 @@ def diff_command(
     cache = side_cache(cache_dir, cache_max_mb, base, head, rendered, repo)
     if not _KEY_RE.match(key):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only (at most 64)", param_hint="--key")
+    output = resolve_output(output, fmt, "diff")
     as_json = output == "json"
+    # --output-file holds the report in the format asked, JSON included; the old --out held
+    # the Markdown / text parts beside a JSON document on stdout, and still does
+    json_file = out if as_json else None
+    if json_file is not None:
+        out = None
+    if old_out is not None:
+        click.echo("warning: `diff --out` is deprecated; use `--output-file`", err=True)
+        out = out or old_out
+    # the report JSON carries: markdown parts unless text was asked for by the old spelling
+    fmt = "text" if output == "text" or (as_json and fmt == "text") else "markdown"
     problems: list[Problem] = []
     if fmt == "markdown" and max_chars > GITHUB_COMMENT_LIMIT:
         message = f"parts of up to {max_chars} characters exceed GitHub's comment limit"
@@ -132,7 +154,9 @@ def diff_command(
         sink = WarningSink(quiet=quiet)
         if as_json:
             shown = sink.select(report.head.warnings, report.head.acknowledged, report.head.acknowledged_codes)
-            problems += [from_warning(w) for w in shown] + [from_warning(w, True) for w in sink.acknowledged]
+            problems += locate_warnings(shown, report.head.files) + locate_warnings(
+                sink.acknowledged, report.head.files, acknowledged=True
+            )
         else:
             sink.emit(
                 report.head.warnings,
@@ -142,7 +166,7 @@ def diff_command(
                 report.head.acknowledged_codes,
             )
         if fmt == "text":
-            text = render_text(report, title, risk_lines(report))
+            text = render_text(report, title, risk_lines(report), plan_text(report))
             parts = [text]
             if out is not None:
                 write_text(out, text)
@@ -176,7 +200,11 @@ def diff_command(
         extra = {"clusters": {name: [s.shard for s in shards] for name, shards in grouped.items()}} if grouped else {}
         # structured keys (docs/diff.md); "diff" keeps the Markdown / text parts for older scripts
         structured = report_dict(report, *plan_document(report))
-        click.echo(json_document(True, problems, **extra, **structured, diff=None if out is not None else parts))
+        document = json_document(True, problems, **extra, **structured, diff=None if out is not None else parts)
+        if json_file is not None:
+            write_text(json_file, document + "\n")
+        else:
+            click.echo(document)
         return
     where = f" to {out}" if out is not None else ""
     if report.identical:

@@ -1,9 +1,11 @@
 """The ``grove-gitops`` command line.
 
 Exit codes (DESIGN contract): 0 ok, 1 invalid input or a failed operation (a clear message,
-never a traceback), 2 usage. Warnings go to stderr, each distinct one once per run, and never
-change the exit code; ``--output json`` puts every problem in one JSON document on stdout
-instead (see :mod:`grove_gitops.problems`). Help texts are plain text: click prints
+never a traceback), 2 usage, 3 a gang that does not fit (``feasibility``); docs/cli.md has the
+table, with every environment variable read. Warnings go to stderr, each distinct one once per
+run, and never change the exit code; ``--output json`` puts every problem in one JSON document
+on stdout instead (see :mod:`grove_gitops.problems`), the same ``--output text|markdown|json``
+on every command that prints a report. Help texts are plain text: click prints
 docstrings verbatim, so command docstrings hold no RST markup.
 """
 

@@ -53,23 +53,72 @@ class Count(click.IntRange):
         super().__init__(min=min, max=max)
 
 
+#: What ``--output`` takes on every command that prints a report (issue 34.5): one option,
+#: one set of values, so a script or a workflow spells it the same for every command.
+OUTPUTS = ("text", "markdown", "json")
+
 #: Problems in the JSON document of ``--output json``.
-_JSON_PROBLEMS = "json: one JSON document on stdout listing every problem as {file, field, message, severity}"
+_JSON_PROBLEMS = (
+    "text: for a terminal; markdown: for a PR comment or a job summary; json: one JSON document on stdout "
+    "listing every problem as {file, field, message, severity, line, column}"
+)
 
 
-def output_option(extra: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--output text|json``: ``text`` for people, ``json`` for editors and CI annotations.
+def output_option(extra: str = "", default: str = "text") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--output text|markdown|json``: ``text`` for people, ``markdown`` for a PR comment,
+    ``json`` for editors and CI annotations (its schema: docs/schemas/<command>-output.schema.json).
 
     ``extra`` names what else a command's JSON document carries (``diff`` adds the diff).
     """
     return click.option(
         "--output",
         "output",
-        type=click.Choice(["text", "json"]),
-        default="text",
+        type=click.Choice(OUTPUTS),
+        default=default,
         show_default=True,
         help=f"{_JSON_PROBLEMS}{extra}.",
     )
+
+
+def deprecated_format_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The old ``--format markdown|text`` of ``diff`` and ``pr-check run``, hidden from help:
+    still read, with a warning, so workflows written before ``--output`` keep working."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(["markdown", "text"]), default=None, hidden=True,
+        help="Deprecated: use --output markdown|text.",
+    )(func)
+
+
+def resolve_output(output: str, fmt: str | None, command: str) -> str:
+    """The format a command prints: ``--output``, or the deprecated ``--format`` when given.
+
+    Old workflows passed ``--format markdown --output text`` (``--output`` then only chose
+    between the report and JSON): ``--format`` wins unless ``--output json`` asks for JSON.
+    """
+    if fmt is None:
+        return output
+    click.echo(f"warning: `{command} --format {fmt}` is deprecated; use `--output {fmt}`", err=True)
+    return "json" if output == "json" else fmt
+
+
+def output_file_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--output-file PATH``: the report written to a file instead of stdout."""
+    return click.option(
+        "--output-file",
+        "output_file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help=f"Write {what} to this file instead of stdout (the status line still goes to stderr).",
+    )
+
+
+def write_output_file(path: Path, text: str) -> None:
+    """Write a report to ``--output-file``, or exit 1 with one line naming the file."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        click.echo(f"error: {path}: cannot write the report: {exc.strerror or exc}", err=True)
+        raise SystemExit(1) from exc
 
 
 def cache_options(func: Callable[..., Any]) -> Callable[..., Any]:

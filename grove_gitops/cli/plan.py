@@ -5,8 +5,10 @@ It takes the same inputs as ``diff`` (two source trees, two rendered trees with
 (:func:`grove_gitops.diff.loading.load_sides`), and prints per PodCliqueSet the update strategy,
 the ordered steps, the most slots unavailable at once and the fields forcing the restart.
 
-``--output json`` prints ``{"podcliquesets": [...]}`` alone on stdout (render warnings go to
-stderr). Exit codes as ``diff``: 0 when a plan was produced (an empty one included), 1 when
+``--output text|markdown|json`` as every report command; ``json`` prints
+``{"ok": true, "schemaVersion": 1, "problems": [...], "podcliquesets": [...]}``
+(docs/schemas/plan-output.schema.json; the warnings are its problems, with their positions),
+``markdown`` the plan section of the PR comment. ``--output-file`` writes it to a file. Exit codes as ``diff``: 0 when a plan was produced (an empty one included), 1 when
 either side is invalid or unreadable (every problem listed, prefixed with its side; with
 ``--output json`` the usual ``{"ok": false, "problems": [...]}`` document), 2 for usage.
 
@@ -20,13 +22,13 @@ from pathlib import Path
 
 import click
 
-from grove_gitops.cli.options import cache_options, output_option
+from grove_gitops.cli.options import cache_options, output_file_option, output_option, write_output_file
 from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
 from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.fleet.diff import build_fleet_plan
-from grove_gitops.plan.formats import render_json, render_text
-from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document
+from grove_gitops.plan.formats import plan_dict, plan_markdown, render_text
+from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document, locate_warnings
 
 
 @click.command("plan")
@@ -36,7 +38,8 @@ from grove_gitops.problems import Problem, WarningSink, from_input_problem, json
 @click.option(
     "-q", "--quiet", is_flag=True, help="Print no warning listed in RenderConfiguration's acknowledgedWarnings."
 )
-@output_option(' (on success: {"podcliquesets": [...]} alone)')
+@output_option('; with json, {"podcliquesets": [...]} too (docs/schemas/plan-output.schema.json)')
+@output_file_option("the plan")
 @cache_options
 def plan_command(
     base: str,
@@ -48,6 +51,7 @@ def plan_command(
     head_label: str | None,
     quiet: bool,
     output: str,
+    output_file: Path | None,
     cache_dir: Path | None,
     cache_max_mb: int,
 ) -> None:
@@ -76,11 +80,25 @@ def plan_command(
             click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     sink = WarningSink(quiet=quiet)
-    sink.emit(
-        head_side.warnings, lambda line: click.echo(line, err=True), head_side.acknowledged, "head: ", head_side.acknowledged_codes
-    )
     if as_json:
-        click.echo(render_json(plan))
-        return
-    click.echo(render_text(plan, base_side.label, head_side.label), nl=False)
-    click.echo(f"{len(plan.podcliquesets)} PodCliqueSet(s) to roll out, {plan.steps} step(s) in all", err=True)
+        shown = sink.select(head_side.warnings, head_side.acknowledged, head_side.acknowledged_codes)
+        located = locate_warnings(shown, head_side.files) + locate_warnings(
+            sink.acknowledged, head_side.files, acknowledged=True
+        )
+        text = json_document(True, located, **plan_dict(plan)) + "\n"
+    else:
+        sink.emit(
+            head_side.warnings, lambda line: click.echo(line, err=True), head_side.acknowledged, "head: ",
+            head_side.acknowledged_codes,
+        )
+        if output == "markdown":
+            text = plan_markdown(plan, base_side.label, head_side.label)
+        else:
+            text = render_text(plan, base_side.label, head_side.label)
+    if output_file is not None:
+        write_output_file(output_file, text)
+    else:
+        click.echo(text, nl=False)
+    if not as_json:
+        where = f" (written to {output_file})" if output_file is not None else ""
+        click.echo(f"{len(plan.podcliquesets)} PodCliqueSet(s) to roll out, {plan.steps} step(s) in all{where}", err=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from grove_gitops.cli.options import deprecated_format_option, resolve_output
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.prcheck.annotations import to_annotations
 from grove_gitops.prcheck.capping import DEFAULT_MAX_PARTS, MAX_PARTS_CEILING
@@ -37,7 +38,7 @@ from grove_gitops.prcheck.compose import (
 from grove_gitops.prcheck.github import DEFAULT_API_URL, GitHub, GitHubError
 from grove_gitops.prcheck.sticky import sync
 from grove_gitops.prcheck.verdict import FAIL_ON, failures, parse_fail_on
-from grove_gitops.prcheck.workflow import add_summary, command, set_outputs
+from grove_gitops.prcheck.workflow import add_summary, command, for_this_ci, set_outputs
 
 OUT_DIR = click.option(
     "--out-dir",
@@ -123,7 +124,13 @@ def _crashed(out_dir: Path, title: str, key: str, public: str, detail: str) -> N
 
 
 @pr_check.command("run")
-@click.option("--repo", type=click.Path(path_type=Path, file_okay=False), default=Path("."), show_default=True)
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("."),
+    show_default=True,
+    help="The git repository holding both commits (its work tree is never touched: the trees are read from git).",
+)
 @click.option("--base", required=True, help="The PR's base commit (the merge base with HEAD is compared).")
 @click.option("--head", required=True, help="The PR's head commit.")
 @click.option(
@@ -133,9 +140,23 @@ def _crashed(out_dir: Path, title: str, key: str, public: str, detail: str) -> N
     help="The source tree's path in the repository; '.', './' and '' are the repository root.",
 )
 @KEY_OPTION
-@click.option("--title", default="grove-gitops PR check", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["markdown", "text"]), default="markdown", show_default=True)
-@click.option("--max-chars", type=click.IntRange(2000, 65_536), default=60_000, show_default=True)
+@click.option("--title", default="grove-gitops PR check", show_default=True, help="Heading of every comment part.")
+@click.option(
+    "--output",
+    type=click.Choice(["markdown", "text"]),
+    default="markdown",
+    show_default=True,
+    help="How the diff is shown in the comment: markdown (summaries, tables, collapsed diffs) or text "
+    "(`diff --output text` in code blocks). The comment itself is always Markdown.",
+)
+@deprecated_format_option
+@click.option(
+    "--max-chars",
+    type=click.IntRange(2000, 65_536),
+    default=60_000,
+    show_default=True,
+    help="Each comment part is shorter than this (GitHub rejects comments over 65536 characters).",
+)
 @click.option(
     "--max-parts",
     type=click.IntRange(1, MAX_PARTS_CEILING),
@@ -157,13 +178,22 @@ def run_command(
     source_path: str,
     key: str,
     title: str,
-    fmt: str,
+    output: str,
+    fmt: str | None,
     max_chars: int,
     max_parts: int,
     cli: str | None,
     out_dir: Path,
 ) -> None:
-    """Compose the report into OUT_DIR and print annotations for head's validation problems."""
+    """Compose the report into OUT_DIR and print annotations for head's validation problems.
+
+    The report compares head with its merge base: the diff, the rollout plan, gang feasibility
+    and head's validation problems, as comment parts (comment.<i>.md), the whole report
+    (report.md) and status.json for `pr-check verdict`. Workflow commands (::error, ::notice)
+    are printed only where a CI reads them (GITHUB_ACTIONS=true); elsewhere the same findings
+    are plain lines on stderr.
+    """
+    fmt = resolve_output(output, fmt, "pr-check run")
     argv = tuple(cli.split()) if cli else DEFAULT_CLI
     opts = Options(repo, base, head, source_path, key, title, fmt, max_chars, argv, max_parts, run_url())
     try:
@@ -180,12 +210,12 @@ def run_command(
         _crashed(out_dir, title, key, "internal error; see the job log.", f"{type(exc).__name__}: {exc}")
         return
     for line in result.annotations:
-        click.echo(line)
+        click.echo(for_this_ci(line))
     for line in result.log:
         click.echo(line, err=True)
     status = result.status
     for note in status.notes:
-        click.echo(command("notice", note))
+        click.echo(for_this_ci(command("notice", note)))
     _write(out_dir, result.parts, status, result.full)
     set_outputs(
         {
@@ -320,7 +350,7 @@ def post_command(
     except GitHubError as exc:
         if exc.status == 403:
             # A fork PR's token is read-only under pull_request: the report is in the job summary.
-            click.echo(command("warning", f"cannot comment on the PR ({exc}); the report is in the job summary"))
+            click.echo(for_this_ci(command("warning", f"cannot comment on the PR ({exc}); the report is in the job summary")))
             return
         _fail(str(exc))
     except GroveGitopsError as exc:
@@ -359,7 +389,7 @@ def verdict_command(fail_on: tuple[str, ...], out_dir: Path) -> None:
     gates = ",".join(fail_on)
     if reasons:
         for reason in reasons:
-            click.echo(command("error", f"grove-gitops PR check (fail-on: {gates}): {reason}"))
+            click.echo(for_this_ci(command("error", f"grove-gitops PR check (fail-on: {gates}): {reason}")))
         sys.exit(1)
     click.echo(f"pr-check passes (fail-on: {gates})", err=True)
 

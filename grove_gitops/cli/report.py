@@ -32,10 +32,19 @@ def error_problems(exc: GroveGitopsError) -> list[Problem]:
     return [Problem("", "", str(exc), "error")]
 
 
-def fail(exc: GroveGitopsError, as_json: bool) -> NoReturn:
-    """Report a user-facing error (as the JSON document under ``--output json``) and exit 1."""
+def fail(exc: GroveGitopsError, as_json: bool, markdown_title: str | None = None) -> NoReturn:
+    """Report a user-facing error (as the JSON document under ``--output json``, as a
+    Markdown list on stdout under ``--output markdown`` when ``markdown_title`` is given) and
+    exit 1."""
     if as_json:
         click.echo(json_document(False, error_problems(exc)))
+    elif markdown_title is not None:
+        from grove_gitops.cli.mdreport import problems_markdown
+
+        problems = error_problems(exc)
+        n = len(problems)
+        click.echo(problems_markdown(markdown_title, f"❌ {n} error{'s' if n != 1 else ''}", problems), nl=False)
+        report(exc)
     else:
         report(exc)
     sys.exit(1)

@@ -17,7 +17,7 @@ from grove_gitops.diff.sides import PlannedSource, extracted_refs, pair_sources,
 from grove_gitops.diff.split import Block
 from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.load.memory import MemorySource
-from grove_gitops.plan.formats import markdown_blocks, plan_dict, unavailable_block
+from grove_gitops.plan.formats import markdown_blocks, plan_dict, render_text, unavailable_block
 from grove_gitops.plan.model import PlanError
 
 
@@ -92,6 +92,15 @@ def plan_blocks(report: Report) -> list[Block]:
         return markdown_blocks(build_fleet_plan(report.base, report.head))
     except PlanError as exc:
         return [unavailable_block(str(exc))]
+
+
+def plan_text(report: Report) -> str:
+    """The rollout plan for ``diff --output text`` (``plan``'s text), or one line saying why
+    there is none: the terminal view carries the plan as the Markdown does."""
+    try:
+        return render_text(build_fleet_plan(report.base, report.head), report.base.label, report.head.label)
+    except PlanError as exc:
+        return f"No rollout plan: {exc}\n"
 
 
 def plan_document(report: Report) -> tuple[dict[str, Any] | None, str]:

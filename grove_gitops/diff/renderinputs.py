@@ -7,7 +7,7 @@ own code. Any edit of the workload changes it, and its unified diff would repeat
 edit, and the configuration around it, in every PR comment. The reviewer needs to know *that*
 the agent's inputs changed and *which* document and fields, not to read them twice: the diff
 shows the block as one line (its document count and digest) and the shard summary names the
-changed documents and fields (:func:`input_changes`). ``--format text`` condenses the same way.
+changed documents and fields (:func:`input_changes`). ``--output text`` condenses the same way.
 """
 
 from __future__ import annotations

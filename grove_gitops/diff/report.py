@@ -6,11 +6,13 @@ computed here once, so the Markdown comment and the terminal view never disagree
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grove_gitops.diff.model import Change, ObjectKey, TreeObject, compare
 from grove_gitops.diff.semantic import Counts, ShardSummary, summarize
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
+from grove_gitops.load.positions import FileData
 from grove_gitops.problems import workload_code
 
 
@@ -39,6 +41,9 @@ class Side:
     #: file -> warning codes its PodCliqueSets acknowledge (``gitops.grove.io/acknowledge``):
     #: those warnings are reported as acknowledged, not as warnings.
     acknowledged_codes: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: The source's files by the name problems give them (a source side only): where
+    #: ``--output json`` finds a warning's line and column.
+    files: Mapping[str, FileData] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.shard_objects:

@@ -129,6 +129,7 @@ def _side(
         counts,
         dict(outcome.unfit_gangs),
         outcome.acknowledged_codes,
+        {name: data for _, plan in plans for name, data in plan.inputs.source.files.items()},
     )
 
 

@@ -56,9 +56,12 @@ def _shard(s: ShardSummary) -> list[str]:
     return lines
 
 
-def render_text(report: Report, title: str = "grove-gitops render diff", risks: Sequence[str] = ()) -> str:
+def render_text(
+    report: Report, title: str = "grove-gitops render diff", risks: Sequence[str] = (), plan: str = ""
+) -> str:
     """The terminal view; ``risks`` (the rollout plan's OUTAGE and STRANDED lines) follow the
-    overview, where a reader of a long diff cannot miss them."""
+    overview, where a reader of a long diff cannot miss them; ``plan`` (the rollout plan as
+    ``plan`` prints it) closes the report, as the plan section closes the Markdown."""
     lines = [f"{title}: base {report.base.label} -> head {report.head.label}", ""]
     if report.identical:
         lines.append(f"No changes: the rendered output is identical ({report.head.object_count} objects).")
@@ -86,4 +89,6 @@ def render_text(report: Report, title: str = "grove-gitops render diff", risks: 
     lines.append("")
     for s in report.shards:
         lines += _shard(s)
+    if plan:
+        lines += ["", *plan.rstrip("\n").split("\n")]
     return "\n".join(lines).rstrip("\n") + "\n"

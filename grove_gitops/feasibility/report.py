@@ -14,7 +14,7 @@ JSON, a contract other tools rely on: ``{"heuristic": str, "inventory": bool, "f
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from grove_gitops.feasibility import HEURISTIC
@@ -22,6 +22,7 @@ from grove_gitops.feasibility.check import Feasibility
 from grove_gitops.feasibility.placement import GangResult
 from grove_gitops.feasibility.scaled import Verdict
 from grove_gitops.feasibility.units import REPORTED, fmt
+from grove_gitops.problems import SCHEMA_VERSION, Problem
 
 #: The resources of the capacity table.
 TABLE_RESOURCES = REPORTED
@@ -112,11 +113,15 @@ def _domain_texts(result: Feasibility) -> Iterator[str]:
             yield "\n".join(lines)
 
 
-def to_json(result: Feasibility | None) -> str:
+def to_json(result: Feasibility | None, warnings: Sequence[Problem] = ()) -> str:
+    """The document; ``ok``, ``schemaVersion`` and ``problems`` (the render's warnings, with
+    their positions) first, as in every command's JSON (docs/schemas/feasibility-output.schema.json)."""
+    head: dict[str, Any] = {"ok": True, "schemaVersion": SCHEMA_VERSION, "problems": [w.as_dict() for w in warnings]}
     if result is None:
-        data: dict[str, Any] = {"heuristic": HEURISTIC, "inventory": False, "fits": True, "gangs": [], "domains": []}
+        data: dict[str, Any] = {**head, "heuristic": HEURISTIC, "inventory": False, "fits": True, "gangs": [], "domains": []}
         return json.dumps(data, indent=2)
     data = {
+        **head,
         "heuristic": HEURISTIC,
         "inventory": True,
         "fits": result.fits,

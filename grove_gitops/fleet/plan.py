@@ -320,6 +320,7 @@ def _cluster_source(
         render_config=render,
         passthrough=[item for item in source.passthrough if in_paths(item)],
         cluster_facts=[item for item in source.cluster_facts if in_paths(item)],
+        files=source.files,  # where a warning's line and column are found (--output json)
     )
     return virtual, problems, warnings
 

@@ -35,7 +35,8 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
 from grove_gitops.load.yamlio import MAX_OBJECT_BYTES
-from grove_gitops.output import diagram, parallel, wiring
+from grove_gitops.output import autoscaling_readme, diagram, parallel, wiring
+from grove_gitops.output.autoscaling_readme import AgentPicture, agent_picture, gang_row
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
@@ -139,12 +140,6 @@ class _Summary:
     kustomizations: dict[str, tuple[tuple[str, ...], bytes]] = field(default_factory=dict)
 
 
-def _gang_row(obj: dict[str, Any]) -> tuple[str, str, str]:
-    groups = ", ".join(f"`{g['name']}` ({g['minReplicas']})" for g in obj["spec"]["podgroups"])
-    scheduler = (obj["metadata"].get("labels") or {}).get("grove.io/scheduler-name", "")
-    return str(obj["metadata"]["name"]), str(scheduler), groups
-
-
 def _add_objects(
     tree: Tree,
     summary: _Summary,
@@ -178,7 +173,7 @@ def _add_objects(
         kind = str(obj.get("kind"))
         summary.shard_counts.setdefault(item.shard, Counter())[kind] += 1
         if diagram.is_podgang(obj):  # a PodGang of another API group is any pass-through object
-            summary.shard_gangs.setdefault(item.shard, []).append(_gang_row(obj))
+            summary.shard_gangs.setdefault(item.shard, []).append(gang_row(obj))
         if kind != "Pod" and item.shard != CLUSTER_SHARD:
             summary.shard_objects.setdefault(item.shard, []).append(obj)
 
@@ -201,7 +196,9 @@ def build_tree(result: RenderResult) -> Tree:
     _add_objects(tree, summary, result.objects, files, "render")
     _merge(tree, summary, files)
     summary.podcliquesets.update(result.podcliquesets)
-    _finish(tree, summary)
+    plan = result.plan
+    pictures = {f"{i.key[0]}/{i.key[1]}": agent_picture(plan, i) for i in plan.items} if plan is not None else {}
+    _finish(tree, summary, pictures)
     return tree
 
 
@@ -299,7 +296,8 @@ def render_shard(plan: RenderPlan, item: PlannedPCS) -> CachedShard:
 def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS, keep_objects: bool = False) -> CachedShard:
     """Expand and serialise one PodCliqueSet; its objects are dropped once they are bytes
     (unless ``keep_objects``)."""
-    objects, warnings = plan.expand(item)
+    floor: list[RenderedObject] | None = [] if autoscaling_readme.scalable(item) else None
+    objects, warnings = plan.expand(item, floor=floor)
     own = _Summary(plan.config)
     files: dict[str, bytes] = {}
     kept: dict[str, Any] | None = {} if keep_objects else None
@@ -307,7 +305,7 @@ def _render_shard(tree: Tree, plan: RenderPlan, item: PlannedPCS, keep_objects: 
     counts = {f"{shard}\0{kind}": n for shard, counter in own.shard_counts.items() for kind, n in counter.items()}
     gangs = [row for rows in own.shard_gangs.values() for row in rows]
     shard = f"{item.key[0]}/{item.key[1]}"
-    files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own).encode()
+    files[f"{shard}/README.md"] = _shard_readme(shard, item.file, own, agent_picture(plan, item, floor)).encode()
     kustomization = _kustomization(list(_yaml_names(files, shard)))
     return CachedShard(
         key=item.key,
@@ -335,7 +333,7 @@ def _yaml_names(files: dict[str, bytes], shard: str) -> tuple[str, ...]:
     )
 
 
-def _finish(tree: Tree, summary: _Summary) -> None:
+def _finish(tree: Tree, summary: _Summary, pictures: dict[str, AgentPicture | None] | None = None) -> None:
     """Kustomizations, READMEs and the metadata file, from what was collected."""
     for counter in summary.shard_counts.values():
         summary.kind_counts.update(counter)
@@ -358,14 +356,18 @@ def _finish(tree: Tree, summary: _Summary) -> None:
     for (ns, pcs), source_file in summary.podcliquesets.items():
         shard = f"{ns}/{pcs}"
         if f"{shard}/README.md" not in tree.files:
-            tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary).encode()
+            agent = (pictures or {}).get(shard)
+            tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary, agent).encode()
     tree.files["README.md"] = _root_readme(summary).encode()
     tree.files[META_FILE] = _meta(summary, tree).encode()
     tree.warnings = summary.warnings
     tree.objects = summary.objects
 
 
-def _shard_readme(shard: str, source_file: str, summary: _Summary) -> str:
+def _shard_readme(shard: str, source_file: str, summary: _Summary, agent: AgentPicture | None = None) -> str:
+    """The shard's README: its objects, its gangs and their diagram. For an autoscaled
+    workload (``agent``) the gangs and the diagram are the workload at its floor, the gangs
+    the agent makes from the live count included, and a table says how far each unit scales."""
     counts = summary.shard_counts.get(shard, Counter())
     lines = [
         f"# {shard}",
@@ -376,13 +378,29 @@ def _shard_readme(shard: str, source_file: str, summary: _Summary) -> str:
         "| --- | ---: |",
     ]
     lines += [f"| {kind} | {n} |" for kind, n in sorted(counts.items())]
-    lines += ["", "## Gangs", "", "| PodGang | scheduler | podgroups (minReplicas) |", "| --- | --- | --- |"]
-    for name, scheduler, groups in summary.shard_gangs.get(shard, []):
-        lines.append(f"| `{name}` | {scheduler} | {groups} |")
-    chart = diagram.shard_diagram(shard, summary.shard_objects.get(shard, ()))
+    gangs = summary.shard_gangs.get(shard, [])
+    objects: Iterable[dict[str, Any]] = summary.shard_objects.get(shard, ())
+    if agent is None:
+        lines += ["", "## Gangs", "", "| PodGang | scheduler | podgroups (minReplicas) |", "| --- | --- | --- |"]
+        lines += [f"| `{name}` | {scheduler} | {groups} |" for name, scheduler, groups in gangs]
+    else:
+        lines += ["", "## Gangs at the floor", "", autoscaling_readme.FLOOR_NOTE, ""]
+        lines += ["| PodGang | scheduler | podgroups (minReplicas) | in |", "| --- | --- | --- | --- |"]
+        in_git = {name for name, _, _ in gangs}
+        rows = sorted({*gangs, *agent.gang_rows}, key=lambda r: agent.gang_order.get(r[0], len(agent.gang_order)))
+        for name, scheduler, groups in rows:
+            where = "Git" if name in in_git else "cluster (the agent makes it)"
+            lines.append(f"| `{name}` | {scheduler} | {groups} | {where} |")
+        objects = agent.objects
+        lines += ["", *autoscaling_readme.scaling_lines(agent)]
+    chart = diagram.shard_diagram(shard, objects)
     if chart:
         lines += ["", "## Gang structure", "", diagram.README_LEGEND, "", diagram.fenced(chart).rstrip("\n")]
     return "\n".join(lines) + "\n"
+
+
+#: RenderConfiguration's ``gitops`` in words: which tool's annotations the objects carry.
+_FLAVOUR_WORDS = {"argocd": "Argo CD", "flux": "Flux", "both": "both Argo CD and Flux"}
 
 
 def _root_readme(summary: _Summary) -> str:
@@ -390,8 +408,9 @@ def _root_readme(summary: _Summary) -> str:
     lines = [
         "# Rendered Grove workloads",
         "",
-        f"Generated by grove-gitops {__version__} for Kubernetes {config.kubernetesVersion}"
-        f" ({config.gitops}). Do not edit: change the source and re-render.",
+        f"Generated by grove-gitops {__version__} for Kubernetes {config.kubernetesVersion} (its API versions and"
+        f" fields), with the apply-order annotations of {_FLAVOUR_WORDS[config.gitops]}"
+        f" (RenderConfiguration `gitops: {config.gitops}`). Do not edit: change the source and re-render.",
         "",
         "| PodCliqueSet | directory | source |",
         "| --- | --- | --- |",

@@ -387,6 +387,16 @@ def markdown_blocks(plan: Plan) -> list[Block]:
     return [head, *(_block(p) for p in plan.podcliquesets)]
 
 
+def plan_markdown(plan: Plan, base_label: str, head_label: str) -> str:
+    """``plan --output markdown``: the OUTAGE and STRANDED banners and the plan section of
+    ``diff``'s PR comment, under a title naming both sides, whole (no part limit)."""
+    title = f"## grove-gitops rollout plan: base {md_text(base_label)} → head {md_text(head_label)}\n\n"
+    blocks = [*outage_blocks(plan), *stranded_blocks(plan), *markdown_blocks(plan)]
+    if not blocks:
+        return title + "No PodCliqueSet changes: nothing to roll out.\n"
+    return (title + "".join(b.text for b in blocks)).rstrip("\n") + "\n"
+
+
 OUTAGE_HEADING = "### 🛑 Rollout outage"
 
 

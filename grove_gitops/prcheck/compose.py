@@ -338,7 +338,7 @@ def compose(opts: Options) -> Result:
         return packed([*blocks, *feas], header)
     status.diff = "ok"
     report = build_report(base_side, head_side)
-    hint = f"grove-gitops diff {args} --format text"
+    hint = f"grove-gitops diff {args} --output text"
     outage, plan = rollout_blocks(report, status)
     if opts.fmt == "markdown":
         blocks = markdown_blocks(

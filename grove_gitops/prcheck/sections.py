@@ -3,7 +3,7 @@ they pack with the diff's blocks on whole-object boundaries.
 
 * the gang-feasibility section, from ``grove-gitops feasibility --output json``;
 * the failure report when head does not render (its problems, a bounded list);
-* the ``text`` format: ``diff --format text`` cut at shard and object boundaries, each piece
+* the ``text`` format: ``diff --output text`` cut at shard and object boundaries, each piece
   in its own code fence so no part ever holds half a fence.
 """
 
@@ -137,7 +137,7 @@ def _fenced(text: str) -> Block:
 
 
 def text_blocks(text: str) -> list[Block]:
-    """``diff --format text`` as fenced blocks cut before every shard title (a line underlined
+    """``diff --output text`` as fenced blocks cut before every shard title (a line underlined
     with ``=``) and every object diff (a line starting ``### ``)."""
     lines = text.rstrip("\n").split("\n")
     pieces: list[list[str]] = [[]]

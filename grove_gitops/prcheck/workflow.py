@@ -9,6 +9,7 @@ decodes ``%25``, ``%0D``, ``%0A`` (and ``%3A``, ``%2C`` in properties), the same
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,6 +30,34 @@ def command(name: str, message: str, properties: Mapping[str, str | int | None] 
         f"{k}={escape_property(str(v))}" for k, v in (properties or {}).items() if v is not None and str(v) != ""
     )
     return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+_COMMAND = re.compile(r"^::([a-z-]+)(?: ([^:]*))?::(.*)$", re.DOTALL)
+
+
+def _unescape(text: str) -> str:
+    return text.replace("%0A", "\n").replace("%0D", "\r").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+
+
+def reads_workflow_commands() -> bool:
+    """Whether this process runs where ``::error …`` lines are read: a GitHub Actions runner
+    (``GITHUB_ACTIONS=true``; Forgejo and Gitea runners set it too). Elsewhere (a terminal,
+    GitLab CI, whose job log shows every line as it is) they are noise."""
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def for_this_ci(line: str) -> str:
+    """A workflow command as is inside GitHub Actions; elsewhere the same finding as a plain
+    line, ``error: file:line: title: message``, the form of every other command's problems."""
+    match = _COMMAND.match(line)
+    if match is None or reads_workflow_commands():
+        return line
+    name, props, message = match.groups()
+    values = dict(p.split("=", 1) for p in (props or "").split(",") if "=" in p)
+    where = ":".join(_unescape(values[k]) for k in ("file", "line") if values.get(k))
+    title = _unescape(values.get("title", ""))
+    parts = [x for x in (where, title, _unescape(message)) if x]
+    return f"{name}: {': '.join(parts)}"
 
 
 def _append(env_var: str, text: str) -> bool:

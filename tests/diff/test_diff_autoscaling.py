@@ -109,7 +109,7 @@ def test_the_workload_objects_render_inputs_are_one_line_and_summarised(tmp_path
         "condensed to one line in its diff): `PodCliqueSet simple1` modified "
         "(`spec.template.cliques[pca].spec.autoScalingConfig.maxReplicas`)"
     ) in md
-    text = run_diff([str(base), str(head), "--format", "text"]).stdout
+    text = run_diff([str(base), str(head), "--output", "text"]).stdout
     assert "podSpec" not in text.split("PodCliqueSet.gitops.grove.io", 1)[1].split("### ")[0]
     assert "  Autoscaling:" in text and AGENT_NOTE in text
 
@@ -124,7 +124,7 @@ def test_autoscaling_added_to_the_examples_prefill_group(tmp_path: Path) -> None
     ]
     assert AGENT_NOTE in md
     assert BASE_GANG_NOTE not in md  # a scaling group: the base PodGang stays in Git
-    text = run_diff([str(base), str(head), "--format", "text"]).stdout
+    text = run_diff([str(base), str(head), "--output", "text"]).stdout
     assert (
         "    scale target: llama-disagg-0-prefill; kind: PodCliqueScalingGroup; floor: 2; max: 4; "
         "metrics (HPA): external metric vllm_prefill_queue_depth 8 average; Git holds: replicas 0–1; "

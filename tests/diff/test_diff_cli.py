@@ -25,7 +25,7 @@ def test_identical_trees_report_no_changes(tmp_path: Path) -> None:
     base = source(tmp_path, "base", _tree())
     head = source(tmp_path, "head", _tree())
     for fmt in ("markdown", "text"):
-        result = run_diff([str(base), str(head), "--format", fmt])
+        result = run_diff([str(base), str(head), "--output", fmt])
         assert result.exit_code == 0, result.output
         assert "No changes: the rendered output is identical" in result.stdout.replace("**", "")
         assert "no changes" in result.stderr
@@ -65,7 +65,7 @@ def test_missing_source_path_is_an_input_error(tmp_path: Path) -> None:
 def test_text_format_has_same_information_without_html(tmp_path: Path) -> None:
     base = source(tmp_path, "base", _tree())
     head = source(tmp_path, "head", _tree(scheduler="lpx-scheduler"))
-    result = run_diff([str(base), str(head), "--format", "text", "--base-label", "main", "--head-label", "pr"])
+    result = run_diff([str(base), str(head), "--output", "text", "--base-label", "main", "--head-label", "pr"])
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert text.startswith("grove-gitops render diff: base main -> head pr\n")
@@ -113,7 +113,7 @@ def test_rendered_mode_compares_output_trees(tmp_path: Path) -> None:
         out = tmp_path / f"rendered-{side}"
         write_tree(build_tree(render_source(source(tmp_path, side, tree))), out)
         outs.append(str(out))
-    result = run_diff(["--rendered", *outs, "--format", "text"])
+    result = run_diff(["--rendered", *outs, "--output", "text"])
     assert result.exit_code == 0, result.output
     assert "Pods replaced (3)" in result.stdout
     assert "changed fields: spec.containers[main].image" in result.stdout

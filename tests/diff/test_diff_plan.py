@@ -42,7 +42,7 @@ def test_no_section_without_changes_and_text_format_unchanged(tmp_path: Path) ->
     same = run_diff([str(source(tmp_path, "base", _tree())), str(source(tmp_path, "head", _tree()))])
     assert "Rollout plan" not in same.stdout
     text = run_diff(
-        [str(source(tmp_path, "b", _tree())), str(source(tmp_path, "h", _tree("nginx:2"))), "--format", "text"]
+        [str(source(tmp_path, "b", _tree())), str(source(tmp_path, "h", _tree("nginx:2"))), "--output", "text"]
     )
     assert "Rollout plan" not in text.stdout
 

@@ -45,7 +45,7 @@ def test_a_replica_change_shows_the_day2_fields_not_the_whole_line(tmp_path: Pat
     assert '-            "replicas": 2' in lines and '+            "replicas": 3' in lines
     assert '-            "minAvailable": 2,' in lines
     # the files Git holds are not what the diff shows: rendered, the annotation is one line
-    text_view = _diff(tmp_path / "t", _tree(2, 1), _tree(3, 1), "--format", "text")
+    text_view = _diff(tmp_path / "t", _tree(2, 1), _tree(3, 1), "--output", "text")
     assert '+            "replicas": 3' in text_view
 
 
@@ -73,7 +73,7 @@ def test_the_overview_says_what_the_gang_settings_column_counts(tmp_path: Path) 
     text = _diff(tmp_path, _tree(2, 1), _tree(3, 1))
     assert "gang settings = changed settings of gang objects present on both sides, by kind: size" in text
     assert "queue, priority (priorityClassName), topology" in text
-    terminal = _diff(tmp_path / "t", _tree(2, 1), _tree(3, 1), "--format", "text")
+    terminal = _diff(tmp_path / "t", _tree(2, 1), _tree(3, 1), "--output", "text")
     assert "gang settings = changed settings of gang objects" in terminal
 
 
@@ -86,7 +86,7 @@ def test_an_added_gang_is_one_summary_entry_not_a_row_per_field(tmp_path: Path) 
         "`PodGang.scheduler.grove.io` `ml/disagg-0-prefill-0` (added: size 2)"
     ) in text
     assert "| `ml/disagg` | `default-scheduler` | +1 ~1 | — | — |" in text  # no settings of existing gangs moved
-    terminal = _diff(tmp_path / "t", _tree(2, 1), _tree(2, 2), "--format", "text")
+    terminal = _diff(tmp_path / "t", _tree(2, 1), _tree(2, 2), "--output", "text")
     assert "PodGang.scheduler.grove.io ml/disagg-0-prefill-0 (added: size 2)" in terminal
     assert "(none) ->" not in terminal
 

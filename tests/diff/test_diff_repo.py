@@ -46,7 +46,7 @@ def test_diff_two_commits(repo: git.Repo) -> None:
     v1 = _commit(repo, {"deploy/config.yaml": LPX_PROFILES, "deploy/app.yaml": _v(2), "README.md": "hi"}, "v1")
     v2 = _commit(repo, {"deploy/app.yaml": _v(3, "lpx-scheduler")}, "v2")
     head_before = repo.head.commit.hexsha
-    result = run_diff(["--repo", str(repo.working_dir), v1, v2, "--source-path", "deploy", "--format", "text"])
+    result = run_diff(["--repo", str(repo.working_dir), v1, v2, "--source-path", "deploy", "--output", "text"])
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert text.startswith(f"grove-gitops render diff: base {v1[:7]} -> head {v2[:7]}\n")
@@ -83,7 +83,7 @@ def test_source_path_absent_at_base_shows_everything_added(repo: git.Repo) -> No
 def test_removed_file_and_identical_refs(repo: git.Repo) -> None:
     v1 = _commit(repo, {"a.yaml": _v(1), "b.yaml": _v(1).replace("name: app", "name: other")}, "v1")
     v2 = _commit(repo, {}, "v2", remove=("b.yaml",))
-    result = run_diff(["--repo", str(repo.working_dir), v1, v2, "--format", "text"])
+    result = run_diff(["--repo", str(repo.working_dir), v1, v2, "--output", "text"])
     assert result.exit_code == 0, result.output
     assert "PodGangs removed (1): other-0" in result.stdout
     same = run_diff(["--repo", str(repo.working_dir), v1, v1])
@@ -159,7 +159,7 @@ def test_diff_repo_writes_nothing_and_matches_the_two_folder_diff(
     empty = tmp_path / "tmp"
     empty.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(empty))
-    labels = ["--base-label", "B", "--head-label", "H", "--format", "text"]
+    labels = ["--base-label", "B", "--head-label", "H", "--output", "text"]
     via_repo = run_diff(["--repo", str(repo.working_dir), v1, v2, "--source-path", "deploy", *labels])
     assert via_repo.exit_code == 0, via_repo.output
     assert made == [] and list(empty.iterdir()) == []

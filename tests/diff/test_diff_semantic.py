@@ -256,7 +256,7 @@ def test_pods_pair_by_hostname_and_scheduler_switch(tmp_path: Path) -> None:
             "llm/demo/30-pod--demo-0-w-3-eeee.yaml": _pod("demo-0-w-3", "img:1", "eeee"),
         },
     )
-    result = run_diff(["--rendered", str(base), str(head), "--format", "text"])
+    result = run_diff(["--rendered", str(base), str(head), "--output", "text"])
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert "Scheduler switch: kai-scheduler → volcano" in text

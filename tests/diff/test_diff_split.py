@@ -90,7 +90,7 @@ def test_single_block_over_the_limit_is_truncated_with_a_note(tmp_path: Path) ->
     _check_parts(parts, 8000)
     everything = "".join(parts)
     assert re.search(
-        r"⚠️ Diff truncated: \d+ of \d+ lines shown\. Run `grove-gitops diff --rendered .* --format text` for the full diff\.",
+        r"⚠️ Diff truncated: \d+ of \d+ lines shown\. Run `grove-gitops diff --rendered .* --output text` for the full diff\.",
         everything,
     )
     assert "ml/small · modified" in everything  # the next object is still there, whole

@@ -104,13 +104,13 @@ def test_enforce_makes_it_an_error(tmp_path: Path) -> None:
 def test_diff_checks_the_head(tmp_path: Path) -> None:
     base = source(tmp_path / "base", FITS, TWO_NODES)
     head = source(tmp_path / "head", TOO_BIG, TWO_NODES)
-    result = run("diff", str(base), str(head), "--format", "text")
+    result = run("diff", str(base), str(head), "--output", "text")
     assert result.exit_code == 0, result.output
     assert "warning: head: workloads.yaml: PodGang ml/llm-0 does not fit" in result.stderr
     # The base side is not checked: its gangs are what the cluster runs today.
-    assert run("diff", str(head), str(base), "--format", "text").stderr.count("does not fit") == 0
+    assert run("diff", str(head), str(base), "--output", "text").stderr.count("does not fit") == 0
     enforced = source(tmp_path / "enforced", TOO_BIG, TWO_NODES, mode="enforce")
-    result = run("diff", str(base), str(enforced), "--format", "text")
+    result = run("diff", str(base), str(enforced), "--output", "text")
     assert result.exit_code == 1
     assert "error: head: workloads.yaml: PodGang ml/llm-0 does not fit" in result.stderr
 
@@ -123,7 +123,7 @@ def test_the_check_sees_podcliquesets_the_cache_rendered(tmp_path: Path) -> None
     (head / "note.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: ml}\n")
     cache = tmp_path / "cache"
     for _ in range(2):  # cold, then with every PodCliqueSet already in --cache-dir
-        result = run("diff", str(base), str(head), "--format", "text", "--cache-dir", str(cache))
+        result = run("diff", str(base), str(head), "--output", "text", "--cache-dir", str(cache))
         assert result.exit_code == 0, result.output
         assert "warning: head: workloads.yaml: PodGang ml/llm-0 does not fit" in result.stderr
     root = source(tmp_path / "src", TOO_BIG, TWO_NODES, mode="enforce")

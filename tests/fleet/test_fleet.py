@@ -269,7 +269,7 @@ def test_diff_cli_lists_changes_per_cluster(tmp_path: Path) -> None:
     head = _copy(tmp_path)
     path = head / "clusters/staging-volcano.yaml"
     path.write_text(path.read_text().replace("inference/embedder: 1", "inference/embedder: 2"))
-    result = CliRunner().invoke(main, ["diff", str(FLEET), str(head), "--format", "text"])
+    result = CliRunner().invoke(main, ["diff", str(FLEET), str(head), "--output", "text"])
     assert result.exit_code == 0, result.stderr
     assert "  cluster prod-kai: 0 shard(s) changed" in result.stderr
     assert "  cluster staging-volcano: 2 shard(s) changed" in result.stderr  # the shard and its _flux wiring

@@ -251,7 +251,7 @@ def test_every_reader_refuses_the_same_entries(bare: Bare, entries: list[tuple[s
     assert _once(cfg).rendered == [base]
     head = commit(bare.dir, Tree([("src", Tree(entries, sort=False))]), base)
     push(bare.dir, head)
-    diff = _run(diff_command, ["--repo", str(bare.dir), base, head, "--source-path", "src", "--format", "text"])
+    diff = _run(diff_command, ["--repo", str(bare.dir), base, head, "--source-path", "src", "--output", "text"])
     result = _once(cfg)
     if refused is None:
         assert diff.exit_code == 0 and result.rendered == [head], (diff.output, result)
@@ -437,7 +437,7 @@ def test_fuzz_hostile_trees_diff_plan_and_the_controller_agree(tmp_path_factory:
     head = _push_src(world, _resolve(tree, world.shared))
     out = world.bare.root / "out"
     args = ["--repo", str(world.bare.dir), world.base, head, "--source-path", "src"]
-    diff = _run(diff_command, [*args, "--out", str(out / "diff.md")])
+    diff = _run(diff_command, [*args, "--output-file", str(out / "diff.md")])
     plan = _run(plan_command, args)
     failed, said = _controller(world.cfg, head)
     for got in (diff, plan):

@@ -4,6 +4,7 @@ command that takes one (issue 34.15): ``controller``, ``diff --repo``, ``plan --
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,16 @@ def test_diff_and_plan_read_the_root(tmp_path: Path, spelling: str, command: str
 
 
 @pytest.mark.parametrize("spelling", ROOTS)
+def test_feasibility_reads_the_root(tmp_path: Path, spelling: str) -> None:
+    repo, _, head = _repo(tmp_path)
+    args = ["feasibility", "--repo", str(repo), head, "--source-path", spelling, "--output", "json"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    # the tree at the root was read: its PodCliqueSet's namespace warning is in the document
+    assert any(p["file"] == "a.yaml" and p["line"] == 5 for p in json.loads(result.stdout)["problems"]), result.stdout
+
+
+@pytest.mark.parametrize("spelling", ROOTS)
 def test_pr_check_reads_the_root(tmp_path: Path, spelling: str) -> None:
     repo, base, head = _repo(tmp_path)
     result = compose(Options(repo, base, head, spelling))
@@ -71,7 +82,7 @@ def test_pr_check_reads_the_root(tmp_path: Path, spelling: str) -> None:
 
 
 def test_help_says_what_the_root_is() -> None:
-    for command in (["controller"], ["diff"], ["plan"], ["pr-check", "run"]):
+    for command in (["controller"], ["diff"], ["plan"], ["feasibility"], ["pr-check", "run"]):
         out = " ".join(CliRunner().invoke(main, [*command, "--help"]).output.split())
         assert "'.', './' and '' are the repository root" in out, command
         assert "default: root)" not in out

@@ -115,6 +115,7 @@ def run_action(
         out_file.write_text("")
         step_env = {**env, **{k: substitute(str(v), context) for k, v in (step.get("env") or {}).items()}}
         step_env["GITHUB_OUTPUT"] = str(out_file)
+        step_env.setdefault("GITHUB_ACTIONS", "true")  # every GitHub runner sets it
         step_env["GITHUB_PATH"] = str(path_file)
         extra = [line for line in path_file.read_text().splitlines() if line]
         step_env["PATH"] = os.pathsep.join([*reversed(extra), env["PATH"]])

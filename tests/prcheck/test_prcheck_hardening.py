@@ -91,7 +91,8 @@ def test_the_pr_check_never_runs_a_grove_gitops_the_pr_adds(tmp_path: Path) -> N
     PR's checkout. The PR's package must never be imported and the invalid head must fail."""
     repo, base, head, marker = evil_pr(tmp_path)
     out = tmp_path / "out"
-    env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    # a GitHub runner's environment: GITHUB_ACTIONS=true makes pr-check print workflow commands
+    env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "GITHUB_ACTIONS": "true"}
     run = subprocess.run(
         [str(VENV_BIN / "grove-gitops"), "pr-check", "run", "--repo", ".", "--base", base, "--head", head,
          "--source-path", "deploy", "--out-dir", str(out)],
