@@ -7,6 +7,7 @@ message (a missing Go, an unreachable module proxy), as CI must on a machine tha
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,14 +46,27 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
         stop(directory)
 
 
+#: The gate-lifter components the workloads of this tier need beside the overlay's own KAI one:
+#: test_agent's default-scheduler example renders Workload API gang objects (issue 31.7).
+COMPONENTS = ("backends/default-scheduler",)
+
+
 @pytest.fixture(scope="session")
-def installed(plane: Plane) -> Plane:
-    """CRDs and the cluster-wide gate-lifter overlay (RBAC + pod policies), as a cluster admin does."""
+def installed(plane: Plane, tmp_path_factory: pytest.TempPathFactory) -> Plane:
+    """CRDs and the cluster-wide gate-lifter overlay (RBAC + pod policies) with the components of
+    the backends its workloads use, from a kustomization of the user's own, as a cluster admin does."""
     kube = plane.kube()
     apply_all(kube, all_crds())
     for crd in all_crds():
         wait_until("CRDs established", functools.partial(crd_established, kube, crd["metadata"]["name"]))
-    apply_all(kube, kustomize(PROJECT / "overlays" / "gate-lifter"))
+    install = tmp_path_factory.mktemp("install")
+    overlay = PROJECT / "overlays" / "gate-lifter"
+    (install / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+        f"  - {os.path.relpath(overlay, install)}\ncomponents:\n"
+        + "".join(f"  - {os.path.relpath(overlay / c, install)}\n" for c in COMPONENTS)
+    )
+    apply_all(kube, kustomize(install))
     return plane
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -75,6 +76,9 @@ class Row:
     verb: str
     binding: str  # "ClusterRole" (the lifter's watch scope) or "Role" (the lease namespace)
     why: str
+    #: "" for the base; else the kustomize Component under overlays/gate-lifter that grants it
+    #: ("backends/<profile name>" for a scheduler backend's rules, "claims" for ResourceClaims).
+    component: str = ""
 
     @property
     def permission(self) -> Permission:
@@ -112,13 +116,14 @@ RBAC_TABLE: tuple[Row, ...] = (
         "ClusterRole",
         f"{_G}kube.py Kube.patch_podgang_status: merge patch of Initialized",
     ),
-    Row("scheduling.run.ai", "podgroups", "get", "ClusterRole", f"{_G}kube.py Kube.object_exists (KAI gang objects)"),
+    Row("scheduling.run.ai", "podgroups", "get", "ClusterRole", f"{_G}kube.py Kube.object_exists (KAI gang objects)", component="backends/kai-scheduler"),
     Row(
         "scheduling.volcano.sh",
         "podgroups",
         "get",
         "ClusterRole",
         f"{_G}kube.py Kube.object_exists (Volcano gang objects)",
+        component="backends/volcano",
     ),
     Row(
         "scheduling.sigs.k8s.io",
@@ -126,6 +131,7 @@ RBAC_TABLE: tuple[Row, ...] = (
         "get",
         "ClusterRole",
         f"{_G}kube.py Kube.object_exists (Koordinator gang objects)",
+        component="backends/koord-scheduler",
     ),
     Row(
         "scheduling.x-k8s.io",
@@ -133,6 +139,7 @@ RBAC_TABLE: tuple[Row, ...] = (
         "get",
         "ClusterRole",
         f"{_G}kube.py Kube.object_exists (coscheduling gang objects)",
+        component="backends/scheduler-plugins-scheduler",
     ),
     Row(
         "scheduling.k8s.io",
@@ -140,6 +147,7 @@ RBAC_TABLE: tuple[Row, ...] = (
         "get",
         "ClusterRole",
         f"{_G}kube.py Kube.object_exists (Workload API gang objects)",
+        component="backends/default-scheduler",
     ),
     Row(
         "scheduling.k8s.io",
@@ -147,6 +155,7 @@ RBAC_TABLE: tuple[Row, ...] = (
         "get",
         "ClusterRole",
         f"{_G}kube.py Kube.object_exists (Workload API gang objects)",
+        component="backends/default-scheduler",
     ),
     Row(
         "scheduling.k8s.io",
@@ -154,6 +163,7 @@ RBAC_TABLE: tuple[Row, ...] = (
         "get",
         "ClusterRole",
         f"{_G}kube.py Kube.object_exists (Workload API gang objects)",
+        component="backends/default-scheduler",
     ),
     Row(
         "grove.io",
@@ -168,6 +178,7 @@ RBAC_TABLE: tuple[Row, ...] = (
         "get",
         "ClusterRole",
         f"{_G}kube.py Kube.get_cluster_object (external KAI Topology)",
+        component="backends/kai-scheduler",
     ),
     Row("events.k8s.io", "events", "create", "ClusterRole", f"{_G}kube.py Kube.emit_event: POST a Warning Event"),
     Row("", "pods", "create", "ClusterRole", f"{_S}POST the pods of replicas above the floor Git renders"),
@@ -175,27 +186,27 @@ RBAC_TABLE: tuple[Row, ...] = (
     Row("scheduler.grove.io", "podgangs", "create", "ClusterRole", f"{_S}POST the PodGang of a scaled gang"),
     Row("scheduler.grove.io", "podgangs", "patch", "ClusterRole", f"{_S}a base PodGang whose podReferences depend on a standalone clique's live count"),
     Row("scheduler.grove.io", "podgangs", "delete", "ClusterRole", f"{_S}a scaled PodGang on scale-in, after its pods"),
-    Row("scheduling.run.ai", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)"),
-    Row("scheduling.run.ai", "podgroups", "create", "ClusterRole", f"{_S}POST the KAI gang objects of a scaled gang"),
-    Row("scheduling.run.ai", "podgroups", "delete", "ClusterRole", f"{_S}the KAI gang objects of a scaled gang on scale-in, after its PodGang"),
-    Row("scheduling.volcano.sh", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)"),
-    Row("scheduling.volcano.sh", "podgroups", "create", "ClusterRole", f"{_S}POST the Volcano gang objects of a scaled gang"),
-    Row("scheduling.volcano.sh", "podgroups", "delete", "ClusterRole", f"{_S}the Volcano gang objects of a scaled gang on scale-in, after its PodGang"),
-    Row("scheduling.sigs.k8s.io", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)"),
-    Row("scheduling.sigs.k8s.io", "podgroups", "create", "ClusterRole", f"{_S}POST the Koordinator gang objects of a scaled gang"),
-    Row("scheduling.sigs.k8s.io", "podgroups", "delete", "ClusterRole", f"{_S}the Koordinator gang objects of a scaled gang on scale-in, after its PodGang"),
-    Row("scheduling.x-k8s.io", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)"),
-    Row("scheduling.x-k8s.io", "podgroups", "create", "ClusterRole", f"{_S}POST the coscheduling gang objects of a scaled gang"),
-    Row("scheduling.x-k8s.io", "podgroups", "delete", "ClusterRole", f"{_S}the coscheduling gang objects of a scaled gang on scale-in, after its PodGang"),
-    Row("scheduling.k8s.io", "workloads", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)"),
-    Row("scheduling.k8s.io", "workloads", "create", "ClusterRole", f"{_S}POST the Workload API gang objects of a scaled gang"),
-    Row("scheduling.k8s.io", "workloads", "delete", "ClusterRole", f"{_S}the Workload API gang objects of a scaled gang on scale-in, after its PodGang"),
-    Row("scheduling.k8s.io", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)"),
-    Row("scheduling.k8s.io", "podgroups", "create", "ClusterRole", f"{_S}POST the Workload API gang objects of a scaled gang"),
-    Row("scheduling.k8s.io", "podgroups", "delete", "ClusterRole", f"{_S}the Workload API gang objects of a scaled gang on scale-in, after its PodGang"),
-    Row("scheduling.k8s.io", "compositepodgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)"),
-    Row("scheduling.k8s.io", "compositepodgroups", "create", "ClusterRole", f"{_S}POST the Workload API gang objects of a scaled gang"),
-    Row("scheduling.k8s.io", "compositepodgroups", "delete", "ClusterRole", f"{_S}the Workload API gang objects of a scaled gang on scale-in, after its PodGang"),
+    Row("scheduling.run.ai", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)", component="backends/kai-scheduler"),
+    Row("scheduling.run.ai", "podgroups", "create", "ClusterRole", f"{_S}POST the KAI gang objects of a scaled gang", component="backends/kai-scheduler"),
+    Row("scheduling.run.ai", "podgroups", "delete", "ClusterRole", f"{_S}the KAI gang objects of a scaled gang on scale-in, after its PodGang", component="backends/kai-scheduler"),
+    Row("scheduling.volcano.sh", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)", component="backends/volcano"),
+    Row("scheduling.volcano.sh", "podgroups", "create", "ClusterRole", f"{_S}POST the Volcano gang objects of a scaled gang", component="backends/volcano"),
+    Row("scheduling.volcano.sh", "podgroups", "delete", "ClusterRole", f"{_S}the Volcano gang objects of a scaled gang on scale-in, after its PodGang", component="backends/volcano"),
+    Row("scheduling.sigs.k8s.io", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)", component="backends/koord-scheduler"),
+    Row("scheduling.sigs.k8s.io", "podgroups", "create", "ClusterRole", f"{_S}POST the Koordinator gang objects of a scaled gang", component="backends/koord-scheduler"),
+    Row("scheduling.sigs.k8s.io", "podgroups", "delete", "ClusterRole", f"{_S}the Koordinator gang objects of a scaled gang on scale-in, after its PodGang", component="backends/koord-scheduler"),
+    Row("scheduling.x-k8s.io", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)", component="backends/scheduler-plugins-scheduler"),
+    Row("scheduling.x-k8s.io", "podgroups", "create", "ClusterRole", f"{_S}POST the coscheduling gang objects of a scaled gang", component="backends/scheduler-plugins-scheduler"),
+    Row("scheduling.x-k8s.io", "podgroups", "delete", "ClusterRole", f"{_S}the coscheduling gang objects of a scaled gang on scale-in, after its PodGang", component="backends/scheduler-plugins-scheduler"),
+    Row("scheduling.k8s.io", "workloads", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "workloads", "create", "ClusterRole", f"{_S}POST the Workload API gang objects of a scaled gang", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "workloads", "delete", "ClusterRole", f"{_S}the Workload API gang objects of a scaled gang on scale-in, after its PodGang", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "podgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "podgroups", "create", "ClusterRole", f"{_S}POST the Workload API gang objects of a scaled gang", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "podgroups", "delete", "ClusterRole", f"{_S}the Workload API gang objects of a scaled gang on scale-in, after its PodGang", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "compositepodgroups", "list", "ClusterRole", f"{_S}list a workload's gang objects (those it owns, after a restart)", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "compositepodgroups", "create", "ClusterRole", f"{_S}POST the Workload API gang objects of a scaled gang", component="backends/default-scheduler"),
+    Row("scheduling.k8s.io", "compositepodgroups", "delete", "ClusterRole", f"{_S}the Workload API gang objects of a scaled gang on scale-in, after its PodGang", component="backends/default-scheduler"),
     Row("gitops.grove.io", "podcliquesets", "list", "ClusterRole", f"{_S}list the gitops.grove.io PodCliqueSets Git holds"),
     Row("gitops.grove.io", "podcliquesets", "watch", "ClusterRole", f"{_S}watch them"),
     Row("gitops.grove.io", "podcliquesets/status", "patch", "ClusterRole", f"{_S}status: replicas, available, updated, conditions"),
@@ -212,9 +223,9 @@ RBAC_TABLE: tuple[Row, ...] = (
     Row("gitops.grove.io", "podcliques", "patch", "ClusterRole", f"{_S}copy minAvailable/minReplicas/maxReplicas from Git (never spec.replicas)"),
     Row("gitops.grove.io", "podcliques", "delete", "ClusterRole", f"{_S}a scale target whose replica or workload left Git"),
     Row("gitops.grove.io", "podcliques/status", "patch", "ClusterRole", f"{_S}status: replicas, ready, updated, available, selector, conditions"),
-    Row("resource.k8s.io", "resourceclaims", "list", "ClusterRole", f"{_S}list a workload's ResourceClaims (those it owns, after a restart)"),
-    Row("resource.k8s.io", "resourceclaims", "create", "ClusterRole", f"{_S}POST the ResourceClaims of replicas above the floor"),
-    Row("resource.k8s.io", "resourceclaims", "delete", "ClusterRole", f"{_S}those ResourceClaims on scale-in"),
+    Row("resource.k8s.io", "resourceclaims", "list", "ClusterRole", f"{_S}list a workload's ResourceClaims (those it owns, after a restart)", component="claims"),
+    Row("resource.k8s.io", "resourceclaims", "create", "ClusterRole", f"{_S}POST the ResourceClaims of replicas above the floor", component="claims"),
+    Row("resource.k8s.io", "resourceclaims", "delete", "ClusterRole", f"{_S}those ResourceClaims on scale-in", component="claims"),
     Row("coordination.k8s.io", "leases", "get", "Role", f"{_G}leader.py read_namespaced_lease (only the named Lease)"),
     Row(
         "coordination.k8s.io",
@@ -231,7 +242,19 @@ RBAC_TABLE: tuple[Row, ...] = (
         f"{_G}leader.py create_namespaced_lease (cannot be limited by name)",
     ),
 )
-LIFTER_PERMISSIONS: frozenset[Permission] = frozenset(r.permission for r in RBAC_TABLE if r.binding == "ClusterRole")
+#: What the base grants (overlays/gate-lifter/base's ClusterRole; namespaced: its Role and ClusterRole).
+LIFTER_PERMISSIONS: frozenset[Permission] = frozenset(
+    r.permission for r in RBAC_TABLE if r.binding == "ClusterRole" and not r.component
+)
+#: What each Component adds (overlays/gate-lifter/<component>), by its path under gate-lifter.
+COMPONENT_PERMISSIONS: dict[str, frozenset[Permission]] = {
+    c: frozenset(r.permission for r in RBAC_TABLE if r.component == c)
+    for c in sorted({r.component for r in RBAC_TABLE if r.component})
+}
+#: Everything the agent may be granted: the base and every component.
+ALL_LIFTER_PERMISSIONS: frozenset[Permission] = LIFTER_PERMISSIONS.union(*COMPONENT_PERMISSIONS.values())
+#: The components overlays/gate-lifter enables: the examples' scheduler (kai-scheduler).
+DEFAULT_COMPONENTS = ("backends/kai-scheduler",)
 LEASE_PERMISSIONS: frozenset[Permission] = frozenset(r.permission for r in RBAC_TABLE if r.binding == "Role")
 #: Day-2 grants used only by the agent package (issue 13: pods delete). Until
 #: ``grove_gitops/agent`` exists in the tree, no code can exercise them; the code-to-table
@@ -263,7 +286,8 @@ def pending_autoscaling_permissions() -> frozenset[Permission]:
     return frozenset() if agent_scales() else AUTOSCALING_PERMISSIONS
 
 
-#: Backend gang objects (resource per backend API group): what Kube.object_exists reads.
+#: Backend gang objects (resource per backend API group): what Kube.object_exists reads (each
+#: backend's in its own component, COMPONENT_PERMISSIONS).
 BACKEND_GANG_RESOURCES = frozenset(
     {
         ("scheduling.run.ai", "podgroups"),
@@ -298,6 +322,36 @@ def _build(directory: str) -> str:
 def build(directory: Path) -> list[dict[str, Any]]:
     """``kubectl kustomize DIRECTORY`` as objects (a fresh copy on every call)."""
     return [d for d in yaml.safe_load_all(_build(str(directory))) if d is not None]
+
+
+def component_dir(component: str) -> Path:
+    """The directory of a Component of the gate-lifter (``backends/kai-scheduler``, ``claims``)."""
+    return GATE_LIFTER / component
+
+
+@functools.cache
+def _build_with(resources: tuple[str, ...], components: tuple[str, ...]) -> str:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kustomization-") as tmp:
+        directory = Path(tmp)
+        text = yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(r, directory) for r in resources],
+                "components": [os.path.relpath(component_dir(c), directory) for c in components],
+            }
+        )
+        (directory / "kustomization.yaml").write_text(text)
+        return _build(str(directory))
+
+
+def build_with(resources: Iterable[Path], components: Iterable[str]) -> list[dict[str, Any]]:
+    """A user's kustomization: ``resources`` (overlay directories) plus ``components`` (paths under
+    overlays/gate-lifter), built from a directory outside the project as a user would."""
+    out = _build_with(tuple(str(r) for r in resources), tuple(components))
+    return [d for d in yaml.safe_load_all(out) if d is not None]
 
 
 def find(objs: Iterable[dict[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:

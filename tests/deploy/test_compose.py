@@ -65,6 +65,7 @@ def test_every_example_is_tested() -> None:
         "namespaced-llm-dev",
         "cluster-wide-ops",
         "settings-and-image",
+        "volcano-with-claims",
     }
 
 
@@ -192,3 +193,35 @@ def test_every_setting_names_a_real_option(overlay: str, name: str) -> None:
     prefix = f"GROVE_GITOPS_{command.upper()}_"
     names = {e["name"] for e in ctr["env"] if e["name"].startswith(prefix)}
     assert names and names <= _option_envvars(command), names - _option_envvars(command)
+
+
+def test_components_choose_the_backend_and_claims(tmp_path: Path) -> None:
+    """issue 31.7: without the overlay's KAI component, Volcano and claims only: the agent may
+    write Volcano PodGroups and ResourceClaims in every namespace, and no other backend's kinds."""
+    objs = build_example(tmp_path, "volcano-with-claims")
+    authz = Authorizer(objs, "grove-gitops", LIFTER_SA)
+    for verb in ("get", "list", "create", "delete"):
+        assert authz.allows(Request(verb, "scheduling.volcano.sh", "podgroups", "team-a", "x")), verb
+    for verb in ("list", "create", "delete"):
+        assert authz.allows(Request(verb, "resource.k8s.io", "resourceclaims", "team-a", "x")), verb
+    for group, resource in (
+        ("scheduling.run.ai", "podgroups"),
+        ("scheduling.k8s.io", "workloads"),
+        ("scheduling.x-k8s.io", "podgroups"),
+        ("scheduling.sigs.k8s.io", "podgroups"),
+    ):
+        assert not authz.allows(Request("get", group, resource, "team-a", "x")), group
+    assert not authz.allows(Request("get", "kai.scheduler", "topologies", None, "x"))
+    assert find(objs, "ValidatingAdmissionPolicy")
+
+
+def test_namespaced_agent_with_a_suffix_gets_its_component(tmp_path: Path) -> None:
+    """The llm-dev example (nameSuffix) with the KAI component: PodGroups in llm-dev only, the
+    KAI Topology read in its ClusterRole, which still holds cluster-scoped reads only."""
+    dev = build_example(tmp_path, "namespaced-llm-dev")
+    authz = Authorizer(dev, "llm-dev", f"{LIFTER_SA}-llm-dev")
+    assert authz.allows(Request("create", "scheduling.run.ai", "podgroups", "llm-dev", None))
+    assert not authz.allows(Request("create", "scheduling.run.ai", "podgroups", "team-b", None))
+    assert authz.allows(Request("get", "kai.scheduler", "topologies", None, "x"))
+    cluster_role = one(dev, "ClusterRole")
+    assert {g for rule in cluster_role["rules"] for g in rule["apiGroups"]} == {"grove.io", "kai.scheduler"}

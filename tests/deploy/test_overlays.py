@@ -13,7 +13,9 @@ import yaml
 from tests.schemas import builtin_errors
 
 from .helpers import (
+    COMPONENT_PERMISSIONS,
     CONTROLLER,
+    DEFAULT_COMPONENTS,
     DRIFT_EVENTS,
     GATE_LIFTER,
     GATE_LIFTER_BASE,
@@ -25,6 +27,7 @@ from .helpers import (
     POLICIES,
     WATCHED_NAMESPACE,
     build,
+    build_with,
     one,
     require_kubectl,
 )
@@ -96,12 +99,27 @@ def test_validation_is_not_vacuous() -> None:
 
 
 def test_cluster_wide_overlay_is_the_base() -> None:
-    """The cluster-wide overlay is the base plus the pod policies, nothing changed."""
+    """The cluster-wide overlay is the base plus the pod policies and the component of the
+    examples' backend (kai-scheduler), nothing else changed."""
 
     def ident(o: dict[str, Any]) -> tuple[str, str]:
         return (o["kind"], o["metadata"]["name"])
 
-    assert sorted(build(GATE_LIFTER), key=ident) == sorted(build(GATE_LIFTER_BASE) + build(POLICIES), key=ident)
+    assert DEFAULT_COMPONENTS == ("backends/kai-scheduler",)
+    expected = build_with([GATE_LIFTER_BASE, POLICIES], DEFAULT_COMPONENTS)
+    assert sorted(build(GATE_LIFTER), key=ident) == sorted(expected, key=ident)
+    plain = build(GATE_LIFTER_BASE) + build(POLICIES)
+    assert [o for o in expected if o["kind"] != "ClusterRole"] == [o for o in plain if o["kind"] != "ClusterRole"]
+
+
+@pytest.mark.parametrize("component", sorted(COMPONENT_PERMISSIONS))
+@pytest.mark.parametrize("overlay", [GATE_LIFTER, NAMESPACED], ids=["cluster", "namespaced"])
+def test_components_build_valid_objects(overlay: Path, component: str) -> None:
+    """Every component on either overlay: the same objects (kinds and identities), all valid."""
+    objs = build_with([overlay], [component])
+    assert Counter(o["kind"] for o in objs) == Counter(o["kind"] for o in build(overlay))
+    errors = [e for obj in objs for e in builtin_errors(obj, KUBE_VERSIONS[-1])]
+    assert errors == []
 
 
 def test_namespaced_objects_live_in_known_namespaces() -> None:

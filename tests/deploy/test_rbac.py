@@ -8,7 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import grove_gitops_backends.coscheduling
+import grove_gitops_backends.default
 import grove_gitops_backends.kai
 import grove_gitops_backends.koordinator
 import grove_gitops_backends.volcano
@@ -16,17 +19,25 @@ import grove_gitops_backends.workload_api
 from grove_gitops.agent import drift, kube
 
 from .helpers import (
+    ALL_LIFTER_PERMISSIONS,
     AUTOSCALING_PERMISSIONS,
     BACKEND_GANG_RESOURCES,
     CLUSTER_EVENT_NAMESPACE,
     CLUSTER_SCOPED,
+    COMPONENT_PERMISSIONS,
+    DEFAULT_COMPONENTS,
     DEPLOY_DOC,
+    DRIFT_EVENTS,
+    GATE_LIFTER,
+    GATE_LIFTER_BASE,
     LEASE_NAME,
     LEASE_PERMISSIONS,
     LIFTER_NAMESPACE,
     LIFTER_PERMISSIONS,
     LIFTER_SA,
+    NAMESPACED,
     NAMESPACED_POLICIES,
+    POLICIES,
     PROJECT,
     RBAC_TABLE,
     SCALERS,
@@ -35,6 +46,8 @@ from .helpers import (
     Permission,
     Request,
     build,
+    build_with,
+    component_dir,
     find,
     one,
     pending_autoscaling_permissions,
@@ -59,15 +72,18 @@ def _all_rules(objs: Objects) -> list[dict[str, Any]]:
 
 # -- the cluster-wide overlay ----------------------------------------------------------------------
 def test_cluster_role_grants_exactly_the_table(lifter_objs: Objects) -> None:
+    """The cluster-wide overlay: the base and the components it enables (KAI, the examples')."""
     role = one(lifter_objs, "ClusterRole", "grove-gitops-gate-lifter")
     assert "aggregationRule" not in role
-    assert rule_permissions(role["rules"]) == LIFTER_PERMISSIONS
+    assert DEFAULT_COMPONENTS == ("backends/kai-scheduler",)
+    assert rule_permissions(role["rules"]) == LIFTER_PERMISSIONS.union(*(COMPONENT_PERMISSIONS[c] for c in DEFAULT_COMPONENTS))
     for rule in role["rules"]:
         assert set(rule) <= {"apiGroups", "resources", "verbs"}, rule  # no nonResourceURLs, no resourceNames
 
 
 def test_no_wildcards_secrets_or_dangerous_verbs(lifter_objs: Objects, namespaced_objs: Objects) -> None:
-    for objs in (lifter_objs, namespaced_objs):
+    every = sorted(COMPONENT_PERMISSIONS)
+    for objs in (lifter_objs, namespaced_objs, build_with([GATE_LIFTER], every), build_with([NAMESPACED], every)):
         rules = _all_rules(objs)
         assert rules
         for rule in rules:
@@ -184,9 +200,10 @@ def test_namespaced_overlay_never_reuses_a_cluster_wide_name(namespaced_objs: Ob
 def test_namespaced_overlay_denies_other_namespaces(
     namespaced_objs: Objects, drift_event_objs: Objects, lifter_objs: Objects
 ) -> None:
-    narrow = Authorizer(namespaced_objs + drift_event_objs, sa_namespace=WATCHED_NAMESPACE)
-    wide = Authorizer(lifter_objs)
-    for group, resource, verb in sorted(LIFTER_PERMISSIONS):
+    every = sorted(COMPONENT_PERMISSIONS)  # the components' rules land in the Role, namespaced
+    narrow = Authorizer(build_with([NAMESPACED], every) + drift_event_objs, sa_namespace=WATCHED_NAMESPACE)
+    wide = Authorizer(build_with([GATE_LIFTER], every))
+    for group, resource, verb in sorted(ALL_LIFTER_PERMISSIONS):
         if (group, resource) in CLUSTER_SCOPED:
             req = Request(verb, group, resource, None, None if verb == "list" else "x")
             assert narrow.allows(req) and wide.allows(req), req
@@ -226,13 +243,17 @@ def _doc_table() -> set[tuple[str, str, str, str]]:
         if len(cells) < 5 or not cells[1].startswith("`"):
             continue
         group = "" if cells[0] == "core" else cells[0].strip("`")
-        binding = "Role" if cells[3].startswith("Role") else cells[3]
-        rows.add((group, cells[1].strip("`"), cells[2].strip("`"), binding))
+        component = ""
+        if cells[3].startswith("component "):
+            binding, component = "ClusterRole", cells[3].removeprefix("component ").strip("`")
+        else:
+            binding = "Role" if cells[3].startswith("Role") else cells[3]
+        rows.add((group, cells[1].strip("`"), cells[2].strip("`"), binding, component))
     return rows
 
 
 def test_docs_show_the_same_table() -> None:
-    assert _doc_table() == {(r.group, r.resource, r.verb, r.binding) for r in RBAC_TABLE}
+    assert _doc_table() == {(r.group, r.resource, r.verb, r.binding, r.component) for r in RBAC_TABLE}
     assert len(RBAC_TABLE) == len({r.permission for r in RBAC_TABLE})
 
 
@@ -245,7 +266,7 @@ def test_gang_and_topology_groups_come_from_the_backends() -> None:
     own = {"gitops.grove.io", "resource.k8s.io"}  # our CRDs, and the claims of scaled replicas
     gang_gets = {
         (g, r)
-        for g, r, v in LIFTER_PERMISSIONS
+        for g, r, v in ALL_LIFTER_PERMISSIONS
         if v == "get" and r != "pods" and (g, r) not in CLUSTER_SCOPED and g not in own and g != kube.PODGANG_GROUP
     }
     assert gang_gets == BACKEND_GANG_RESOURCES
@@ -259,7 +280,8 @@ def test_gang_and_topology_groups_come_from_the_backends() -> None:
         (wapi, "podgroups"),
         (group(grove_gitops_backends.workload_api.COMPOSITE_API), "compositepodgroups"),
     }
-    assert (group(grove_gitops_backends.kai.TOPOLOGY_API_VERSION), "topologies", "get") in LIFTER_PERMISSIONS
+    kai_topology = (group(grove_gitops_backends.kai.TOPOLOGY_API_VERSION), "topologies", "get")
+    assert kai_topology in COMPONENT_PERMISSIONS["backends/kai-scheduler"]
     assert (kube.PODGANG_GROUP, kube.PODGANG_PLURAL, "list") in LIFTER_PERMISSIONS
     assert (kube.PODGANG_GROUP, f"{kube.PODGANG_PLURAL}/status", "patch") in LIFTER_PERMISSIONS
     assert drift.EVENT_NAMESPACE == CLUSTER_EVENT_NAMESPACE
@@ -267,7 +289,7 @@ def test_gang_and_topology_groups_come_from_the_backends() -> None:
 
 #: Every API client method the gate-lifter touches, and what RBAC it needs. A method missing here
 #: fails test_every_client_call_is_in_the_table: review the RBAC before adding it.
-GANG_GETS = frozenset(p for p in LIFTER_PERMISSIONS if p[2] == "get" and (p[0], p[1]) in BACKEND_GANG_RESOURCES)
+GANG_GETS = frozenset(p for p in ALL_LIFTER_PERMISSIONS if p[2] == "get" and (p[0], p[1]) in BACKEND_GANG_RESOURCES)
 CLIENT_CALLS: dict[str, frozenset[Permission]] = {
     "list_namespaced_pod": frozenset({("", "pods", "list"), ("", "pods", "watch")}),
     "list_pod_for_all_namespaces": frozenset({("", "pods", "list"), ("", "pods", "watch")}),
@@ -370,7 +392,7 @@ def test_every_client_call_is_in_the_table() -> None:
     # pods delete counts as needed only once grove_gitops/agent is in the tree, the autoscaling
     # grants once the agent's autoscaling code is).
     pending = pending_day2_permissions() | pending_autoscaling_permissions()
-    assert needed | pending == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
+    assert needed | pending == ALL_LIFTER_PERMISSIONS | LEASE_PERMISSIONS
 
 
 def test_podgangs_are_never_fetched_one_by_one() -> None:
@@ -413,9 +435,9 @@ def test_autoscaling_grants(lifter_objs: Objects) -> None:
         assert authz.allows(Request(verb, "scheduler.grove.io", "podgangs", ns, "x"))
     assert authz.allows(Request("create", "", "pods", ns, None))
     for group, resource in sorted(BACKEND_GANG_RESOURCES):
-        granted = {v for g, r, v in LIFTER_PERMISSIONS if (g, r) == (group, resource)}
+        granted = {v for g, r, v in ALL_LIFTER_PERMISSIONS if (g, r) == (group, resource)}
         assert granted == {"get", "list", "create", "delete"}, (group, resource)
-    granted = {v for g, r, v in LIFTER_PERMISSIONS if (g, r) == ("resource.k8s.io", "resourceclaims")}
+    granted = {v for g, r, v in ALL_LIFTER_PERMISSIONS if (g, r) == ("resource.k8s.io", "resourceclaims")}
     assert granted == {"list", "create", "delete"}
     assert not authz.allows(Request("get", "resource.k8s.io", "resourceclaimtemplates", ns, "x"))
 
@@ -457,3 +479,116 @@ def test_scaler_example_grants_scale_and_reads_only() -> None:
         )
         for v in verbs
     }
+
+
+# -- scheduler backends and claims: components (issue 31.7) --------------------------------------
+def _group(api_version: str) -> str:
+    return api_version.split("/", 1)[0]
+
+
+def _backend_components() -> dict[str, frozenset[tuple[str, str]]]:
+    """Each backend that renders gang objects: its profile name (the component's directory) and
+    the (group, resource) of those objects, from the backends' own constants."""
+    wapi = grove_gitops_backends.workload_api
+    return {
+        grove_gitops_backends.kai.KaiBackend.name: frozenset({(_group(grove_gitops_backends.kai.PODGROUP_API_VERSION), "podgroups")}),
+        grove_gitops_backends.volcano.VolcanoBackend.name: frozenset({(_group(grove_gitops_backends.volcano.PODGROUP_API_VERSION), "podgroups")}),
+        grove_gitops_backends.koordinator.KoordinatorBackend.name: frozenset({(_group(grove_gitops_backends.koordinator.PODGROUP_API_VERSION), "podgroups")}),
+        grove_gitops_backends.coscheduling.CoschedulingBackend.name: frozenset({(_group(grove_gitops_backends.coscheduling.API_VERSION), "podgroups")}),
+        grove_gitops_backends.default.DefaultSchedulerBackend.name: frozenset(
+            {(wapi.GROUP, "workloads"), (wapi.GROUP, "podgroups"), (_group(wapi.COMPOSITE_API), "compositepodgroups")}
+        ),
+    }
+
+
+GANG_VERBS = ("get", "list", "create", "delete")
+CLAIMS = frozenset({("resource.k8s.io", "resourceclaims", v) for v in ("list", "create", "delete")})
+
+
+def _expected_component(component: str) -> frozenset[Permission]:
+    if component == "claims":
+        return CLAIMS
+    profile = component.removeprefix("backends/")
+    extra = set()
+    if profile == grove_gitops_backends.kai.NAME:  # the drift check's GET of an external KAI Topology
+        extra.add((_group(grove_gitops_backends.kai.TOPOLOGY_API_VERSION), "topologies", "get"))
+    return frozenset({(g, r, v) for g, r in _backend_components()[profile] for v in GANG_VERBS} | extra)
+
+
+def _gang_or_claim(p: Permission) -> bool:
+    return (p[0], p[1]) in BACKEND_GANG_RESOURCES or p[0] in {"resource.k8s.io", "kai.scheduler"}
+
+
+def test_base_grants_no_gang_objects_or_claims() -> None:
+    """The base (and the namespaced overlay without components) grants no scheduler backend's
+    kinds and no ResourceClaims: those come only with the component of an enabled backend."""
+    base = build(GATE_LIFTER_BASE) + build(POLICIES)
+    assert rule_permissions(one(base, "ClusterRole", "grove-gitops-gate-lifter")["rules"]) == LIFTER_PERMISSIONS
+    namespaced = build(NAMESPACED)
+    for objs in (base, namespaced):
+        granted = set().union(*(rule_permissions(o["rules"]) for o in find(objs, "ClusterRole") + find(objs, "Role")))
+        assert granted and not {p for p in granted if _gang_or_claim(p)}, sorted(p for p in granted if _gang_or_claim(p))
+    assert not {p for p in LIFTER_PERMISSIONS if _gang_or_claim(p)}
+
+
+def test_every_backend_with_gang_objects_has_its_component() -> None:
+    """One component per backend that renders gang objects, named after its profile, plus claims;
+    together they are every gang and claim grant of the table."""
+    expected = {f"backends/{name}" for name in _backend_components()} | {"claims"}
+    assert set(COMPONENT_PERMISSIONS) == expected
+    on_disk = {str(p.parent.relative_to(GATE_LIFTER)) for p in GATE_LIFTER.glob("backends/*/kustomization.yaml")}
+    assert on_disk | {"claims"} == expected and (component_dir("claims") / "kustomization.yaml").is_file()
+    assert {(g, r) for g, r, _ in ALL_LIFTER_PERMISSIONS - LIFTER_PERMISSIONS} == (
+        set(BACKEND_GANG_RESOURCES) | {("resource.k8s.io", "resourceclaims"), ("kai.scheduler", "topologies")}
+    )
+    for component in sorted(expected):
+        text = (component_dir(component) / "kustomization.yaml").read_text()
+        assert "kind: Component" in text and "kustomize.config.k8s.io/v1alpha1" in text, component
+
+
+@pytest.mark.parametrize("component", sorted(COMPONENT_PERMISSIONS))
+def test_each_component_grants_exactly_its_backend(component: str, drift_event_objs: Objects) -> None:
+    """Cluster-wide: the component adds exactly its backend's kinds to the ClusterRole. Namespaced:
+    its namespaced kinds to the Role in the watched namespace, its cluster-scoped reads (the KAI
+    Topology) to the namespaced ClusterRole, which keeps cluster-scoped reads only; nothing else
+    changes (a target a build lacks is skipped)."""
+    expected = _expected_component(component)
+    assert COMPONENT_PERMISSIONS[component] == expected
+    plain = build(GATE_LIFTER_BASE) + build(POLICIES)
+    wide = build_with([GATE_LIFTER_BASE, POLICIES], [component])
+    role = one(wide, "ClusterRole", "grove-gitops-gate-lifter")
+    assert rule_permissions(role["rules"]) == LIFTER_PERMISSIONS | expected
+    others = [o for o in wide if o["kind"] != "ClusterRole"]
+    assert others == [o for o in plain if o["kind"] != "ClusterRole"]
+
+    base_ns = build(NAMESPACED)
+    narrow = build_with([NAMESPACED], [component])
+    cluster = {p for p in expected if (p[0], p[1]) in CLUSTER_SCOPED}
+    cluster_role = one(narrow, "ClusterRole", "grove-gitops-gate-lifter-namespaced")
+    granted_cluster = rule_permissions(cluster_role["rules"])
+    assert granted_cluster == rule_permissions(one(base_ns, "ClusterRole")["rules"]) | cluster
+    assert all((p[0], p[1]) in CLUSTER_SCOPED for p in granted_cluster), granted_cluster
+    watched = one(narrow, "Role", "grove-gitops-gate-lifter")
+    assert rule_permissions(watched["rules"]) == rule_permissions(one(base_ns, "Role", "grove-gitops-gate-lifter")["rules"]) | (expected - cluster)
+    assert one(narrow, "Role", "grove-gitops-gate-lifter-leader-election") == one(
+        base_ns, "Role", "grove-gitops-gate-lifter-leader-election"
+    )
+    # Authorized where the agent runs, never outside its namespace.
+    authz = Authorizer(narrow + drift_event_objs, sa_namespace=WATCHED_NAMESPACE)
+    for group, resource, verb in sorted(expected - cluster):
+        assert authz.allows(Request(verb, group, resource, WATCHED_NAMESPACE, "x"))
+        assert not authz.allows(Request(verb, group, resource, "team-b", "x"))
+    for group, resource, verb in sorted(cluster):
+        assert authz.allows(Request(verb, group, resource, None, "x"))
+
+
+def test_components_add_up_without_touching_the_namespaced_cluster_role() -> None:
+    """Every component at once: the cluster-wide ClusterRole grants the whole table; the
+    namespaced ClusterRole still holds cluster-scoped reads only."""
+    every = sorted(COMPONENT_PERMISSIONS)
+    wide = build_with([GATE_LIFTER_BASE, POLICIES], every)
+    assert rule_permissions(one(wide, "ClusterRole")["rules"]) == ALL_LIFTER_PERMISSIONS
+    narrow = build_with([NAMESPACED, DRIFT_EVENTS], every)
+    cluster = rule_permissions(one(narrow, "ClusterRole")["rules"])
+    assert cluster == {p for p in ALL_LIFTER_PERMISSIONS if (p[0], p[1]) in CLUSTER_SCOPED}
+    assert rule_permissions(one(narrow, "Role", "grove-gitops-gate-lifter")["rules"]) == ALL_LIFTER_PERMISSIONS - cluster

@@ -35,7 +35,8 @@ from tests.fakeserver import FakeApiServer
 from tests.fakeserver.server import DEFAULT_NAMESPACES
 
 from .helpers import (
-    BACKEND_GANG_RESOURCES,
+    COMPONENT_PERMISSIONS,
+    DEFAULT_COMPONENTS,
     DRIFT_EVENTS,
     GATE_LIFTER,
     LEASE_NAME,
@@ -48,6 +49,7 @@ from .helpers import (
     Authorizer,
     Request,
     build,
+    build_with,
     deployment_params,
     is_discovery_path,
     one,
@@ -155,7 +157,16 @@ def _drifted_binding(kube: Kube) -> None:
     )
 
 
-def _exercise(server: FakeApiServer, watch_namespace: str | None, lease_namespace: str, lease_name: str) -> None:
+def _components_needed(objs: list[dict[str, Any]]) -> set[str]:
+    """The gate-lifter components whose kinds the rendered objects include (a backend's gang
+    objects, ResourceClaims): what an install of these workloads must enable."""
+    kinds = {(o["apiVersion"].split("/", 1)[0] if "/" in o["apiVersion"] else "", o["kind"].lower() + "s") for o in objs}
+    return {c for c, perms in COMPONENT_PERMISSIONS.items() if any((g, r) in kinds for g, r, _ in perms)}
+
+
+def _exercise(
+    server: FakeApiServer, watch_namespace: str | None, lease_namespace: str, lease_name: str, gang_groups: set[str]
+) -> None:
     """Everything the gate-lifter process does, through the real client code, with the settings
     the overlay's Deployment gives it."""
     api = server.api_client()
@@ -203,8 +214,10 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None, lease_namespac
     # Topology drift: list bindings, GET the external Topology, record a Warning Event.
     results = DriftChecker(kube, Registry()).check()
     assert results.get(("fabric", grove_gitops_backends.kai.NAME)), results
-    # Backend gang objects: an existence check of every kind.
-    for ref in _gang_refs():
+    # Backend gang objects: an existence check of every kind of the enabled backends.
+    refs = [ref for ref in _gang_refs() if ref.api_version.split("/", 1)[0] in gang_groups]
+    assert refs
+    for ref in refs:
         assert kube.object_exists(ref) is False
     leader._leader = True
     leader._release()
@@ -212,13 +225,12 @@ def _exercise(server: FakeApiServer, watch_namespace: str | None, lease_namespac
 
 SCALE_TARGET = "llama-disagg-0-prefill"
 #: Autoscaling grants the example (a KAI scaling group) cannot use: a standalone clique's scale
-#: target and base PodGang, ResourceClaims and the other backends' gang objects. The property test
+#: target and base PodGang. (ResourceClaims and the other backends' gang objects are not granted
+#: at all: their components are not enabled.) The property test
 #: (tests/agent/test_scaling_property.py) drives them through the same Kube calls, every backend.
 ELSEWHERE: frozenset[tuple[str, str, str]] = frozenset(
     {("gitops.grove.io", "podcliques", v) for v in ("create", "patch", "delete")}
     | {("gitops.grove.io", "podcliques/status", "patch"), ("scheduler.grove.io", "podgangs", "patch")}
-    | {("resource.k8s.io", "resourceclaims", v) for v in ("list", "create", "delete")}
-    | {(g, r, v) for g, r in BACKEND_GANG_RESOURCES if g != "scheduling.run.ai" for v in ("list", "create", "delete")}
     # No request uses it: the OwnerReferencesPermissionEnforcement admission plugin checks it on
     # every create that names the workload as owner with blockOwnerDeletion. The fake has no such
     # plugin; the real control plane runs it (tests/controlplane/test_agent.py, a scale write).
@@ -261,20 +273,43 @@ def _exercise_autoscaling(server: FakeApiServer) -> None:
 
 
 @pytest.mark.parametrize(
-    ("overlays", "watch_namespace"),
-    [((GATE_LIFTER,), None), ((NAMESPACED, DRIFT_EVENTS), WATCHED_NAMESPACE)],
+    ("overlays", "components", "watch_namespace"),
+    [
+        ((GATE_LIFTER,), (), None),  # it enables DEFAULT_COMPONENTS itself
+        ((NAMESPACED, DRIFT_EVENTS), DEFAULT_COMPONENTS, WATCHED_NAMESPACE),  # enables none
+    ],
     ids=["cluster", "namespaced"],
 )
-def test_every_request_is_allowed_and_every_grant_used(overlays: tuple[Path, ...], watch_namespace: str | None) -> None:
+def test_every_request_is_allowed_and_every_grant_used(
+    overlays: tuple[Path, ...], components: tuple[str, ...], watch_namespace: str | None
+) -> None:
+    """The examples' workloads with the overlay and the component of the backend they render
+    for (KAI): every request allowed, every grant of the install used."""
     require_kubectl()
-    objs_installed = [o for overlay in overlays for o in build(overlay)]
+    objs = _rendered_examples()
+    assert _components_needed(objs) == set(DEFAULT_COMPONENTS)
+    if components:
+        objs_installed = build_with(overlays, components)
+    else:
+        objs_installed = [o for overlay in overlays for o in build(overlay)]
     deployment = one(objs_installed, "Deployment", "grove-gitops-gate-lifter")
     params = deployment_params(deployment, "gate-lifter")
     assert params["namespace"] == watch_namespace
     authz = Authorizer(
         objs_installed, deployment["metadata"]["namespace"], deployment["spec"]["template"]["spec"]["serviceAccountName"]
     )
-    objs = _rendered_examples()
+    granted = {
+        (g, r, v)
+        for o in objs_installed
+        if o["kind"] in ("Role", "ClusterRole")
+        for rule in o["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    enabled = LIFTER_PERMISSIONS.union(*(COMPONENT_PERMISSIONS[c] for c in DEFAULT_COMPONENTS))
+    assert granted == enabled | LEASE_PERMISSIONS
+    gang_groups = {g for c in DEFAULT_COMPONENTS for g, _, _ in COMPONENT_PERMISSIONS[c]}
     with FakeApiServer(namespaces=(*DEFAULT_NAMESPACES, LIFTER_NAMESPACE)) as server:
         _serve_workload_api(server)
         setup = Kube(server.api_client())
@@ -284,7 +319,7 @@ def test_every_request_is_allowed_and_every_grant_used(overlays: tuple[Path, ...
         assert len(_gated(server)) == 12
         server.clear_requests()
 
-        _exercise(server, params["namespace"], params["lease_namespace"], params["lease_name"])
+        _exercise(server, params["namespace"], params["lease_namespace"], params["lease_name"], gang_groups)
         records = server.requests
         assert not server.internal_errors
 
@@ -301,7 +336,7 @@ def test_every_request_is_allowed_and_every_grant_used(overlays: tuple[Path, ...
     assert denied == []
     # Every grant used, the agent's pod delete included (the autoscaling grants once the agent's
     # autoscaling code is in the tree: then this run must exercise it).
-    assert used | pending_autoscaling_permissions() | ELSEWHERE == LIFTER_PERMISSIONS | LEASE_PERMISSIONS
+    assert used | pending_autoscaling_permissions() | ELSEWHERE == granted
     assert not used & ELSEWHERE - {("scheduler.grove.io", "podgangs", "patch")}  # keep ELSEWHERE honest
     # Discovery is only per group-version (system:discovery covers it), never a resource.
     # (``/api/v1``: the core group's, read by the agent's pod creates above the floor.)
@@ -336,5 +371,9 @@ def test_denied_requests_are_denied() -> None:
         Request("create", "events.k8s.io", "events", "kube-system", None),
         Request("update", "coordination.k8s.io", "leases", WATCHED_NAMESPACE, "someone-else"),
         Request("update", "coordination.k8s.io", "leases", LIFTER_NAMESPACE, LEASE_NAME),
+        # No component: no backend's gang objects, no ResourceClaims (issue 31.7).
+        Request("get", "scheduling.run.ai", "podgroups", WATCHED_NAMESPACE, "x"),
+        Request("create", "scheduling.k8s.io", "workloads", WATCHED_NAMESPACE, None),
+        Request("create", "resource.k8s.io", "resourceclaims", WATCHED_NAMESPACE, None),
     ):
         assert not authz.allows(req), req
