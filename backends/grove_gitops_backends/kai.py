@@ -53,6 +53,7 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendFinding, K8sObject, PodPlacement, SchedulerBackend
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.output.gitopsmeta import RECREATE_ON_SYNC
 from grove_gitops.validation.fielderrors import FieldError, invalid
 
 NAME = "kai-scheduler"
@@ -345,7 +346,13 @@ class KaiBackend(SchedulerBackend):
             {
                 "apiVersion": TOPOLOGY_API_VERSION,
                 "kind": "Topology",
-                "metadata": {"name": binding.name, "labels": {MANAGED_BY: MANAGED_BY_VALUE}},
+                # KAI keeps nodeLabels immutable and Grove's operator deletes and re-creates the
+                # Topology on a level change: the GitOps tool must do the same (issue 32.3).
+                "metadata": {
+                    "name": binding.name,
+                    "labels": {MANAGED_BY: MANAGED_BY_VALUE},
+                    "annotations": dict(RECREATE_ON_SYNC),
+                },
                 "spec": {"levels": [{"nodeLabel": level.key} for level in binding.spec.levels]},
             }
         ]

@@ -23,6 +23,7 @@ from grove_gitops.diff.autoscaling import (
 from grove_gitops.diff.model import Change, ChangeType
 from grove_gitops.diff.semantic import Category, Counts, ShardSummary, display_name
 from grove_gitops.expand.scaling import PCLQ_KIND
+from grove_gitops.output.gitopsmeta import recreated_on_sync
 from grove_gitops.render import CLUSTER_SHARD
 
 Wrap = Callable[[str], str]
@@ -30,6 +31,9 @@ Wrap = Callable[[str], str]
 MAX_FIELD_ROWS = 40
 MAX_NAMES = 10
 MAX_PATHS = 4
+
+#: How a modified object the render marks for re-creation on sync is applied (issue 32.3).
+RECREATED = "replaced: immutable field"
 
 SYMBOL = {
     ChangeType.ADDED: "+",
@@ -179,6 +183,8 @@ def change_words(
     words = [f"{SYMBOL[change.type]} {wrap(key.kind_label)} {esc(key.object_label)}", change.type.value]
     if change.type == ChangeType.REPLACED and change.base is not None:
         words[1] = f"replaces {esc(change.base.key.name)}"
+    elif change.type == ChangeType.MODIFIED and change.head is not None and recreated_on_sync(change.head.obj):
+        words[1] = RECREATED  # Argo CD / Flux delete and re-create it: not an update in place
     words.append(f"+{added} −{removed}")
     if paths:
         words.append(paths_text(list(paths), wrap))

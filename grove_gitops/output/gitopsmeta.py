@@ -42,6 +42,15 @@ ARGOCD_NO_PRUNE = "Prune=false"
 ARGOCD_IGNORE_EXTRANEOUS = "IgnoreExtraneous"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 FLUX_PRUNE_DISABLED = "disabled"
+#: Recreate on sync (issue 32.3): an object a render marks so (a backend object whose fields the
+#: API server keeps immutable, e.g. KAI's Topology ``nodeLabel``s) is deleted and created again
+#: by the GitOps tool instead of updated in place, as Grove's operator does. Argo CD: ``Replace``
+#: alone is ``kubectl replace`` (still an update, refused); with ``Force`` it is delete + create.
+#: Flux: ``force: enabled`` recreates the object when the apply fails on an immutable field.
+ARGOCD_RECREATE = "Force=true,Replace=true"
+FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
+FLUX_FORCE_ENABLED = "enabled"
+RECREATE_ON_SYNC = {ARGOCD_SYNC_OPTIONS: ARGOCD_RECREATE, FLUX_FORCE: FLUX_FORCE_ENABLED}
 _MANAGED_BY = "app.kubernetes.io/managed-by"
 _MANAGED_BY_VALUE = "grove-gitops"
 
@@ -124,3 +133,13 @@ def annotate(obj: dict[str, Any], wave: int, flavour: str) -> None:
             annotations[FLUX_PRUNE] = FLUX_PRUNE_DISABLED
     if annotations:
         meta["annotations"] = annotations
+
+
+def recreated_on_sync(obj: dict[str, Any]) -> bool:
+    """Whether Argo CD or Flux deletes and re-creates ``obj`` on a change (:data:`RECREATE_ON_SYNC`)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(annotations, dict):
+        return False
+    options = {item.strip() for item in str(annotations.get(ARGOCD_SYNC_OPTIONS, "")).split(",")}
+    argocd = {"Force=true", "Replace=true"} <= options
+    return argocd or str(annotations.get(FLUX_FORCE, "")).lower() == FLUX_FORCE_ENABLED

@@ -151,7 +151,15 @@ def test_worked_example_podgroups_pods_and_topology(tmp_path: Path, crds: CRDReg
     assert topologies[0].obj == {
         "apiVersion": "kai.scheduler/v1alpha1",
         "kind": "Topology",
-        "metadata": {"name": "gpu-fabric", "labels": {"app.kubernetes.io/managed-by": "grove-gitops"}},
+        "metadata": {
+            "name": "gpu-fabric",
+            "labels": {"app.kubernetes.io/managed-by": "grove-gitops"},
+            # nodeLabels are immutable in KAI: Argo CD and Flux delete and re-create it (issue 32.3)
+            "annotations": {
+                "argocd.argoproj.io/sync-options": "Force=true,Replace=true",
+                "kustomize.toolkit.fluxcd.io/force": "enabled",
+            },
+        },
         "spec": {
             "levels": [
                 {"nodeLabel": "topology.kubernetes.io/zone"},

@@ -13,9 +13,10 @@ up in a test instead of as a refused ``kubectl apply``:
 * :func:`resolve_path`: a printer column's JSONPath or a scale subresource path resolved to the
   schema node it reads (``None`` when the schema has no such field);
 * :class:`TransitionRule`: a CEL transition rule of the form
-  ``self.a == oldSelf.a || self.a >= self.b [|| ...]`` evaluated on an (old, new) pair. Only that
-  grammar is accepted (anything else raises), so the tests evaluate exactly the rules the CRDs
-  ship, not a guess at CEL.
+  ``self.a == oldSelf.a || self.a >= self.b [|| ...]`` evaluated on an (old, new) pair, or with
+  ``optionalOldSelf: true`` the guarded form ``(oldSelf.hasValue() && self.a == oldSelf.value().a)
+  || ...`` (run on creates too, where the guard is false). Only that grammar is accepted (anything
+  else raises), so the tests evaluate exactly the rules the CRDs ship, not a guess at CEL.
 """
 
 from __future__ import annotations
@@ -146,17 +147,28 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 _OPERAND = r"(?:self|oldSelf)\.[A-Za-z_][A-Za-z0-9_]*|\d+"
 _COMPARISON = re.compile(rf"^\s*({_OPERAND})\s*(==|!=|>=|<=|>|<)\s*({_OPERAND})\s*$")
+_GUARD = re.compile(
+    r"^\s*\(\s*oldSelf\.hasValue\(\)\s*&&\s*self\.([A-Za-z_][A-Za-z0-9_]*)\s*==\s*"
+    r"oldSelf\.value\(\)\.([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$"
+)
 
 
 @dataclass(frozen=True)
 class TransitionRule:
-    """A disjunction of comparisons between fields of ``self`` / ``oldSelf`` and integer literals."""
+    """A disjunction of comparisons between fields of ``self`` / ``oldSelf`` and integer literals
+    (with ``optional_old_self``, the first may be the ``oldSelf.hasValue() &&`` guard)."""
 
     rule: str
+    optional_old_self: bool = False
 
     def __post_init__(self) -> None:
-        for part in self.rule.split("||"):
-            if not _COMPARISON.match(part):
+        for index, part in enumerate(self.rule.split("||")):
+            guard = self.optional_old_self and index == 0 and _GUARD.match(part)
+            if guard:
+                if guard.group(1) != guard.group(2):
+                    raise ValueError(f"guard compares different fields: {part.strip()!r}")
+                continue
+            if not _COMPARISON.match(part) or (self.optional_old_self and "oldSelf" in part):
                 raise ValueError(f"not in the supported grammar: {part.strip()!r} of {self.rule!r}")
 
     @property
@@ -176,10 +188,15 @@ class TransitionRule:
 
     def allows(self, new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
         """The rule's verdict on an update ``old`` → ``new`` (on a create, ``old`` is None and a
-        transition rule is not evaluated)."""
-        if old is None and self.is_transition_rule:
+        transition rule is not evaluated unless ``optionalOldSelf``; then its guard is false)."""
+        if old is None and self.is_transition_rule and not self.optional_old_self:
             return True
-        for part in self.rule.split("||"):
+        for index, part in enumerate(self.rule.split("||")):
+            guard = self.optional_old_self and index == 0 and _GUARD.match(part)
+            if guard:
+                if old is not None and new[guard.group(1)] == old[guard.group(1)]:
+                    return True
+                continue
             match = _COMPARISON.match(part)
             assert match is not None
             left, op, right = match.groups()

@@ -29,16 +29,16 @@ NAMES = {
 }
 RULES = [
     (
-        "self.replicas == oldSelf.replicas || self.replicas >= self.minAvailable",
+        "(oldSelf.hasValue() && self.replicas == oldSelf.value().replicas) || self.replicas >= self.minAvailable",
         "replicas must be greater than or equal to minAvailable",
     ),
     (
-        "self.replicas == oldSelf.replicas || self.replicas >= self.minReplicas",
+        "(oldSelf.hasValue() && self.replicas == oldSelf.value().replicas) || self.replicas >= self.minReplicas",
         "replicas must be greater than or equal to minReplicas (the floor rendered in Git); "
         "lower minReplicas in Git to scale further in",
     ),
     (
-        "self.replicas == oldSelf.replicas || self.replicas <= self.maxReplicas",
+        "(oldSelf.hasValue() && self.replicas == oldSelf.value().replicas) || self.replicas <= self.maxReplicas",
         "replicas must be less than or equal to maxReplicas",
     ),
 ]
@@ -386,7 +386,10 @@ def test_bad_podcliquesets_are_refused(registry: CRDRegistry) -> None:
 # -- CEL transition rules -------------------------------------------------------------------------
 def _rules(kind: str) -> list[tuple[TransitionRule, str]]:
     spec = _schema(_crds()[kind])["properties"]["spec"]
-    return [(TransitionRule(r["rule"]), r["message"]) for r in spec["x-kubernetes-validations"]]
+    return [
+        (TransitionRule(r["rule"], optional_old_self=r.get("optionalOldSelf") is True), r["message"])
+        for r in spec["x-kubernetes-validations"]
+    ]
 
 
 def _refusals(kind: str, new: dict[str, int], old: dict[str, int] | None) -> list[str]:
@@ -397,7 +400,8 @@ def _refusals(kind: str, new: dict[str, int], old: dict[str, int] | None) -> lis
 def test_cel_rules_are_the_contracts(kind: str) -> None:
     spec = _schema(_crds()[kind])["properties"]["spec"]
     assert [(r["rule"], r["message"]) for r in spec["x-kubernetes-validations"]] == RULES
-    assert all(rule.is_transition_rule for rule, _ in _rules(kind))
+    # optionalOldSelf: the rules judge creates too (issue 32.4), not only updates.
+    assert all(r.get("optionalOldSelf") is True for r in spec["x-kubernetes-validations"])
 
 
 BOUNDS = {"minAvailable": 2, "minReplicas": 3, "maxReplicas": 8}
@@ -430,9 +434,22 @@ def test_the_agent_copying_new_bounds_from_git_is_never_refused(kind: str) -> No
 
 
 @pytest.mark.parametrize("kind", TARGET_KINDS)
-def test_creation_is_not_checked_by_transition_rules(kind: str) -> None:
-    """Rules with oldSelf run on UPDATE only; the agent creates at initialReplicas (in bounds)."""
-    assert _refusals(kind, {**BOUNDS, "replicas": 0}, None) == []
+@pytest.mark.parametrize(
+    ("replicas", "refused"),
+    [(3, []), (8, []), (9, [RULES[2][1]]), (2, [RULES[1][1]]), (0, [RULES[0][1], RULES[1][1]])],
+)
+def test_creation_is_checked_against_the_objects_own_bounds(kind: str, replicas: int, refused: list[str]) -> None:
+    """optionalOldSelf: the rules run on CREATE too (issue 32.4: a target created with replicas
+    above maxReplicas was accepted); the agent creates at initialReplicas, inside the bounds."""
+    assert _refusals(kind, {**BOUNDS, "replicas": replicas}, None) == refused
+
+
+@pytest.mark.parametrize("kind", TARGET_KINDS)
+def test_a_write_moving_replicas_and_bounds_is_judged_on_the_result(kind: str) -> None:
+    old = {**BOUNDS, "replicas": 5}
+    assert _refusals(kind, {**BOUNDS, "replicas": 50, "maxReplicas": 100}, old) == []
+    assert _refusals(kind, {**BOUNDS, "replicas": 50, "maxReplicas": 40}, old) == [RULES[2][1]]
+    assert _refusals(kind, {"replicas": 4, "minAvailable": 2, "minReplicas": 6, "maxReplicas": 9}, old) == [RULES[1][1]]
 
 
 def test_rule_evaluator_rejects_other_grammar() -> None:

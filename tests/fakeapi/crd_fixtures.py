@@ -2,7 +2,7 @@
 
 ``SCALE_TARGET_CRDS`` follows the issue 23 contract (``/work/contract23.md``): the
 ``gitops.grove.io`` PodCliqueScalingGroup and PodClique scale targets, with the scale subresource
-and the three transition rules on ``spec``, in one multi-document file as ``overlays/crds/``
+and the three rules on ``spec`` (``optionalOldSelf``: creates judged too), in one multi-document file as ``overlays/crds/``
 holds them. ``WIDGET_CRD`` is a test-only kind with rules at every schema level the tests need.
 """
 
@@ -54,11 +54,14 @@ spec:
                 minReplicas: {{type: integer, format: int32, minimum: 0}}
                 maxReplicas: {{type: integer, format: int32, minimum: 0}}
               x-kubernetes-validations:
-                - rule: self.replicas == oldSelf.replicas || self.replicas >= self.minAvailable
+                - rule: (oldSelf.hasValue() && self.replicas == oldSelf.value().replicas) || self.replicas >= self.minAvailable
+                  optionalOldSelf: true
                   message: {MIN_AVAILABLE_MESSAGE}
-                - rule: self.replicas == oldSelf.replicas || self.replicas >= self.minReplicas
+                - rule: (oldSelf.hasValue() && self.replicas == oldSelf.value().replicas) || self.replicas >= self.minReplicas
+                  optionalOldSelf: true
                   message: "{FLOOR_MESSAGE}"
-                - rule: self.replicas == oldSelf.replicas || self.replicas <= self.maxReplicas
+                - rule: (oldSelf.hasValue() && self.replicas == oldSelf.value().replicas) || self.replicas <= self.maxReplicas
+                  optionalOldSelf: true
                   message: {MAX_MESSAGE}
             status:
               type: object

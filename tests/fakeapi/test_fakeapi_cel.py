@@ -298,3 +298,31 @@ def test_memoised_results_cost_the_same_and_errors_stay_errors() -> None:
         errors.append(info.value)
     assert errors[0] is not errors[1]
     assert fake_cel.eval_error_text(errors[1]) == "no such key: nope"
+
+
+def test_optional_old_self_rules_may_read_the_old_value_behind_has_value() -> None:
+    """``optionalOldSelf`` with ``oldSelf.value()`` (the scale targets' rules, issue 32.4): on create
+    the ``hasValue()`` guard is false and the bound is judged; on update the old value is read. An
+    unguarded ``value()`` on create is an error, as ``optional.none().value()`` is in cel-go."""
+    guarded = {
+        "rule": "(oldSelf.hasValue() && self.n == oldSelf.value().n) || self.n <= self.max",
+        "optionalOldSelf": True,
+        "message": "n above max",
+    }
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "max": {"type": "integer"}},
+        "x-kubernetes-validations": [guarded],
+    }
+    validator = CelRuleValidator()
+    assert [e.detail for e in validator.errors(schema, {"n": 9, "max": 5}, None)] == ["n above max"]
+    assert validator.errors(schema, {"n": 3, "max": 5}, None) == []
+    assert validator.errors(schema, {"n": 9, "max": 2}, {"n": 9, "max": 10}) == []  # n kept: bounds may move
+    assert [e.detail for e in validator.errors(schema, {"n": 50, "max": 40}, {"n": 9, "max": 10})] == ["n above max"]
+    assert fake_cel.skipped_rules().get(guarded["rule"]) is None
+
+    unguarded = {**guarded, "rule": "self.n == oldSelf.value().n || self.n <= self.max"}
+    errors = validator.errors({**schema, "x-kubernetes-validations": [unguarded]}, {"n": 3, "max": 5}, None)
+    assert errors == []  # the second branch is true: CEL's || absorbs the error
+    errors = validator.errors({**schema, "x-kubernetes-validations": [unguarded]}, {"n": 9, "max": 5}, None)
+    assert len(errors) == 1 and "evaluating rule" in errors[0].detail

@@ -148,18 +148,49 @@ def test_scale_put_is_validated_like_patch(fake: FakeApiServer) -> None:
     assert raw(fake, "PUT", f"{PCSG_PATH}/pcs-0-sga/scale", scale)[0] == 200
 
 
-def test_rules_are_transition_rules_create_and_unchanged_replicas_pass(fake: FakeApiServer) -> None:
-    """The rules start with ``self.replicas == oldSelf.replicas ||``: a create is not checked (no
-    ``oldSelf``), and an update that keeps replicas may move the bounds (the agent copying a new
-    floor from Git); the status subresource writes pass too."""
-    assert raw(fake, "POST", PCSG_PATH, target(replicas=1))[0] == 201
+def test_a_create_is_judged_against_the_objects_own_bounds(fake: FakeApiServer) -> None:
+    """``optionalOldSelf``: the rules run on create too (issue 32.4: ``replicas: 9, maxReplicas: 5``
+    was accepted), with kube's message."""
+    body = target(replicas=9)
+    status, answer = raw(fake, "POST", PCSG_PATH, body)
+    assert status == 422
+    assert answer["details"]["causes"][0]["message"] == f"Invalid value: {MAX_MESSAGE}"
+    status, answer = raw(fake, "POST", PCSG_PATH, target(replicas=1))
+    assert status == 422
+    assert [c["message"] for c in answer["details"]["causes"]] == [
+        f"Invalid value: {MIN_AVAILABLE_MESSAGE}",
+        f"Invalid value: {FLOOR_MESSAGE}",
+    ]
+    assert raw(fake, "POST", PCSG_PATH, target(replicas=5))[0] == 201
+
+
+def test_unchanged_replicas_may_move_the_bounds_past_it(fake: FakeApiServer) -> None:
+    """An update that keeps replicas may move the bounds (the agent copying a new floor from Git);
+    the status subresource writes pass too; a change of replicas is judged on the result."""
+    assert raw(fake, "POST", PCSG_PATH, target(replicas=3))[0] == 201
     path = f"{PCSG_PATH}/pcs-0-sga"
-    patch = {"spec": {"minAvailable": 3, "minReplicas": 3}}
+    patch = {"spec": {"minAvailable": 4, "minReplicas": 4}}
     assert raw(fake, "PATCH", path, patch, "application/merge-patch+json")[0] == 200
-    status_patch = {"status": {"replicas": 1, "selector": "a=b"}}
+    status_patch = {"status": {"replicas": 3, "selector": "a=b"}}
     assert raw(fake, "PATCH", f"{path}/status", status_patch, "application/merge-patch+json")[0] == 200
     status, _ = raw(fake, "PATCH", path, {"spec": {"replicas": 2}}, "application/merge-patch+json")
     assert status == 422  # a change of replicas through the main resource is checked too
+
+
+def test_a_combined_merge_patch_is_judged_on_the_result(fake: FakeApiServer) -> None:
+    """One merge-patch moving replicas and the bounds: the rules see the written object."""
+    assert raw(fake, "POST", PCSG_PATH, target(replicas=3))[0] == 201
+    path = f"{PCSG_PATH}/pcs-0-sga"
+    merge = "application/merge-patch+json"
+    status, answer = raw(fake, "PATCH", path, {"spec": {"replicas": 50, "maxReplicas": 40}}, merge)
+    assert status == 422
+    assert answer["details"]["causes"][0]["message"] == f"Invalid value: {MAX_MESSAGE}"
+    status, answer = raw(fake, "PATCH", path, {"spec": {"replicas": 4, "minReplicas": 6, "maxReplicas": 9}}, merge)
+    assert status == 422
+    assert answer["details"]["causes"][0]["message"] == f"Invalid value: {FLOOR_MESSAGE}"
+    status, answer = raw(fake, "PATCH", path, {"spec": {"replicas": 50, "maxReplicas": 100}}, merge)
+    assert status == 200
+    assert answer["spec"]["replicas"] == 50
 
 
 def test_podclique_targets_have_the_same_rules(fake: FakeApiServer) -> None:

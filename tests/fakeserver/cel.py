@@ -11,8 +11,11 @@ per rule whether the fake can evaluate it faithfully:
   :func:`skipped_rules`;
 - a rule with ``optionalOldSelf: true`` runs on create too, with ``oldSelf`` a CEL optional;
   celpy has no optionals, so the fake supports such a rule only when it uses ``oldSelf`` solely
-  as ``oldSelf.hasValue()`` (Grove's "deprecated on new workloads" rules), by binding that
-  call's result; any other use makes the rule unsupported;
+  as ``oldSelf.hasValue()`` (Grove's "deprecated on new workloads" rules) and ``oldSelf.value()``
+  (the scale targets' ``(oldSelf.hasValue() && ...oldSelf.value()...) || bound``), by binding
+  the first call's result and the second to the old value (left unbound on create, so a use
+  that ``hasValue()`` does not guard is an error there, as ``optional.none().value()`` is);
+  any other use makes the rule unsupported;
 - a rule that names ``oldSelf`` is a *transition rule* (the caller evaluates it on update only).
 
 Cost bound. cel-go meters a rule's runtime cost and stops it past the per-call limit (1,000,000
@@ -60,6 +63,8 @@ _SUPPORTED = frozenset(base_functions) | _MACROS
 COST_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 HAS_VALUE_VARIABLE = "oldSelfHasValue__"  # what ``oldSelf.hasValue()`` becomes in optionalOldSelf rules
 _HAS_VALUE = re.compile(r"\boldSelf\s*\.\s*hasValue\s*\(\s*\)")
+OLD_VALUE_VARIABLE = "oldSelfValue__"  # what ``oldSelf.value()`` becomes in optionalOldSelf rules
+_OLD_VALUE = re.compile(r"\boldSelf\s*\.\s*value\s*\(\s*\)")
 
 
 class CostExceeded(Exception):
@@ -207,11 +212,11 @@ def compile_rule(rule: Any) -> CompiledRule:
     program: Expression | None = None
     message_expression: Expression | None = None
     optional = rule.get("optionalOldSelf") is True
-    source = _HAS_VALUE.sub(HAS_VALUE_VARIABLE, text) if optional else text
+    source = _OLD_VALUE.sub(OLD_VALUE_VARIABLE, _HAS_VALUE.sub(HAS_VALUE_VARIABLE, text)) if optional else text
     try:
         program = compile_expression(source)
         if optional and program.uses_old_self:
-            raise Unsupported("optionalOldSelf with oldSelf used beyond hasValue() needs CEL optionals")
+            raise Unsupported("optionalOldSelf with oldSelf used beyond hasValue()/value() needs CEL optionals")
         if isinstance(rule.get("messageExpression"), str) and rule["messageExpression"]:
             message_expression = compile_expression(rule["messageExpression"])
     except Unsupported as error:

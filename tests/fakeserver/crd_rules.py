@@ -9,7 +9,7 @@ CustomResourceDefinitions*, and ``apiextensions-apiserver/pkg/apiserver/schema/c
   rest of ``metadata`` is not walked;
 - a rule naming ``oldSelf`` is a *transition rule*: it runs only on an update where the old
   object has a correlatable value at the same place (with ``optionalOldSelf: true`` it runs on
-  create too, ``oldSelf.hasValue()`` being false) (through properties, map keys,
+  create too, ``oldSelf.hasValue()`` being false, ``oldSelf.value()`` unbound) (through properties, map keys,
   ``x-kubernetes-list-type: map`` entries with the same keys and ``set`` entries; never through
   atomic lists);
 - validation ratcheting (CRDValidationRatcheting, on by default since 1.30): on update a failing
@@ -190,6 +190,7 @@ class CelRuleValidator:
                 activation = {"self": _root_view(value) if root else value, cel.HAS_VALUE_VARIABLE: old is not None}
                 if old is not None:
                     activation["oldSelf"] = _root_view(old) if root else old
+                    activation[cel.OLD_VALUE_VARIABLE] = activation["oldSelf"]
             self._run_rule(rule, schema, value, path, activation, out, budget)
 
     def _run_rule(

@@ -1,0 +1,64 @@
+"""Issue 32.3: a KAI Topology level change is a delete and re-create on sync, and the diff says so.
+
+KAI's Topology CRD keeps ``spec.levels[].nodeLabel`` immutable, so the rendered Topology carries
+the sync options that make Argo CD (``Force=true,Replace=true``) and Flux (``force: enabled``)
+re-create it; the diff calls such a change "replaced: immutable field", not a modification.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.diff.diffhelpers import run_diff, write_rendered
+from tests.support import PROJECT
+
+REPLACED = "replaced: immutable field"
+
+
+def _examples(tmp_path: Path, side: str, relabel_rack: bool) -> Path:
+    """The examples; with ``relabel_rack`` the rack level reads another node label."""
+    root = tmp_path / side
+    shutil.copytree(PROJECT / "examples", root)
+    if relabel_rack:
+        binding = root / "topology" / "gpu-fabric.yaml"
+        text = binding.read_text()
+        assert "key: network.example.com/rack\n" in text
+        binding.write_text(text.replace("key: network.example.com/rack\n", "key: network.example.com/rack-v2\n"))
+    return root
+
+
+def _header(output: str, kind_label: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("### ") and kind_label in line]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+def test_a_topology_level_change_is_a_replacement(tmp_path: Path) -> None:
+    base = _examples(tmp_path, "base", relabel_rack=False)
+    head = _examples(tmp_path, "head", relabel_rack=True)
+    result = run_diff([str(base), str(head), "--format", "text"])
+    assert result.exit_code == 0, result.output
+    header = _header(result.stdout, "Topology.kai.scheduler gpu-fabric")
+    assert f"| {REPLACED} |" in header
+    assert "spec.levels" in header
+
+
+def test_an_object_without_the_recreate_options_stays_a_modification(tmp_path: Path) -> None:
+    """The wording follows the sync options, not the kind: a hand-made Topology without them is
+    updated in place by Argo CD / Flux, so the diff says "modified"."""
+
+    def topology(levels: list[str]) -> dict[str, object]:
+        return {
+            "apiVersion": "kai.scheduler/v1alpha1",
+            "kind": "Topology",
+            "metadata": {"name": "plain"},
+            "spec": {"levels": [{"nodeLabel": label} for label in levels]},
+        }
+
+    base = write_rendered(tmp_path / "base", {"_cluster/topology.yaml": topology(["a.io/zone", "kubernetes.io/hostname"])})
+    head = write_rendered(tmp_path / "head", {"_cluster/topology.yaml": topology(["kubernetes.io/hostname"])})
+    result = run_diff(["--rendered", str(base), str(head), "--format", "text"])
+    assert result.exit_code == 0, result.output
+    header = _header(result.stdout, "Topology.kai.scheduler plain")
+    assert "| modified |" in header and REPLACED not in header
