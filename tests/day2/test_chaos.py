@@ -16,7 +16,10 @@ group (floor 1), and a seeded random sequence of:
 Checked while it runs and at the end:
 
 - at every observed moment: no gang released partially, no wanted slot emptied before its
-  replacement existed, the bystander untouched (:meth:`Day2Env.assert_invariants`), and
+  replacement existed, the bystander untouched (:meth:`Day2Env.assert_invariants`; in an
+  Initialized gang a pod the chaos failed or deleted counts as present, as Grove releases
+  replacements there one by one, and a slot a count re-adds is wanted once a scale-in decided
+  on the lower count can no longer land, :data:`SCALE_RACE`), and
   Grove's availability bound (one PodCliqueSet replica, one pod per standalone PodClique and
   one replica per scaling group unavailable at a time) over the slots no chaos touched;
 - progress: a retirement a freshly started agent would make (its decision from a fresh list,
@@ -37,6 +40,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import pytest
 
@@ -345,3 +349,23 @@ def test_router_scaled_while_it_rolls_with_late_delete_answers(day2: Callable[..
         assert not watch.wedged, watch.wedged[0]
     S.wait_matches(env, "the router at 2, rolled to the last image", timeout=5)
     env.assert_invariants()
+
+
+def test_a_risen_count_is_wanted_after_the_scale_race_only() -> None:
+    """The invariants' notion of a wanted slot (:meth:`Chaos.wanted_counts`): a fall at once, a
+    rise only once a scale-in decided on the lower count can no longer land."""
+    chaos = Chaos(cast(Day2Env, None), random.Random(0))
+    router = (0, ROUTER)
+    chaos.counts[router] = 4
+    chaos.written[router].append((100.0, 4))  # 2 -> 4
+    assert chaos.wanted_counts(100.0)[router] == ROUTER_FLOOR
+    assert chaos.wanted_counts(100.0 + SCALE_RACE - 0.1)[router] == ROUTER_FLOOR
+    assert chaos.wanted_counts(100.0 + SCALE_RACE + 0.1)[router] == 4
+    chaos.counts[router] = 3
+    chaos.written[router].append((200.0, 3))  # 4 -> 3: slot 3 unwanted from the write on
+    assert chaos.wanted_counts(200.0)[router] == 3
+    chaos.counts[router] = 5
+    chaos.written[router].append((201.0, 5))  # 3 -> 5 within the race of the fall: still 3
+    assert chaos.wanted_counts(201.0 + SCALE_RACE - 0.1)[router] == 3
+    assert chaos.wanted_counts(201.0 + SCALE_RACE + 0.1)[router] == 5
+    assert chaos.wanted_counts(201.0)[(0, S.PREFILL)] == 1  # the other unit untouched
