@@ -53,12 +53,19 @@ from tests.day2.harness import Day2Env
 from tests.day2.observer import PodView, Slot, Unit, rolling_bound_problem
 from tests.day2.rest import Raw
 
-# The seeds CI runs (about 35 s each). Known open (2026-11-29): longer runs (GROVE_CHAOS_OPS=40)
-# of seed 7 now and then find a partial release in an agent-made scaled PodGang, and of seed 12
-# an agent-made router pod deleted right after a scale 2 -> 3 (the scale-in/re-creation path of
-# agent/scaling and release.py, issue 37.2 / 31.5, fixed separately). The interleavings depend
-# on timing too: a seed replays the same operations, not always the same cluster history.
-SEEDS = [int(os.environ["GROVE_CHAOS_SEED"])] if os.environ.get("GROVE_CHAOS_SEED") else [7, 2026]
+# The seeds CI runs (about 40 s each at 30 operations; the file takes about 2 minutes). Seed 12
+# reaches its former failure within 30 operations (operations 27-28: the router 4 -> 2 -> 3 while
+# a DELETE answers late). Record (2026-11-29, integ after the merge of issues 31 and 37, 2 busy
+# cores): GROVE_CHAOS_OPS=40 over seeds 1..20, twice each, found two failures, both the test's
+# own notions, none the agent's: seed 12 (a scale-in the agent decided on count 2 landed as the
+# test marked count 3: :data:`SCALE_RACE`) and seed 5 (a replacement released alone in an
+# Initialized gang while the chaos had taken two more pods of its podgroup, which Grove does
+# too: the partial-release check now counts the test's losses there). Seed 12's earlier report (a
+# Ready router pod deleted right after 2 -> 3) is that race; seed 7's (a partial release in
+# ``llama-disagg-0-prefill-1``, before the merge) did not recur in three runs at 40 operations.
+# After these fixes seeds 1..20 passed at 40 operations (5 and 12 twice). The interleavings
+# depend on timing too: a seed replays the same operations, not always the same cluster history.
+SEEDS = [int(os.environ["GROVE_CHAOS_SEED"])] if os.environ.get("GROVE_CHAOS_SEED") else [7, 12, 2026]
 OPS = int(os.environ.get("GROVE_CHAOS_OPS", "30"))
 STEP_BOUND = 20.0  # seconds a retirement a fresh agent would make may wait for the running one
 CONVERGE_BOUND = 90.0  # seconds after the churn stops until every owned slot holds its pod
