@@ -16,7 +16,10 @@ group (floor 1), and a seeded random sequence of:
 Checked while it runs and at the end:
 
 - at every observed moment: no gang released partially, no wanted slot emptied before its
-  replacement existed, the bystander untouched (:meth:`Day2Env.assert_invariants`), and
+  replacement existed, the bystander untouched (:meth:`Day2Env.assert_invariants`; in an
+  Initialized gang a pod the chaos failed or deleted counts as present, as Grove releases
+  replacements there one by one, and a slot a count re-adds is wanted once a scale-in decided
+  on the lower count can no longer land, :data:`SCALE_RACE`), and
   Grove's availability bound (one PodCliqueSet replica, one pod per standalone PodClique and
   one replica per scaling group unavailable at a time) over the slots no chaos touched;
 - progress: a retirement a freshly started agent would make (its decision from a fresh list,
@@ -37,6 +40,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import pytest
 
@@ -49,15 +53,23 @@ from tests.day2.harness import Day2Env
 from tests.day2.observer import PodView, Slot, Unit, rolling_bound_problem
 from tests.day2.rest import Raw
 
-# The seeds CI runs (about 35 s each). Known open (2026-11-29): longer runs (GROVE_CHAOS_OPS=40)
-# of seed 7 now and then find a partial release in an agent-made scaled PodGang, and of seed 12
-# an agent-made router pod deleted right after a scale 2 -> 3 (the scale-in/re-creation path of
-# agent/scaling and release.py, issue 37.2 / 31.5, fixed separately). The interleavings depend
-# on timing too: a seed replays the same operations, not always the same cluster history.
-SEEDS = [int(os.environ["GROVE_CHAOS_SEED"])] if os.environ.get("GROVE_CHAOS_SEED") else [7, 2026]
+# The seeds CI runs (about 40 s each at 30 operations; the file takes about 2 minutes). Seed 12
+# reaches its former failure within 30 operations (operations 27-28: the router 4 -> 2 -> 3 while
+# a DELETE answers late). Record (2026-11-29, integ after the merge of issues 31 and 37, 2 busy
+# cores): GROVE_CHAOS_OPS=40 over seeds 1..20, twice each, found two failures, both the test's
+# own notions, none the agent's: seed 12 (a scale-in the agent decided on count 2 landed as the
+# test marked count 3: :data:`SCALE_RACE`) and seed 5 (a replacement released alone in an
+# Initialized gang while the chaos had taken two more pods of its podgroup, which Grove does
+# too: the partial-release check now counts the test's losses there). Seed 12's earlier report (a
+# Ready router pod deleted right after 2 -> 3) is that race; seed 7's (a partial release in
+# ``llama-disagg-0-prefill-1``, before the merge) did not recur in three runs at 40 operations.
+# After these fixes seeds 1..20 passed at 40 operations (5 and 12 twice). The interleavings
+# depend on timing too: a seed replays the same operations, not always the same cluster history.
+SEEDS = [int(os.environ["GROVE_CHAOS_SEED"])] if os.environ.get("GROVE_CHAOS_SEED") else [7, 12, 2026]
 OPS = int(os.environ.get("GROVE_CHAOS_OPS", "30"))
 STEP_BOUND = 20.0  # seconds a retirement a fresh agent would make may wait for the running one
 CONVERGE_BOUND = 90.0  # seconds after the churn stops until every owned slot holds its pod
+SCALE_RACE = 2.0  # seconds after a count rises during which a scale-in decided on the lower count may land
 ROUTER, ROUTER_TARGET = "router", "llama-disagg-0-router"
 ROUTER_FLOOR, ROUTER_MAX = 2, 6
 PREFILL_MAX = 4
@@ -80,6 +92,12 @@ class Chaos:
     # retired whole, Grove's rule), so the bound check leaves them out
     touched: set[Unit] = field(default_factory=set)
     agent_started: float = field(default_factory=time.monotonic)
+    # Every count written, per unit, with when (monotonic): which slots the invariants call
+    # wanted follows from it (:meth:`wanted_counts`)
+    written: dict[tuple[int, str], list[tuple[float, int]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.written = {unit: [(float("-inf"), n)] for unit, n in self.counts.items()}
 
     # -- the operations ------------------------------------------------------------------
     def scale(self, unit: str) -> None:
@@ -87,19 +105,40 @@ class Chaos:
         low = 1 if unit == S.PREFILL else ROUTER_FLOOR
         n = self.rng.randint(low, high)
         self.counts[(0, unit)] = n
-        self.env.set_counts(self.counts)
+        self.written[(0, unit)].append((time.monotonic(), n))
+        self.publish()
         if unit == S.PREFILL:
             S.custom(self.env).patch_namespaced_custom_object_scale(
                 S.GROUP, S.VERSION, self.env.namespace, S.PLURALS[PCSG_KIND], S.PREFILL_TARGET,
                 {"spec": {"replicas": n}})
         else:
             S.scale(self.env, n, ROUTER_TARGET, PCLQ_KIND, accepted=False)
-        self.trail.append(f"scale {unit} -> {n}")
+        self.note(f"scale {unit} -> {n}")
+
+    def wanted_counts(self, now: float) -> dict[tuple[int, str], int]:
+        """The counts whose slots the invariants call wanted at ``now``: per unit the lowest count
+        in effect during the last :data:`SCALE_RACE` seconds. A count that falls is thus taken at
+        once (its slots' pods may go from the write on), one that rises only after that while: a
+        scale-in the agent decided on the lower count, right before the write, may still land
+        (seed 12 at 40 ops: the DELETE of ``router-2`` was carried out 40 ms *before* the write
+        of 2 -> 3 reached the server, and its watch event was observed after the test had
+        marked the slot wanted). A slot wanted for longer is held to every invariant."""
+        out = dict(self.counts)
+        for unit, writes in self.written.items():
+            older = [n for t, n in writes if t <= now - SCALE_RACE]
+            out[unit] = min([n for t, n in writes if t > now - SCALE_RACE] + older[-1:])
+        return out
+
+    def publish(self) -> None:
+        """Tell the invariants the counts of :meth:`wanted_counts` (when they changed)."""
+        counts = self.wanted_counts(time.monotonic())
+        if counts != self.env.counts:
+            self.env.set_counts(counts)
 
     def bump(self) -> None:
         cliques = (ROUTER,) if self.rng.random() < 0.5 else None
         self.env.bump_image(cliques)
-        self.trail.append(f"bump {'router' if cliques else 'all'}")
+        self.note(f"bump {'router' if cliques else 'all'}")
 
     def _victim(self, agents: bool) -> PodView | None:
         mine = [v for v in self.env.views(self.env.primary) if v.live and not v.gated]
@@ -122,7 +161,7 @@ class Chaos:
             return
         self.touched.add(victim.unit)
         self.env.kubelet.fail(self.env.namespace, victim.name)
-        self.trail.append(f"fail {victim.name}")
+        self.note(f"fail {victim.name}")
 
     def delete(self, agents: bool) -> None:
         victim = self._victim(agents)
@@ -132,9 +171,9 @@ class Chaos:
         try:
             self.env.delete_pod(victim.name)
         except Exception as exc:  # gone meanwhile: nothing to delete
-            self.trail.append(f"delete {victim.name}: {exc.__class__.__name__}")
+            self.note(f"delete {victim.name}: {exc.__class__.__name__}")
             return
-        self.trail.append(f"delete {victim.name}")
+        self.note(f"delete {victim.name}")
 
     def stall(self) -> None:
         seconds = self.rng.uniform(1.0, 4.0)
@@ -142,7 +181,7 @@ class Chaos:
         self.env.applier.hold(lambda o: o.get("kind") == "Pod" and
                               (o.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/part-of") == primary,
                               seconds, "chaos stall")
-        self.trail.append(f"stall the applier {seconds:.1f}s")
+        self.note(f"stall the applier {seconds:.1f}s")
 
     def slow_answers(self) -> None:
         """The next few pod DELETEs are carried out at once and answered late (a loaded server):
@@ -150,14 +189,14 @@ class Chaos:
         answer (the soak's wedge)."""
         seconds, times = self.rng.uniform(0.3, 1.0), self.rng.randint(1, 4)
         self.env.server.faults.delay(seconds, verb="delete", resource="pods", times=times, late_answer=True)
-        self.trail.append(f"answer the next {times} pod DELETEs {seconds:.1f}s late")
+        self.note(f"answer the next {times} pod DELETEs {seconds:.1f}s late")
 
     def restart(self) -> None:
         self.env.stop_agent()
         time.sleep(self.rng.uniform(0.0, 1.0))
         self.env.start_agent()
         self.agent_started = time.monotonic()
-        self.trail.append("restart the agent")
+        self.note("restart the agent")
 
     def step(self) -> None:
         ops: list[tuple[float, Callable[[], None]]] = [
@@ -168,6 +207,11 @@ class Chaos:
         ]
         (op,) = self.rng.choices([o for _, o in ops], weights=[w for w, _ in ops])
         op()
+
+    def note(self, what: str) -> None:
+        """One operation for the replay message, with its wall-clock time (to match the agent's log)."""
+        now = time.time()
+        self.trail.append(f"{time.strftime('%H:%M:%S', time.localtime(now))}.{int(now % 1 * 10)} {what}")
 
     def describe(self, seed: int) -> str:
         return f"replay with GROVE_CHAOS_SEED={seed}; operations: " + "; ".join(self.trail)
@@ -254,10 +298,14 @@ def test_chaos(day2: Callable[..., Day2Env], seed: int) -> None:
             chaos.step()
             for _ in range(rng.randint(1, 3)):
                 time.sleep(rng.uniform(0.2, 0.6))
+                chaos.publish()
                 watch.sample(chaos.agent_started)
             assert not watch.wedged, watch.wedged[0]
         for hold in env.applier.holds:
             hold.release()
+        time.sleep(SCALE_RACE)  # then every slot of the last counts is wanted
+        chaos.publish()
+        assert env.counts == chaos.counts
         deadline = time.monotonic() + CONVERGE_BOUND
         while not S.matches(env) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -308,3 +356,23 @@ def test_router_scaled_while_it_rolls_with_late_delete_answers(day2: Callable[..
         assert not watch.wedged, watch.wedged[0]
     S.wait_matches(env, "the router at 2, rolled to the last image", timeout=5)
     env.assert_invariants()
+
+
+def test_a_risen_count_is_wanted_after_the_scale_race_only() -> None:
+    """The invariants' notion of a wanted slot (:meth:`Chaos.wanted_counts`): a fall at once, a
+    rise only once a scale-in decided on the lower count can no longer land."""
+    chaos = Chaos(cast(Day2Env, None), random.Random(0))
+    router = (0, ROUTER)
+    chaos.counts[router] = 4
+    chaos.written[router].append((100.0, 4))  # 2 -> 4
+    assert chaos.wanted_counts(100.0)[router] == ROUTER_FLOOR
+    assert chaos.wanted_counts(100.0 + SCALE_RACE - 0.1)[router] == ROUTER_FLOOR
+    assert chaos.wanted_counts(100.0 + SCALE_RACE + 0.1)[router] == 4
+    chaos.counts[router] = 3
+    chaos.written[router].append((200.0, 3))  # 4 -> 3: slot 3 unwanted from the write on
+    assert chaos.wanted_counts(200.0)[router] == 3
+    chaos.counts[router] = 5
+    chaos.written[router].append((201.0, 5))  # 3 -> 5 within the race of the fall: still 3
+    assert chaos.wanted_counts(201.0 + SCALE_RACE - 0.1)[router] == 3
+    assert chaos.wanted_counts(201.0 + SCALE_RACE + 0.1)[router] == 5
+    assert chaos.wanted_counts(201.0)[(0, S.PREFILL)] == 1  # the other unit untouched

@@ -100,6 +100,69 @@ def test_terminating_and_failed_pods_do_not_count() -> None:
     assert len(partial_releases(h.moments, gangs())) == 1
 
 
+def initialized(min_replicas: int = 3) -> GangHistory:
+    view = GangView(NS, GANG, 1, {GROUP: min_replicas}, {GROUP: ("h-w0-a", "h-w1-a", "h-w2-a")}, "True",
+                    "PodGangPodsCreated")
+    return GangHistory([GangEvent(0.0, 1, "ADDED", NS, GANG, view)])
+
+
+def three_running(h: History) -> list[PodView]:
+    out = [running(pod(f"h-w{i}-a", f"h-w{i}")) for i in range(3)]
+    for p in out:
+        h.add(p)
+    return out
+
+
+def test_a_replacement_in_an_initialized_gang_whose_other_pod_the_test_took_passes() -> None:
+    """Chaos fails one pod and deletes another of a podgroup; the first one's replacement is
+    released on its own while the other is still missing (Grove's rule for an Initialized gang)."""
+    h = History()
+    w = three_running(h)
+    taken = {w[0].uid, w[1].uid}
+    h.set(replace(w[0], phase="Failed", ready=False))  # the test fails it
+    h.event("DELETED", w[0])  # the agent deletes the Failed pod
+    h.set(replace(w[1], terminating=True))  # the test deletes it
+    h.add(pod("h-w0-a", "h-w0", uid="new-w0"))  # the replacement, gated
+    h.set(replace(h.pods["h-w0-a"], gated=False))  # released while w1's slot is empty
+
+    def by_test(_m: Moment, p: PodView) -> bool:
+        return p.uid in taken
+
+    assert partial_releases(h.moments, initialized(), by_test) == []
+    assert len(partial_releases(h.moments, initialized())) == 1  # without the test's losses: found
+    assert len(partial_releases(h.moments, initialized(), _never_exempt)) == 1
+
+
+def test_a_slot_the_agent_emptied_still_counts_missing_in_an_initialized_gang() -> None:
+    """The test's loss is excused; a later loss in the same slot that was not the test's is not
+    (issue 31: a scale-in deleted pods of a gang and its re-created pods were released one by one)."""
+    h = History()
+    w = three_running(h)
+    h.set(replace(w[1], terminating=True))  # the test deletes w1 ...
+    h.event("DELETED", replace(w[1], terminating=True))
+    again = pod("h-w1-a", "h-w1", uid="new-w1")
+    h.add(again)  # ... it comes back ...
+    h.set(replace(again, terminating=True))  # ... and the agent deletes it
+    h.set(replace(w[0], phase="Failed", ready=False))
+    h.event("DELETED", w[0])
+    h.add(pod("h-w0-a", "h-w0", uid="new-w0"))
+    h.set(replace(h.pods["h-w0-a"], gated=False))
+
+    def by_test(_m: Moment, p: PodView) -> bool:
+        return p.uid in {w[0].uid, w[1].uid}
+
+    (problem,) = partial_releases(h.moments, initialized(), by_test)
+    assert "h-w0-a released while podgroup p-0-w" in problem[1]
+
+
+def test_the_tests_losses_are_not_excused_in_a_gang_released_whole() -> None:
+    h = History()
+    w = workers(h)
+    h.set(replace(w[2], terminating=True))  # the test deletes a member before the whole-gang release
+    h.set(replace(w[0], gated=False))
+    assert len(partial_releases(h.moments, gangs(), lambda _m, p: p.uid == w[2].uid)) == 1
+
+
 def test_a_release_without_its_podgang_is_found() -> None:
     h = History()
     (w,) = workers(h, 1)
