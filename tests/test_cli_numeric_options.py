@@ -12,7 +12,6 @@ import math
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -26,6 +25,7 @@ from grove_gitops.cli.options import MAX_SECONDS, Seconds
 from tests.fakeserver import FakeApiServer
 from tests.gatelifter.test_leader import kubeconfig
 from tests.support import PROJECT
+from tests.test_cli_envvars import _commands
 
 EXAMPLES = PROJECT / "examples"
 NUMERIC = (click.types.IntParamType, click.types.FloatParamType)
@@ -43,15 +43,6 @@ ARGS: dict[tuple[str, ...], list[str]] = {
     ("validate",): [str(EXAMPLES)],
     ("watch",): [str(EXAMPLES), "--out", "/nonexistent/out"],
 }
-
-
-def _commands(group: click.Group, ctx: click.Context, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        assert command is not None
-        yield (*path, name), command
-        if isinstance(command, click.Group):
-            yield from _commands(command, ctx, (*path, name))
 
 
 def numeric_options() -> list[tuple[tuple[str, ...], click.Option]]:
