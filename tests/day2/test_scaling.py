@@ -56,6 +56,9 @@ def test_scale_out_then_in(day2: Callable[..., Day2Env], what: str, bystander: b
     out, back, added = SCALES[what]
     env = day2(bystander=bystander)
     env.wait_until(env.converged, timeout=10, what="the first deploy")
+    # converged() reads the server; the observer may still be taking the last Ready events
+    # (seen once on a loaded machine: 3 slots "unavailable" before the scale-out began).
+    env.settle()
     before = env.desired_pods()
     mark = env.observer.mark()
     env.edit_pcs(out)
