@@ -364,8 +364,10 @@ class ShardStore:
         with handle:
             yield handle
             if time.time() - st.st_mtime > _TOUCH_AFTER_S:
-                with contextlib.suppress(OSError):
+                try:
                     os.utime(handle.fileno())
+                except OSError as exc:  # the age is a hint for eviction only: the hit still counts
+                    log.debug("render cache: %s: cannot touch (%s)", path, exc)
 
     def _corrupt(self, path: str, exc: CorruptEntry) -> None:
         if isinstance(exc, StaleEntry):
@@ -455,8 +457,10 @@ class ShardStore:
                         os.close(fd)
                     os.replace(tmp, key, src_dir_fd=parent, dst_dir_fd=parent)
                 except BaseException:
-                    with contextlib.suppress(OSError):
+                    try:
                         os.unlink(tmp, dir_fd=parent)
+                    except OSError as cleanup:  # the write's own error is the one raised and reported
+                        log.debug("render cache: %s: temporary file left (%s)", tmp, cleanup)
                     raise
             self.written += 1
         except OSError as exc:
@@ -491,13 +495,15 @@ class ShardStore:
                 for _mtime, size, kind_dir, sub, name in sorted(entries):
                     if total <= self.max_bytes:
                         break
-                    with contextlib.suppress(OSError):
+                    try:
                         sub_fd = os.open(sub, _DIR_FLAGS, dir_fd=kinds[kind_dir])
                         try:
                             os.unlink(name, dir_fd=sub_fd)  # unlinkat: never follows ``name``
                         finally:
                             os.close(sub_fd)
                         deleted += 1
+                    except OSError as exc:  # gone already, or another process's: the next eviction retries
+                        log.debug("render cache: %s/%s: not evicted (%s)", sub, name, exc)
                     total -= size
             finally:
                 for fd in kinds.values():
