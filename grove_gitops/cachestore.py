@@ -551,8 +551,10 @@ class ShardStore:
                         continue
                     if entry.name.startswith(_TMP_PREFIX):
                         if now - st.st_mtime > _STALE_TMP_S:
-                            with contextlib.suppress(OSError):
+                            try:
                                 os.unlink(entry.name, dir_fd=sub_fd)
+                            except OSError as exc:  # a crashed writer's leftover: tried again next scan
+                                log.debug("render cache: %s/%s: stale temporary file left (%s)", sub, entry.name, exc)
                         continue
                     entries.append((st.st_mtime, st.st_size, kind_dir, sub, entry.name))
                     total += st.st_size
