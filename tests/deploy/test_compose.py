@@ -143,7 +143,7 @@ def test_settings_by_name_and_image(tmp_path: Path) -> None:
     controller = one(objs, "Deployment", "grove-gitops-controller")
     agent = one(objs, "Deployment", "grove-gitops-gate-lifter")
     for deployment, name in ((controller, "controller"), (agent, "gate-lifter")):
-        assert container(deployment, name)["image"] == "ghcr.io/acme/grove-gitops:0.1.0"
+        assert container(deployment, name)["image"] == "ghcr.io/acme/grove-gitops:v0.1.0"
     ctl = deployment_params(controller, "controller")
     assert ctl["repo"] == "https://git.acme.example/ml/inference.git"
     assert ctl["source_branch"] == "main"  # the other settings are untouched
