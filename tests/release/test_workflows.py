@@ -6,7 +6,9 @@ the tested image by digest, publish the package, and put the digest in the relea
 from __future__ import annotations
 
 import re
+import subprocess
 import textwrap
+import tomllib
 from pathlib import Path
 
 from tests.release.workflows import RELEASE, WORKFLOWS, load, release_step, run_actionlint
@@ -102,3 +104,31 @@ def test_the_release_builds_tests_pushes_the_tested_image_and_notes_its_digest()
     assert "bash scripts/release-notes.sh" in notes["run"]
     assert notes["env"]["IMAGE_DIGEST"] == "${{ needs.image.outputs.digest }}"
     assert load(RELEASE)["jobs"]["image"]["outputs"]["digest"] == "${{ steps.push.outputs.digest }}"
+
+
+def _names_step(tmp_path: Path, tag: str, owner: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The release's ``names`` step, run as written with the tag and owner GitHub would set."""
+    step = release_step("names")
+    assert step["env"] == {"TAG": "${{ github.ref_name }}", "OWNER": "${{ github.repository_owner }}"}
+    output = tmp_path / "github_output"
+    output.write_text("")
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=PROJECT,
+        env={"PATH": "/usr/bin:/bin", "TAG": tag, "OWNER": owner, "GITHUB_OUTPUT": str(output)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return proc, output.read_text()
+
+
+def test_the_release_refuses_a_tag_that_is_not_the_version(tmp_path: Path) -> None:
+    version = tomllib.loads((PROJECT / "pyproject.toml").read_text())["project"]["version"]
+    proc, output = _names_step(tmp_path, f"v{version}", "Acme-Labs")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert output == "repository=ghcr.io/acme-labs/grove-gitops\n"  # ghcr.io wants lower case
+    proc, output = _names_step(tmp_path, "v99.0.0", "acme")
+    assert proc.returncode == 1 and output == ""
+    assert f"::error::tag v99.0.0 does not name the version in pyproject.toml ({version})" in proc.stdout
