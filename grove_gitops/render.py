@@ -122,16 +122,6 @@ def _prepare(source: SourceSet) -> _Inputs:
     render = source.render_config.obj if source.render_config else RenderConfig()
     if source.render_config is not None and render.wiring is not None:
         problems += wiring_problems(source.render_config.file, render.wiring, "wiring")
-        if render.review:
-            problems.append(
-                InputProblem(
-                    source.render_config.file,
-                    "wiring",
-                    "Forbidden: mode: review applies no rendered output (Grove's operator makes its objects from "
-                    "the PodCliqueSets themselves), and the generated wiring applies rendered output. Point Argo CD "
-                    "/ Flux at the source's PodCliqueSets instead (docs/adoption.md, step 1)",
-                )
-            )
     opcfg_src = source.operator_config
     opcfg = opcfg_src.obj if opcfg_src else OperatorConfiguration()
     opcfg.apply_scheduler_defaults()

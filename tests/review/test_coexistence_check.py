@@ -102,10 +102,3 @@ def _without(src: Path, line: str) -> Path:
     config.write_text(config.read_text().replace(f"{line}\n", ""))
     return src
 
-
-def test_review_mode_refuses_generated_wiring_of_rendered_output(tmp_path: Path) -> None:
-    """Review mode applies the PodCliqueSets themselves; wiring that applies the rendered
-    output (gated pods no agent would release) is refused with the way instead."""
-    code, out = _validate(_examples(tmp_path, "mode: review", "wiring: {}"))
-    assert code == 1, out
-    assert "render-configuration.yaml" in out and "wiring: Forbidden: mode: review applies no rendered output" in out
