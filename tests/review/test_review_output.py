@@ -97,3 +97,24 @@ def test_review_mode_is_refused_in_a_fleet(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["validate", str(src)])
     assert result.exit_code == 1, result.output
     assert "mode: Forbidden: Cluster" in result.output and "review-only mode is for a single-cluster source" in result.output
+
+
+def test_the_controller_pushes_the_review_tree(tmp_path: Path) -> None:
+    """The controller renders a review-only source like ``render`` does: the PodCliqueSet as
+    written for Grove's operator, no pods (the namespace filled in from defaultNamespace)."""
+    from grove_gitops.gitops.controller import Controller
+    from tests.gitops.test_controller import Remote, config
+    from tests.review.reviewsource import REVIEW_CONFIG, SERVE
+
+    remote = Remote(tmp_path)
+    config_text = REVIEW_CONFIG + "defaultNamespace: ml\n"
+    sha = remote.push_source(
+        {"render.yaml": config_text, "serve.yaml": SERVE.replace("  namespace: default\n", "")}, "review only"
+    )
+    with Controller(config(remote)) as ctl:
+        assert ctl.run_once().rendered == [sha]
+    files = remote.files_at("rendered")
+    pcs = yaml.safe_load(files["ml/serve/20-podcliqueset.grove.io--serve.yaml"])
+    assert pcs["apiVersion"] == "grove.io/v1alpha1" and pcs["metadata"] == {"name": "serve", "namespace": "ml"}
+    assert not [p for p in files if "/30-pod--" in p or "podgang" in p]
+    assert b'"mode": "review"' in files["render.meta"]
