@@ -118,3 +118,12 @@ def test_the_controller_pushes_the_review_tree(tmp_path: Path) -> None:
     assert pcs["apiVersion"] == "grove.io/v1alpha1" and pcs["metadata"] == {"name": "serve", "namespace": "ml"}
     assert not [p for p in files if "/30-pod--" in p or "podgang" in p]
     assert b'"mode": "review"' in files["render.meta"]
+
+
+def test_every_applied_object_validates_against_its_upstream_crd(rendered: Path) -> None:
+    """What Argo CD / Flux apply in review mode is accepted by Grove's CRDs (shared/crds/grove)."""
+    registry = CRDRegistry.from_dir(PROJECT.parent / "shared" / "crds" / "grove")
+    grove = [o for o in _objects(rendered) if o["apiVersion"].split("/")[0] == "grove.io"]
+    assert {o["kind"] for o in grove} == {"PodCliqueSet", "ClusterTopologyBinding"}
+    for obj in grove:
+        assert registry.validate(obj) == [], obj["metadata"]["name"]
