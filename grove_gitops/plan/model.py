@@ -86,8 +86,16 @@ class PodCliqueSetPlan:
 
     @property
     def total_time(self) -> TotalTime:
-        """The steps' bounds added up (unknown when a step has no probe)."""
-        return total_time(self.times)
+        """The steps' bounds added up (unknown when a step has no probe); under Grove's order
+        the steps of a round run side by side, so a round counts its longest step."""
+        total = total_time(self.times)
+        if not self.rounds or len(self.rounds) != len(self.times):
+            return total
+        longest: dict[int, int] = {}
+        for number, t in zip(self.rounds, self.times, strict=True):
+            if t.bound is not None:
+                longest[number] = max(longest.get(number, 0), t.bound)
+        return TotalTime(sum(longest.values()), total.known_steps, total.unknown_steps)
 
     @property
     def max_unavailable(self) -> int:

@@ -137,3 +137,18 @@ def test_on_delete_in_review_mode_names_groves_operator(tmp_path: Path) -> None:
     assert pcs["strategy"] == "OnDelete" and pcs["steps"] == []
     assert "Grove's operator retires none itself" in pcs["message"]
 
+
+
+def test_a_round_takes_as_long_as_its_longest_step(tmp_path: Path) -> None:
+    """Grove's roles roll side by side: the time bound adds rounds, not steps (each step's
+    bound is its grace plus its replacements' probe budget, docs/diff.md)."""
+    probe = "                readinessProbe: {periodSeconds: 10, successThreshold: 1}\n"
+    serve = SERVE.replace("image: ghcr.io/example/router:1.0\n", "image: ghcr.io/example/router:1.0\n" + probe)
+    serve = serve.replace("image: ghcr.io/example/vllm:1.0\n", "image: ghcr.io/example/vllm:1.0\n" + probe.replace("10", "100", 1))
+    base, head = _sides(tmp_path, serve)
+    result = CliRunner().invoke(main, ["plan", base, head, "--output", "json"])
+    assert result.exit_code == 0, result.output
+    (pcs,) = json.loads(result.stdout)["podcliquesets"]
+    bounds = [(s["round"], s["time"]["boundSeconds"]) for s in pcs["steps"]]
+    assert bounds[:2] == [(1, 130), (1, 40)]  # prefill replica (30 s grace + 100 s) beside a router pod (30 + 10)
+    assert pcs["time"]["boundSeconds"] == 4 * 130  # 4 rounds of 130 s, not 4 × (130 + 40)
