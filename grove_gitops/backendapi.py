@@ -139,6 +139,26 @@ class SchedulerBackend:
         the binding, None when it is in sync."""
         return None
 
+    def coexistence_findings(
+        self, binding: ClusterTopologyBinding, applied: Sequence[AppliedObject]
+    ) -> list[BackendFinding]:
+        """With a Grove operator running beside (RenderConfiguration ``mode: review`` or
+        ``coexistWithGroveOperator: true``): what Grove's topology sync for this scheduler would
+        fight over among ``applied``, every cluster-scoped object this source puts in the
+        cluster. Each finding is an error of ``binding``'s file, with the fix in its message."""
+        return []
+
+
+@dataclass(frozen=True)
+class AppliedObject:
+    """An object a source puts in the cluster, and where it comes from: ``rendered`` (from a
+    ClusterTopologyBinding, by :meth:`SchedulerBackend.topology_objects`) or the source file
+    it is passed through from."""
+
+    origin: str
+    obj: Mapping[str, Any]
+    rendered: bool = False
+
 
 class BackendNotFoundError(GroveGitopsError):
     """A profile names a backend that no installed module provides."""

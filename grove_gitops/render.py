@@ -35,6 +35,7 @@ from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, cap_document, docum
 from grove_gitops.validation.acknowledge import workload_acknowledgements
 from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.clusterfacts import read_facts
+from grove_gitops.validation.coexistence import coexistence_problems
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
 from grove_gitops.validation.fielderrors import FieldError, invalid
@@ -444,6 +445,7 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         unknown = unknown_builtin_kind(passthrough.obj, inputs.render.kubernetesVersion)
         if unknown is not None:
             inputs.warnings.append(f"{passthrough.file}: {unknown}")
+    problems += coexistence_problems(inputs.render, source.bindings, source.passthrough, inputs.backends)
     if problems:
         raise InvalidInputError(locate(problems, source.files))
 

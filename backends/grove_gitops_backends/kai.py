@@ -46,12 +46,12 @@ why a 0 would be dangerous rather than invalid.)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.topology import ClusterTopologyBinding
-from grove_gitops.backendapi import BackendFinding, K8sObject, PodPlacement, SchedulerBackend
+from grove_gitops.backendapi import AppliedObject, BackendFinding, K8sObject, PodPlacement, SchedulerBackend
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.output.gitopsmeta import RECREATE_ON_SYNC
 from grove_gitops.validation.fielderrors import FieldError, invalid
@@ -78,6 +78,15 @@ NODE_LABEL_PATTERN = (
 )
 _NODE_LABEL_RE = re.compile(NODE_LABEL_PATTERN)
 HOSTNAME_MESSAGE = "the kubernetes.io/hostname label can only be used at the lowest level of topology"
+
+
+def _controlled_by(meta: Mapping[str, Any], binding: str) -> bool:
+    """Whether ``meta`` names the ClusterTopologyBinding ``binding`` as its controller."""
+    refs = meta.get("ownerReferences") or []
+    return any(
+        isinstance(r, dict) and r.get("kind") == "ClusterTopologyBinding" and r.get("name") == binding and r.get("controller")
+        for r in refs
+    )
 
 
 def _go_quote(value: str) -> str:
@@ -333,6 +342,40 @@ class KaiBackend(SchedulerBackend):
         if levels != [{"nodeLabel": level.key} for level in binding.spec.levels]:
             return "KAI Topology levels differ from ClusterTopologyBinding levels"
         return None
+
+    def coexistence_findings(
+        self, binding: ClusterTopologyBinding, applied: Sequence[AppliedObject]
+    ) -> list[BackendFinding]:
+        """Grove's ``SyncTopology`` beside us (spec/grove-backends.md §5.3-§5.4): for a binding
+        that does not name KAI under ``schedulerTopologyBindings``, Grove's operator creates the
+        KAI Topology named after the binding itself and refuses one it does not control (an
+        ownerReference to the binding, with its UID); at start-up the first refusal makes it
+        exit with code 3. A render has no UID to give, so any such Topology we apply is an error."""
+        if binding.external_reference(NAME):
+            return []
+        findings = []
+        for item in applied:
+            obj = item.obj
+            meta = obj.get("metadata") or {}
+            if obj.get("kind") != "Topology" or obj.get("apiVersion") != TOPOLOGY_API_VERSION:
+                continue
+            if meta.get("name") != binding.name or _controlled_by(meta, binding.name):
+                continue
+            where = "rendered into _cluster/ (auto-managed)" if item.rendered else f"passed through from {item.origin}"
+            findings.append(
+                BackendFinding(
+                    "spec.schedulerTopologyBindings",
+                    f"a Grove operator runs beside (RenderConfiguration mode: review or coexistWithGroveOperator: "
+                    f"true), and the KAI Topology {_go_quote(binding.name)} {where} has no ownerReference to this "
+                    f"ClusterTopologyBinding: Grove's SyncTopology refuses it (KAI Topology {binding.name} is not "
+                    f"owned by ClusterTopologyBinding {binding.name}) and the operator exits with code 3 at "
+                    f"start-up. Fix: make KAI's Topology external: add schedulerTopologyBindings: [{{schedulerName: "
+                    f"{NAME}, topologyReference: {binding.name}-kai}}] here and a {TOPOLOGY_API_VERSION} Topology "
+                    f"{binding.name}-kai with the same levels to the source (docs/migration.md, section 2)",
+                    kind="Required value",
+                )
+            )
+        return findings
 
     def topology_objects(self, binding: ClusterTopologyBinding) -> list[K8sObject]:
         """Grove's ``buildKAITopology``: the auto-managed Topology named after the binding.

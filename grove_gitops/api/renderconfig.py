@@ -35,6 +35,11 @@ UNQUOTED_VERSION = (
 GitOpsFlavour = Literal["argocd", "flux", "both"]
 #: What a PodGang that does not fit the source's node inventory is (docs/feasibility.md).
 FeasibilityMode = Literal["warn", "enforce"]
+#: Who reconciles the source's PodCliqueSets (docs/adoption.md): ``full`` (grove-gitops renders
+#: them and its agent runs them) or ``review`` (Grove's operator reconciles the grove.io
+#: PodCliqueSets that Argo CD / Flux apply as written; grove-gitops only reviews pull requests,
+#: and its plan follows Grove's order).
+RenderMode = Literal["full", "review"]
 
 
 #: Defaults far above real deployments (the largest Grove examples have a few hundred pods)
@@ -88,6 +93,22 @@ class RenderConfig(StrictModel):
     #: one Kustomization per shard, docs/gitops-wiring.md). Absent: none (a fleet takes its
     #: Cluster's ``spec.gitops`` instead, and refuses this field).
     wiring: GitOpsWiring | None = None
+    #: ``review``: Grove's operator runs the workloads; nothing expects the agent.
+    mode: RenderMode = "full"
+    #: A Grove operator runs in the same cluster (for workloads this source does not hold):
+    #: whatever it would fight over is an error (``validation.coexistence``). ``mode: review``
+    #: implies it.
+    coexistWithGroveOperator: bool = False
+
+    @property
+    def review(self) -> bool:
+        """Grove's operator reconciles the source's PodCliqueSets (``mode: review``)."""
+        return self.mode == "review"
+
+    @property
+    def coexists(self) -> bool:
+        """A Grove operator runs beside whatever this source applies."""
+        return self.review or self.coexistWithGroveOperator
 
     @field_validator("kubernetesVersion", mode="before")
     @classmethod

@@ -44,6 +44,9 @@ class Side:
     #: The source's files by the name problems give them (a source side only): where
     #: ``--output json`` finds a warning's line and column.
     files: Mapping[str, FileData] = field(default_factory=dict)
+    #: The source's RenderConfiguration says ``mode: review``: Grove's operator reconciles its
+    #: PodCliqueSets, so ``plan`` predicts Grove's order (:mod:`grove_gitops.plan.groveorder`).
+    review: bool = False
 
     def __post_init__(self) -> None:
         if not self.shard_objects:

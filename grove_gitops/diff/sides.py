@@ -130,6 +130,7 @@ def _side(
         dict(outcome.unfit_gangs),
         outcome.acknowledged_codes,
         {name: data for _, plan in plans for name, data in plan.inputs.source.files.items()},
+        any(plan.config.review for _, plan in plans),
     )
 
 

@@ -37,4 +37,4 @@ def build_fleet_plan(base: Side, head: Side) -> Plan:
     for name in names:
         plan = build_plan(_cluster_side(base, name), _cluster_side(head, name))
         out += [dataclasses.replace(p, namespace=f"{name}/{p.namespace}") for p in plan.podcliquesets]
-    return Plan(tuple(out))
+    return Plan(tuple(out), head.review)

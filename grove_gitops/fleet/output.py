@@ -23,7 +23,8 @@ from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import load_source
 from grove_gitops.output.layout import Tree, build_tree_from_plan
 from grove_gitops.output.marker import META_FILE, META_MARKER
-from grove_gitops.output.writer import TreeWriter
+from grove_gitops.output.review import build_review_tree
+from grove_gitops.output.writer import TreeWriter, write_tree
 from grove_gitops.render import RenderPlan, plan_loaded
 
 
@@ -109,6 +110,12 @@ def render_source_tree(
     fleet's tree; ``single`` writes its own).
     """
     planned = plan_source_tree(source, cache, jobs, feasibility)
+    if planned.plan is not None and planned.plan.config.review:
+        # Review-only mode: the source's own objects for Argo CD / Flux, not the expansion.
+        tree = build_review_tree(planned.plan)
+        if out is not None:
+            write_tree(tree, out, fsync=fsync)
+        return build_source_tree(planned, cache, jobs, lambda _plan: tree)
     if planned.fleet is None or out is None:
         return build_source_tree(planned, cache, jobs, single)
     writer = TreeWriter(out, fsync=fsync)

@@ -261,6 +261,15 @@ def _cluster_source(
                 f"Forbidden: Cluster {file}: a fleet generates each cluster's wiring from the Cluster's spec.gitops",
             )
         )
+    if render is not None and render_cfg.review:
+        problems.append(
+            InputProblem(
+                render.file,
+                "mode",
+                f"Forbidden: Cluster {file}: review-only mode is for a single-cluster source (docs/adoption.md); "
+                "a fleet renders every cluster in full",
+            )
+        )
     default_ns = render_cfg.defaultNamespace
     profile = spec.overrides.defaultSchedulerProfile
     if profile is not None:

@@ -86,6 +86,16 @@ GITOPS_HEALTH: dict[str, dict[str, str]] = {
     },
 }
 GITOPS_API = "gitops.grove.io/v1alpha1"
+#: Review-only mode (docs/adoption.md): a shard holds the grove.io PodCliqueSet itself, which
+#: Grove's operator reports on (``status.availableReplicas`` / ``updatedReplicas`` of its CRD);
+#: in progress while its rolling update runs (``updateProgress`` without ``updateEndedAt``).
+GROVE_API = "grove.io/v1alpha1"
+GROVE_PCS_MARKER = "-podcliqueset.grove.io--"
+GROVE_HEALTH: dict[str, str] = {
+    "inProgress": f"{_OBSERVED} || (has(status.updateProgress) && !has(status.updateProgress.updateEndedAt))",
+    "current": "status.?availableReplicas.orValue(0) >= spec.replicas"
+    " && status.?updatedReplicas.orValue(0) >= spec.replicas",
+}
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,9 @@ class WiringTarget:
     #: Fleet: the Cluster's name (a directory of the output, a part of names, the Argo CD
     #: destination by default). Single cluster: None.
     cluster: str | None = None
+    #: Review-only mode: the shards hold grove.io PodCliqueSets for Grove's operator; no
+    #: grove-gitops CRDs to wait for (:mod:`grove_gitops.output.review`).
+    review: bool = False
 
     def path_of(self, shard: str) -> str:
         """The shard's path inside the repository."""
@@ -123,6 +136,11 @@ def _health_targets(
     targets: list[dict[str, str]] = []
     records: list[dict[str, str]] = []
     for name in names:
+        if workloads and GROVE_PCS_MARKER in name:
+            meta = yaml.load(files[f"{shard}/{name}"], Loader=_Loader).get("metadata") or {}
+            records.append(
+                {"apiVersion": GROVE_API, "kind": "PodCliqueSet", "name": meta["name"], "namespace": meta["namespace"]}
+            )
         if workloads and PCS_MARKER in name:
             meta = yaml.load(files[f"{shard}/{name}"], Loader=_Loader).get("metadata") or {}
             records.append(
@@ -153,7 +171,11 @@ def _dependencies(shard: str, shards: set[str]) -> list[str]:
 def _health_exprs(kinds: set[tuple[str, str]]) -> list[dict[str, str]]:
     """One expression per listed kind, plus every gitops.grove.io kind (a user may list the
     agent's scale targets; they are evaluated the same way everywhere)."""
-    exprs = [{"apiVersion": api, "kind": kind, **GANG_HEALTH} for api, kind in sorted(kinds) if api != GITOPS_API]
+    exprs = [
+        {"apiVersion": api, "kind": kind, **(GROVE_HEALTH if (api, kind) == (GROVE_API, "PodCliqueSet") else GANG_HEALTH)}
+        for api, kind in sorted(kinds)
+        if api != GITOPS_API
+    ]
     exprs += [{"apiVersion": GITOPS_API, "kind": kind, **rules} for kind, rules in GITOPS_HEALTH.items()]
     return exprs
 
@@ -174,7 +196,7 @@ def _flux(target: WiringTarget, shard: str, shards: set[str], targets: list[dict
         "wait": False,
     }
     deps = [target.name_of(d) for d in _dependencies(shard, shards)]
-    if not deps and flux.crdsKustomization:
+    if not deps and flux.crdsKustomization and not target.review:
         # The first shards (``_cluster``, or every shard without one): after grove-gitops' CRDs.
         deps = [flux.crdsKustomization]
     if deps:

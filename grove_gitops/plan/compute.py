@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from grove_gitops.agent.order import ReplicaRank, Step, order_replicas, steps_for_replica
 from grove_gitops.diff.report import Side
+from grove_gitops.plan.groveorder import grove_steps
 from grove_gitops.plan.model import ON_DELETE, Plan, PodCliqueSetPlan
 from grove_gitops.plan.pods import RenderedPod, Workload, WorkloadKey, natural, strategy, workloads
 from grove_gitops.plan.restart import restart_fields
@@ -42,7 +43,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def _both(
-    key: WorkloadKey, base: Workload, head: Workload, strat: str, unfit: Mapping[tuple[str, str], str]
+    key: WorkloadKey,
+    base: Workload,
+    head: Workload,
+    strat: str,
+    unfit: Mapping[tuple[str, str], str],
+    review: bool = False,
 ) -> PodCliqueSetPlan | None:
     pairs = [(base.pods[h], head.pods[h]) for h in sorted(base.pods.keys() & head.pods.keys(), key=natural)]
     pairs = [(old, new) for old, new in pairs if old.name != new.name]
@@ -52,17 +58,30 @@ def _both(
         return None
     changed = [new for _, new in pairs]
     steps: tuple[Step, ...] = ()
+    rounds: tuple[int, ...] = ()
+    agent: list[Step] = []
     if not changed:
         message = (
             "no pod is replaced"
             if added or removed
             else "no pod changes (only PodGang-level or other objects): nothing is restarted"
         )
+    elif strat == ON_DELETE and review:
+        message = (
+            f"OnDelete: the {_plural(len(changed), 'changed pod')} are replaced only when deleted; "
+            "Grove's operator retires none itself and recreates each deleted pod from the new template "
+            "(the agent does the same)"
+        )
     elif strat == ON_DELETE:
         message = (
             f"OnDelete: the {_plural(len(changed), 'changed pod')} are replaced only when deleted; "
             "the agent retires none itself and releases each new pod once its old pod is gone"
         )
+    elif review:
+        agent = ordered_steps(changed)
+        grove, numbers = grove_steps(changed)
+        steps, rounds = tuple(grove), tuple(numbers)
+        message = ""
     else:
         steps = tuple(ordered_steps(changed))
         message = ""
@@ -92,22 +111,31 @@ def _both(
             {h: base.pods[h].obj.obj for s in steps for h in s.hostnames if h in base.pods},
             {h: head.pods[h].obj.obj for s in steps for h in s.hostnames if h in head.pods},
         ),
+        order="grove" if review else "agent",
+        rounds=rounds,
+        agent_steps=len(agent),
+        agent_max_unavailable=max((len(s.hostnames) for s in agent), default=0),
     )
 
 
 def build_plan(base: Side, head: Side) -> Plan:
     """The plan from BASE to HEAD for every PodCliqueSet whose rendered objects differ."""
     before, after = workloads(base), workloads(head)
+    review = head.review
     out: list[PodCliqueSetPlan] = []
     for key in sorted(before.keys() | after.keys()):
         b, h = before.get(key), after.get(key)
         if b is not None and h is not None:
-            item = _both(key, b, h, strategy(head, h, key), head.unfit_gangs)
+            item = _both(key, b, h, strategy(head, h, key), head.unfit_gangs, review)
             if item is not None:
                 out.append(item)
         elif h is not None:
             n = _plural(len(h.pods), "pod")
-            message = f"new PodCliqueSet: its {n} are released as their gangs complete"
+            message = (
+                f"new PodCliqueSet: Grove's operator creates its {n}, gated until each gang is complete"
+                if review
+                else f"new PodCliqueSet: its {n} are released as their gangs complete"
+            )
             out.append(
                 PodCliqueSetPlan(
                     *key,
@@ -116,11 +144,17 @@ def build_plan(base: Side, head: Side) -> Plan:
                     added=tuple(sorted(h.pods, key=natural)),
                     message=message,
                     autoscaled=tuple(h.units.items()),
+                    order="grove" if review else "agent",
                 )
             )
         elif b is not None:
             n = _plural(len(b.pods), "pod")
-            message = f"removed from Git: the agent deletes its {n} after its grace period"
+            message = (
+                f"removed from Git: once Argo CD / Flux prune the PodCliqueSet, Grove's operator and the garbage "
+                f"collector delete its {n}"
+                if review
+                else f"removed from Git: the agent deletes its {n} after its grace period"
+            )
             out.append(
                 PodCliqueSetPlan(
                     *key,
@@ -129,6 +163,7 @@ def build_plan(base: Side, head: Side) -> Plan:
                     removed=tuple(sorted(b.pods, key=natural)),
                     message=message,
                     autoscaled=tuple(b.units.items()),
+                    order="grove" if review else "agent",
                 )
             )
-    return Plan(tuple(out))
+    return Plan(tuple(out), review)

@@ -15,6 +15,7 @@ from grove_gitops.diff.autoscaling import agent_owned, git_owned
 from grove_gitops.diff.markdown import code
 from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.split import Block, shrink_lines
+from grove_gitops.plan.groveorder import GROVE_BOUND
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 from grove_gitops.plan.risk import KIND_WORDS, RoleCapacity
 from grove_gitops.plan.timing import StepTime, duration
@@ -49,20 +50,53 @@ INTRO = (
     "The order in which the in-cluster agent replaces pods after the merge: one step at a time, "
     "the next when the step's replacements are Ready (every replica assumed healthy)."
 )
+#: The intro under RenderConfiguration ``mode: review`` (plan.groveorder).
+REVIEW_INTRO = (
+    "Review-only mode (RenderConfiguration `mode: review`): Grove's operator reconciles these PodCliqueSets "
+    "and no grove-gitops agent is expected. The order below is Grove's: one PodCliqueSet replica at a time; "
+    "inside it every role (standalone PodClique, scaling group) rolls at the same time, one unit each, so the "
+    "steps of one round are down together (every replica assumed healthy, pods oldest = lowest index)."
+)
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def order_note(p: PodCliqueSetPlan) -> str:
+    """Under Grove's order: how it differs from what grove-gitops' agent would do, and
+    Grove's availability bound. Empty under the agent's order or without steps."""
+    if p.order != "grove" or not p.steps:
+        return ""
+    if p.concurrent:
+        grove = (
+            f"Grove's operator rolls the roles of a replica side by side: {_plural(len(p.steps), 'step')} in "
+            f"{_plural(p.round_count, 'round')}, at most {p.max_unavailable} pods down at once"
+        )
+    else:
+        grove = f"one role changes per replica, so Grove rolls it one unit at a time, at most {p.max_unavailable} down"
+    agent = (
+        f"grove-gitops' agent would take the same {_plural(p.agent_steps, 'step')} one at a time, "
+        f"at most {p.agent_max_unavailable} down at once"
+    )
+    return f"{grove}; {agent}. {GROVE_BOUND}"
+
+
 def summary(p: PodCliqueSetPlan, wrap: Callable[[str], str] = str) -> str:
     """``RollingRecreate; 12 pods replaced in 7 steps; at most 4 unavailable at once``."""
     parts = [p.strategy]
+    if p.order == "grove":
+        parts.append("Grove's order")
     if p.change != "modified":
         parts.append(f"PodCliqueSet {p.change}")
     if p.changed:
         replaced = f"{_plural(len(p.changed), 'pod')} replaced"
-        if p.steps:
+        if p.steps and p.rounds:
+            replaced += (
+                f" in {_plural(len(p.steps), 'step')} ({_plural(p.round_count, 'round')}); "
+                f"at most {p.max_unavailable} unavailable at once"
+            )
+        elif p.steps:
             replaced += f" in {_plural(len(p.steps), 'step')}; at most {p.max_unavailable} unavailable at once"
         parts.append(replaced)
     if added(p):
@@ -152,7 +186,8 @@ def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
         lines.append(f"  Steps ({LEFT_NOTE}):")
         width = len(str(len(p.steps)))
         for i, s in enumerate(p.steps, start=1):
-            lines.append(f"    {i:>{width}}. replica {s.replica}, {s.unit}: {', '.join(s.hostnames)}")
+            at = f"round {p.rounds[i - 1]}, " if i - 1 < len(p.rounds) else ""
+            lines.append(f"    {i:>{width}}. {at}replica {s.replica}, {s.unit}: {', '.join(s.hostnames)}")
             left = step_capacity(p, i - 1)
             if left:
                 lines.append(f"    {'':>{width}}  left: {left}")
@@ -170,6 +205,8 @@ def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
         lines.append(f"  Leaving Git ({TO_CLUSTER_NOTE}): {', '.join(p.to_cluster)}")
     if p.message:
         lines.append(f"  Note: {p.message}")
+    if order_note(p):
+        lines.append(f"  Grove's order: {order_note(p)}.")
     if p.autoscaled:
         lines.append(f"  Autoscaled: {AUTOSCALED_NOTE}.")
         lines += [f"    {line}" for line in unit_lines(p, str)]
@@ -178,6 +215,8 @@ def _pcs_text(p: PodCliqueSetPlan) -> list[str]:
 
 def render_text(plan: Plan, base_label: str, head_label: str) -> str:
     lines = [f"grove-gitops rollout plan: base {base_label} -> head {head_label}", ""]
+    if plan.review:
+        lines += [REVIEW_INTRO.replace("`", ""), ""]
     if not plan.podcliquesets:
         lines.append("No PodCliqueSet changes: nothing to roll out.")
     for p in plan.podcliquesets:
@@ -201,6 +240,7 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
                 "pods": list(s.hostnames),
                 "capacity": [capacity_json(c) for c in (p.risks[i].capacities if i < len(p.risks) else ())],
                 "time": time_json(p.times[i]) if i < len(p.times) else None,
+                **({"round": p.rounds[i]} if i < len(p.rounds) else {}),
             }
             for i, s in enumerate(p.steps)
         ],
@@ -251,6 +291,20 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
             {"gang": g.gang, "reason": g.reason, "pods": g.pods, "replaced": g.replaced, "message": g.sentence()}
             for g in p.stranded
         ],
+        "order": p.order,
+        **(
+            {
+                "grove": {
+                    "rounds": p.round_count,
+                    "concurrent": p.concurrent,
+                    "agentSteps": p.agent_steps,
+                    "agentMaxUnavailable": p.agent_max_unavailable,
+                    "note": order_note(p),
+                }
+            }
+            if p.order == "grove" and p.steps
+            else {}
+        ),
     }
 
 
@@ -261,7 +315,10 @@ def render_json(plan: Plan) -> str:
 def plan_dict(plan: Plan) -> dict[str, Any]:
     """``{"podcliquesets": [...]}``: ``plan --output json`` and ``diff``'s ``plan`` key (each
     PodCliqueSet lists its ``outages``)."""
-    return {"podcliquesets": [pcs_dict(p) for p in plan.podcliquesets]}
+    out: dict[str, Any] = {"podcliquesets": [pcs_dict(p) for p in plan.podcliquesets]}
+    if plan.review:  # review-only mode: Grove's operator rolls out, no agent is expected
+        out["mode"] = "review"
+    return out
 
 
 # -- Markdown ---------------------------------------------------------------------------
@@ -277,15 +334,17 @@ def _steps_table(p: PodCliqueSetPlan, shown: int | None = None) -> list[str]:
     steps = p.steps if shown is None else p.steps[:shown]
     # no column when no step has a probe: the Time line says so once (hundreds of rows must fit)
     timed = any(t.probes is not None for t in p.times)
+    rounds = bool(p.rounds)  # Grove's order: steps of one round are down together
     rows = [
-        "| step | replica | unit | pods retired together | left (this replica · PodCliqueSet) |"
-        + (" bound (grace + probes) |" if timed else ""),
-        "| --- | --- | --- | --- | --- |" + (" --- |" if timed else ""),
+        "| step |" + (" round |" if rounds else "") + " replica | unit | pods retired together | "
+        "left (this replica · PodCliqueSet) |" + (" bound (grace + probes) |" if timed else ""),
+        "| --- |" + (" --- |" if rounds else "") + " --- | --- | --- | --- |" + (" --- |" if timed else ""),
     ]
     for i, s in enumerate(steps, start=1):
         left = "; ".join(_capacity_cell(c) for c in p.risks[i - 1].capacities) if i - 1 < len(p.risks) else ""
         bound = f" {_time_cell(p, i - 1)} |" if timed else ""
-        rows.append(f"| {i} | {s.replica} | {code(s.unit)} | {_list(s.hostnames, code)} | {left} |{bound}")
+        at = f" {p.rounds[i - 1]} |" if rounds else ""
+        rows.append(f"| {i} |{at} {s.replica} | {code(s.unit)} | {_list(s.hostnames, code)} | {left} |{bound}")
     if len(steps) < len(p.steps):
         rows += ["", f"⚠️ {len(p.steps) - len(steps)} more steps not shown: run {code('grove-gitops plan')} for all."]
     if p.times:
@@ -351,6 +410,8 @@ def pcs_markdown(p: PodCliqueSetPlan, shown: int | None = None) -> str:
         lines.append(f"- **Leaving Git** ({TO_CLUSTER_NOTE}): {_list(p.to_cluster, code)}")
     if p.message:
         lines.append(f"- {p.message}")  # our own words and counts
+    if order_note(p):
+        lines.append(f"- **Grove's order:** {order_note(p)}.")  # our own words and counts
     if p.autoscaled:
         lines.append(f"- **Autoscaled:** {AUTOSCALED_NOTE}.")
         lines += [f"  - {line}" for line in unit_lines(p, code)]
@@ -383,7 +444,7 @@ def markdown_blocks(plan: Plan) -> list[Block]:
     unchanged diff gets no section."""
     if not plan.podcliquesets:
         return []
-    head = Block(f"{PLAN_HEADING}\n\n{INTRO}\n\n", PLAN_SECTION, PLAN_CONTINUATION)
+    head = Block(f"{PLAN_HEADING}\n\n{REVIEW_INTRO if plan.review else INTRO}\n\n", PLAN_SECTION, PLAN_CONTINUATION)
     return [head, *(_block(p) for p in plan.podcliquesets)]
 
 

@@ -6,6 +6,7 @@ Computed once (:mod:`.compute`), so ``plan``'s terminal view, its JSON and the s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,6 +20,14 @@ from grove_gitops.plan.timing import StepTime, TotalTime, total_time
 ROLLING_RECREATE = "RollingRecreate"
 ON_DELETE = "OnDelete"
 Change = Literal["modified", "added", "removed"]
+
+
+def round_sizes(steps: Sequence[Step], rounds: Sequence[int]) -> dict[int, int]:
+    """Pods down in each round of Grove's order: the sum of its steps' pods."""
+    out: dict[int, int] = {}
+    for step, number in zip(steps, rounds, strict=True):
+        out[number] = out.get(number, 0) + len(step.hostnames)
+    return out
 
 
 class PlanError(GroveGitopsError):
@@ -65,16 +74,46 @@ class PodCliqueSetPlan:
     stranded: tuple[Stranded, ...] = ()
     #: Per step (same order as ``steps``) what it waits for and its bound from the probes.
     times: tuple[StepTime, ...] = ()
+    #: Whose order ``steps`` follow: ``agent`` (grove-gitops' agent, one step at a time) or
+    #: ``grove`` (Grove's operator, RenderConfiguration ``mode: review``: :mod:`.groveorder`).
+    order: Literal["agent", "grove"] = "agent"
+    #: Grove's order only: per step (same order as ``steps``) its round; steps of a round are
+    #: down at the same time.
+    rounds: tuple[int, ...] = ()
+    #: Grove's order only: what the agent would do instead, its steps and most pods down at once.
+    agent_steps: int = 0
+    agent_max_unavailable: int = 0
 
     @property
     def total_time(self) -> TotalTime:
-        """The steps' bounds added up (unknown when a step has no probe)."""
-        return total_time(self.times)
+        """The steps' bounds added up (unknown when a step has no probe); under Grove's order
+        the steps of a round run side by side, so a round counts its longest step."""
+        total = total_time(self.times)
+        if not self.rounds or len(self.rounds) != len(self.times):
+            return total
+        longest: dict[int, int] = {}
+        for number, t in zip(self.rounds, self.times, strict=True):
+            if t.bound is not None:
+                longest[number] = max(longest.get(number, 0), t.bound)
+        return TotalTime(sum(longest.values()), total.known_steps, total.unknown_steps)
 
     @property
     def max_unavailable(self) -> int:
-        """The most slots down at once: the largest step (all replicas healthy at plan time)."""
+        """The most slots down at once: the largest step, or under Grove's order the largest
+        round (all replicas healthy at plan time)."""
+        if self.rounds:
+            return max(round_sizes(self.steps, self.rounds).values(), default=0)
         return max((len(s.hostnames) for s in self.steps), default=0)
+
+    @property
+    def round_count(self) -> int:
+        """Grove's order: how many rounds (0 under the agent's order)."""
+        return max(self.rounds, default=0)
+
+    @property
+    def concurrent(self) -> bool:
+        """Some round has two or more steps down at once (Grove's order only)."""
+        return len(set(self.rounds)) < len(self.rounds)
 
     @property
     def title(self) -> str:
@@ -86,6 +125,8 @@ class Plan:
     """Every PodCliqueSet whose rendered pods or PodGangs differ, by namespace and name."""
 
     podcliquesets: tuple[PodCliqueSetPlan, ...] = ()
+    #: HEAD is in review mode: Grove's operator rolls it out, no agent is expected.
+    review: bool = False
 
     @property
     def steps(self) -> int:
