@@ -26,6 +26,7 @@ from typing import Any
 
 from grove_gitops.agent import gangs as G
 from grove_gitops.expand import ownership
+from grove_gitops.migrate import adoption
 
 Key = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
@@ -529,9 +530,11 @@ def build(
                              "references like these are ignored"))
 
     by_host: dict[tuple[str, str], Slot] = {}
+    pcs_of_host: dict[tuple[str, str], str] = {}
     for wl in workloads.values():
         for host, slot in wl.slots.items():
             by_host[(wl.namespace, host)] = slot
+            pcs_of_host[(wl.namespace, host)] = wl.pcs
     for key, pod in sorted(views.items()):
         if key in referenced:
             continue
@@ -542,6 +545,11 @@ def build(
             problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} has no spec.hostname; it is left alone"))
             continue
         slot = by_host.get((pod.namespace, pod.hostname))
+        if not pod.owned and slot is not None and _adopted(pod, slot, pcs_of_host[(pod.namespace, pod.hostname)]):
+            # A running Grove pod handed over by `grove-gitops migrate apply`, verified as the
+            # slot's (grove_gitops/migrate/adoption.py): an old pod the rollout may retire.
+            slot.old.append(dataclasses.replace(pod, owned=True))
+            continue
         if not pod.owned:
             # Labelled as ours, but no render made it (or a render from before the proof):
             # never deleted. In a wanted slot it still counts as an old pod, so the new pod
@@ -567,6 +575,19 @@ def build(
                      f"({names}); none is deleted")
                 )
     return Snapshot(views, gangs, workloads, referenced, problems, malformed)
+
+
+def _adopted(pod: PodView, slot: Slot, pcs: str) -> bool:
+    """Whether a pod without a ``rendered-by`` proof is the slot's migrated Grove pod: its
+    adoption record verifies and names the slot's rendered pod's PodCliqueSet, hostname,
+    PodClique, index and replica. The rendered pod must exist (until it does, the rollout keeps
+    the old pod anyway) and carry its own proof."""
+    new = slot.new
+    if new is None or not new.owned:
+        return False
+    found = adoption.claim(pod.raw)
+    return found is not None and adoption.fits(found, slot.namespace, pod.namespace, pcs, slot.hostname,
+                                               new.podclique, new.index, new.replica)
 
 
 def slots_where(slots: Iterable[Slot], *, with_old: bool) -> list[Slot]:

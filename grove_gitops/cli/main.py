@@ -21,6 +21,7 @@ from grove_gitops.cli.controller import controller
 from grove_gitops.cli.diff import diff_command
 from grove_gitops.cli.envvars import ENV_PREFIX, name_envvars
 from grove_gitops.cli.feasibility import feasibility
+from grove_gitops.cli.migrate import migrate
 from grove_gitops.cli.plan import plan_command
 from grove_gitops.cli.render import render
 from grove_gitops.cli.validate import validate
@@ -54,7 +55,8 @@ def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
 
 
-for _command in (render, validate, watch, controller, agent, gate_lifter, feasibility, diff_command, plan_command):
+for _command in (render, validate, watch, controller, agent, gate_lifter, feasibility, diff_command, plan_command,
+                 migrate):
     assert _command.name is not None
     name_envvars(_command, (_command.name,))
     main.add_command(_command)
