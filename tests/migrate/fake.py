@@ -46,3 +46,37 @@ def running(server: FakeApiServer, tmp: Path) -> tuple[Path, list[Obj], GroveSta
         server.store.update("pods", NS, name, lambda p: p.setdefault("status", {}).update({"phase": "Running"}))
         server.set_pod_condition(NS, name, "Ready", "True")
     return root, objs, state
+
+
+def run_cli(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from grove_gitops.cli import main
+
+    return CliRunner().invoke(main, ["migrate", *args], catch_exceptions=False)
+
+
+def migrate_args(command: str, root: Path, config: Path, *extra: str) -> list[str]:
+    from tests.migrate.workload import PCS
+
+    return [command, str(root), "-n", NS, "--podcliqueset", PCS, "--kubeconfig", str(config), *extra]
+
+
+def sync(server: FakeApiServer, objs: list[Obj]) -> None:
+    """The GitOps tool's apply of the render: created, or merged into the object of that name."""
+    from kubernetes.client.exceptions import ApiException
+
+    kube = Kube(server.api_client())
+    for obj in objs:
+        if obj["kind"] == "Namespace":
+            continue
+        try:
+            kube.raw("POST", path_of(kube, obj), obj)
+        except ApiException as exc:
+            assert exc.status == 409, exc.body
+            kube.raw("PATCH", path_of(kube, obj, with_name=True), obj, "application/merge-patch+json")
+
+
+def writes(server: FakeApiServer) -> list[str]:
+    """Every write request the server has seen (method and path)."""
+    return [f"{r.verb} {r.path}" for r in server.requests if r.verb in ("create", "update", "patch", "delete", "deletecollection")]
