@@ -554,10 +554,18 @@ def build(
             # Labelled as ours, but no render made it (or a render from before the proof):
             # never deleted. In a wanted slot it still counts as an old pod, so the new pod
             # is not released beside it (two pods never share a hostname).
-            problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} is labelled "
-                             f"{MANAGED_BY}={MANAGER} but its {ownership.RENDERED_BY} proof does not verify: "
-                             "no render made it, so the agent never deletes it (delete it by hand if it is a "
-                             "pod of an older grove-gitops render)"))
+            claimed = adoption.claim(pod.raw)
+            if claimed is None:
+                problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} is labelled "
+                                 f"{MANAGED_BY}={MANAGER} but its {ownership.RENDERED_BY} proof does not verify: "
+                                 "no render made it, so the agent never deletes it (delete it by hand if it is a "
+                                 "pod of an older grove-gitops render)"))
+            elif slot is not None and slot.new is not None:
+                problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} was handed over by "
+                                 f"`grove-gitops migrate apply` for slot {claimed.hostname}, but the rendered pod "
+                                 f"{slot.new_name} of that slot is not of the same PodCliqueSet, PodClique, index and "
+                                 "replica (or lacks its proof): the agent never deletes it"))
+            # (a handed-over pod whose rendered pod is not applied yet waits for it: nothing to say)
             if slot is not None:
                 slot.old.append(pod)
             continue

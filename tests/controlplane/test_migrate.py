@@ -21,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,69 +32,13 @@ import yaml
 from grove_gitops.agent.kube import Kube
 from tests.controlplane.plane import Plane, agent_process, apply_all, wait_until
 from tests.gatelifter.support import path_of
+from tests.migrate.observe import Observer, ready, unit
 from tests.migrate.workload import NS, PCS, GroveState, Obj, render, source
 from tests.support import PROJECT
 
 PODS = f"/api/v1/namespaces/{NS}/pods"
 LEASE = ("--lease-namespace", "grove-gitops", "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
          "--grace", "2", "--resync", "0.5")
-
-
-def _ready(pod: Obj) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return not pod["metadata"].get("deletionTimestamp") and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def _unit(pod: Obj) -> str:
-    labels = pod["metadata"]["labels"]
-    group = labels.get("grove.io/podcliquescalinggroup")
-    if group:
-        return f"{group} replica {labels['grove.io/podcliquescalinggroup-replica-index']}"
-    return str(pod["spec"]["hostname"])
-
-
-def _grove(pod: Obj) -> bool:
-    """Still one of the pods Grove made (handed over or not): no rendered-by proof."""
-    return "gitops.grove.io/rendered-by" not in (pod["metadata"].get("annotations") or {})
-
-
-class Observer:
-    """Lists the namespace's pods every 50 ms and checks each sample."""
-
-    def __init__(self, kube: Kube, slots: dict[str, str]) -> None:
-        self.kube = kube
-        self.slots = slots  # hostname -> unit
-        self.samples = 0
-        self.violations: list[str] = []
-        self.most_down = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.05):
-            pods = self.kube.raw("GET", PODS)["items"]
-            self.check(pods)
-
-    def check(self, pods: list[Obj]) -> None:
-        self.samples += 1
-        up = {p["spec"].get("hostname") for p in pods if _ready(p)}
-        down = {unit for host, unit in self.slots.items() if host not in up}
-        self.most_down = max(self.most_down, len(down))
-        if len(down) > 1:
-            self.violations.append(f"sample {self.samples}: {len(down)} units down: {sorted(down)}")
-        for unit in {self.slots[h] for h in self.slots if " replica " in self.slots[h]}:
-            members = [p for p in pods if _unit(p) == unit]
-            released = [p["metadata"]["name"] for p in members if not _grove(p) and not p["spec"].get("schedulingGates")]
-            running_grove = [p["metadata"]["name"] for p in members if _grove(p) and not p["metadata"].get("deletionTimestamp")]
-            if released and running_grove:
-                self.violations.append(f"sample {self.samples}: partial gang in {unit}: released {released} beside "
-                                       f"Grove's {running_grove}")
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=10)
 
 
 def _migrate(kubeconfig: Path, root: Path, *extra: str) -> subprocess.Popen[str]:
@@ -143,7 +86,7 @@ def grove_running(installed: Plane, tmp_path_factory: pytest.TempPathFactory) ->
 
     state = GroveState(objs, create, status)
     state.build(next(d for d in yaml.safe_load_all((root / "workloads" / "mig.yaml").read_text()) if d))
-    wait_until("every Grove pod Ready", lambda: sum(_ready(p) for p in kube.raw("GET", PODS)["items"]) == len(state.pods),
+    wait_until("every Grove pod Ready", lambda: sum(ready(p) for p in kube.raw("GET", PODS)["items"]) == len(state.pods),
                timeout=90)
     yield {"root": root, "objs": objs, "kube": kube, "state": state, "tmp": tmp}
 
@@ -183,14 +126,14 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
 ) -> None:
     kube, tmp, root, objs = grove_running["kube"], grove_running["tmp"], grove_running["root"], grove_running["objs"]
     rendered_pods = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Pod"}
-    slots = {o["spec"]["hostname"]: _unit(o) for o in rendered_pods.values()}
+    slots = {o["spec"]["hostname"]: unit(o) for o in rendered_pods.values()}
     grove_uids = {p["metadata"]["uid"] for p in kube.raw("GET", PODS)["items"]}
 
     code, plan_out, err = _run(installed.kubeconfig, root, "plan")
     assert code == 0, (plan_out, err)
     assert "8 slots, 4 steps" in plan_out and "router 1/2 in replica" in plan_out
 
-    observer = Observer(kube, slots)
+    observer = Observer(kube, PODS, slots)
     agents: list[subprocess.Popen[bytes]] = []
     started = time.monotonic()
     try:
@@ -211,7 +154,7 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
         apply_all(kube, [o for o in objs if o["kind"] != "Namespace"])
 
         def replaced() -> int:
-            return sum(1 for p in kube.raw("GET", PODS)["items"] if p["metadata"]["name"] in rendered_pods and _ready(p))
+            return sum(1 for p in kube.raw("GET", PODS)["items"] if p["metadata"]["name"] in rendered_pods and ready(p))
 
         try:
             wait_until("the first rendered pod Ready", lambda: replaced() >= 1, timeout=60)
@@ -226,7 +169,7 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
 
         def done() -> bool:
             pods = kube.raw("GET", PODS)["items"]
-            return sorted(p["metadata"]["name"] for p in pods) == sorted(rendered_pods) and all(_ready(p) for p in pods)
+            return sorted(p["metadata"]["name"] for p in pods) == sorted(rendered_pods) and all(ready(p) for p in pods)
 
         wait_until("every slot held by its Ready rendered pod, no Grove pod left", done, timeout=120)
     finally:
