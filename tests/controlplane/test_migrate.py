@@ -145,7 +145,7 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
             if "handed over (slot" in line:
                 first.send_signal(signal.SIGKILL)
                 break
-        first.wait(timeout=60)
+        first.communicate(timeout=60)  # reads and closes its pipes
         assert first.returncode == -signal.SIGKILL
         code, out, err = _run(installed.kubeconfig, root, "apply", "--grove-operator-stopped")
         assert code == 0, (out, err)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from grove_gitops.agent.kube import Kube
@@ -16,8 +17,10 @@ from grove_gitops.migrate import adoption
 from tests.fakeserver import FakeApiServer
 from tests.migrate.fake import kubeconfig, migrate_args, run_cli, running, writes
 from tests.migrate.workload import NS, PCS, GroveState, source
+from tests.support import PROJECT
 
 MERGE = "application/merge-patch+json"
+SCHEMA = json.loads((PROJECT / "docs" / "schemas" / "migrate-output.schema.json").read_text())
 
 
 @pytest.fixture
@@ -40,6 +43,7 @@ def test_plan_prints_the_agents_steps_and_the_capacity_left(world: tuple[FakeApi
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["ok"] is True and list(doc)[:3] == ["ok", "schemaVersion", "problems"]
+    jsonschema.validate(doc, SCHEMA)
     steps = doc["migration"]["steps"]
     assert [s["unit"] for s in steps] == [
         "podclique mig-0-router", "podclique mig-0-router",
@@ -122,6 +126,7 @@ def test_a_podcliqueset_the_render_lacks_is_refused(world: tuple[FakeApiServer, 
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert doc["ok"] is False and "is not in the render" in doc["problems"][0]["message"]
+    jsonschema.validate(doc, SCHEMA)
     assert not writes(server)
 
 
