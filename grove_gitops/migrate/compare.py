@@ -15,7 +15,7 @@ every reason listed and nothing changed:
   ungated Grove pod, no pod is terminating, every PodGang is ``Initialized``, and the
   PodCliqueSet is not mid-rollout (``status.updateProgress`` without ``updateEndedAt``);
 - **not autoscaled**: the live count of an HPA-driven workload is not the render's floor (a
-  later version may carry it over; today such a workload moves as docs/migration.md §3a/§3b).
+  later version may carry it over; today such a workload moves as docs/migration.md §3b/§3c).
 
 Once a migration has started (a pod handed over, or a rendered pod running) the settled rules
 no longer apply: the workload is *meant* to be mid-rollout, and ``migrate apply`` may be run
@@ -155,7 +155,7 @@ def compare(live: Live, rendered: Sequence[Raw], strategy: str = "RollingRecreat
         return out
     if any(o.get("kind") == "HorizontalPodAutoscaler" for o in rendered) or live.hpas:
         out.refusals.append(f"{where} is autoscaled (HorizontalPodAutoscalers): its live count is not carried over by a "
-                            "migration yet; move it as docs/migration.md §3a or §3b says")
+                            "migration yet; move it as docs/migration.md §3b or §3c says")
     day2s = _day2s(rendered)
     out.replicas = len(day2s)
     for day2 in day2s.values():
