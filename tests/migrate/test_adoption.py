@@ -164,7 +164,7 @@ def test_a_slot_whose_rendered_pod_lacks_its_proof_keeps_its_grove_pod(
 @given(field=st.sampled_from(["v", "pod", "uid", "podCliqueSet", "hostname", "podClique", "index", "replica", "owner"]),
        value=st.one_of(st.none(), st.integers(-3, 10**7), st.text(max_size=80), st.booleans(), st.lists(st.integers(), max_size=3)))
 def test_any_changed_field_of_the_record_fails_verification(field: str, value: Any) -> None:
-    pod = {"metadata": {"name": "p-0-c-abcde", "uid": "u1", "labels": {
+    pod: Raw = {"metadata": {"name": "p-0-c-abcde", "uid": "u1", "labels": {
         adoption.MANAGED_BY: adoption.GITOPS, adoption.PART_OF: "p", adoption.PODCLIQUE: "p-0-c",
         adoption.POD_INDEX: "0", adoption.REPLICA: "0"}, "annotations": {}}, "spec": {"hostname": "p-0-c-0"}}
     grove = copy.deepcopy(pod)
