@@ -294,6 +294,7 @@ class Slot:
     gang: str | None = None  # that PodGang
     new: PodView | None = None  # the live pod of that name, if applied yet
     old: list[PodView] = field(default_factory=list)
+    podgroup: str | None = None  # the PodGang podgroup listing the new pod (its PodClique)
     _released: tuple[int, list[PodView]] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -507,7 +508,7 @@ def build(
         # A bad PodGang can hold thousands of bad references: the first few are reported,
         # the rest counted (each distinct problem is remembered once it is logged).
         bad: list[str] = []
-        for _, ns, name in gang.refs:
+        for group, ns, name in gang.refs:
             live = views.get((ns, name))
             if live is not None and (live.pcs != gang.pcs or live.podgang != gang.name):
                 bad.append(f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name}, which belongs to "
@@ -523,18 +524,18 @@ def build(
             if slot.new_name is not None and slot.new_name != name:
                 bad.append(f"slot {ns}/{host} is wanted twice (pods {slot.new_name} and {name}); using {slot.new_name}")
                 continue
-            slot.new_name, slot.gang, slot.new = name, gang.name, live
+            slot.new_name, slot.gang, slot.new, slot.podgroup = name, gang.name, live, group
         problems += [(wl.key, p) for p in bad[:MAX_PROBLEMS_PER_GANG]]
         if len(bad) > MAX_PROBLEMS_PER_GANG:
             problems.append((wl.key, f"PodGang {gang.namespace}/{gang.name}: {len(bad) - MAX_PROBLEMS_PER_GANG} more "
                              "references like these are ignored"))
 
     by_host: dict[tuple[str, str], Slot] = {}
-    pcs_of_host: dict[tuple[str, str], str] = {}
+    wl_of_host: dict[tuple[str, str], Workload] = {}
     for wl in workloads.values():
         for host, slot in wl.slots.items():
             by_host[(wl.namespace, host)] = slot
-            pcs_of_host[(wl.namespace, host)] = wl.pcs
+            wl_of_host[(wl.namespace, host)] = wl
     for key, pod in sorted(views.items()):
         if key in referenced:
             continue
@@ -545,7 +546,7 @@ def build(
             problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} has no spec.hostname; it is left alone"))
             continue
         slot = by_host.get((pod.namespace, pod.hostname))
-        if not pod.owned and slot is not None and _adopted(pod, slot, pcs_of_host[(pod.namespace, pod.hostname)]):
+        if not pod.owned and slot is not None and _adopted(pod, slot, wl_of_host[(pod.namespace, pod.hostname)]):
             # A running Grove pod handed over by `grove-gitops migrate apply`, verified as the
             # slot's (grove_gitops/migrate/adoption.py): an old pod the rollout may retire.
             slot.old.append(dataclasses.replace(pod, owned=True))
@@ -585,17 +586,28 @@ def build(
     return Snapshot(views, gangs, workloads, referenced, problems, malformed)
 
 
-def _adopted(pod: PodView, slot: Slot, pcs: str) -> bool:
+def _adopted(pod: PodView, slot: Slot, wl: Workload) -> bool:
     """Whether a pod without a ``rendered-by`` proof is the slot's migrated Grove pod: its
-    adoption record verifies and names the slot's rendered pod's PodCliqueSet, hostname,
-    PodClique, index and replica. The rendered pod must exist (until it does, the rollout keeps
-    the old pod anyway) and carry its own proof."""
-    new = slot.new
-    if new is None or not new.owned:
-        return False
+    adoption record verifies and names the PodCliqueSet, hostname, PodClique, index and replica
+    the render wants for the slot: those of the slot's rendered pod (which must carry its own
+    proof), or, before that pod is applied, those the PodGang listing it says (the podgroup is
+    the PodClique, the hostname ends in the index, the PodGang's ``day2`` names the replica).
+    So the rollout orders every handed-over pod from the start, and keeps each one until its
+    replacement exists, as it does for an outdated rendered pod."""
     found = adoption.claim(pod.raw)
-    return found is not None and adoption.fits(found, slot.namespace, pod.namespace, pcs, slot.hostname,
-                                               new.podclique, new.index, new.replica)
+    if found is None:
+        return False
+    new = slot.new
+    if new is not None:
+        if not new.owned:
+            return False
+        want = (new.podclique, new.index, new.replica)
+    else:
+        gang = wl.gangs.get(slot.gang) if slot.gang is not None else None
+        suffix = slot.hostname.rsplit("-", 1)[-1]
+        index = int(suffix) if suffix.isdigit() and len(suffix) <= 6 else None
+        want = (slot.podgroup, index, gang.day2.replica if gang is not None and gang.day2 is not None else None)
+    return adoption.fits(found, slot.namespace, pod.namespace, wl.pcs, slot.hostname, *want)
 
 
 def slots_where(slots: Iterable[Slot], *, with_old: bool) -> list[Slot]:

@@ -17,6 +17,7 @@ scaling-group replica mixing a released rendered pod with a live Grove pod (no p
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -132,6 +133,10 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
     code, plan_out, err = _run(installed.kubeconfig, root, "plan")
     assert code == 0, (plan_out, err)
     assert "8 slots, 4 steps" in plan_out and "router 1/2 in replica" in plan_out
+    code, plan_json, err = _run(installed.kubeconfig, root, "plan", "--output", "json")
+    assert code == 0, err
+    step_of = {r["pod"]: i for i, s in enumerate(json.loads(plan_json)["migration"]["steps"]) for r in s["replaces"]}
+    assert len(step_of) == len(rendered_pods)
 
     observer = Observer(kube, PODS, slots)
     agents: list[subprocess.Popen[bytes]] = []
@@ -187,6 +192,8 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
     assert observer.samples > 20, observer.samples
     assert not observer.violations, observer.violations[:5]
     assert observer.most_down == 1, "a step took one unit down"
+    steps = [step_of[name] for name in observer.order()]
+    assert steps == sorted(steps) and len(steps) == len(rendered_pods), "Grove's pods went down in the plan's order"
     live = kube.raw("GET", PODS)["items"]
     assert not grove_uids & {p["metadata"]["uid"] for p in live}, logs
     assert not kube.raw("GET", f"/apis/grove.io/v1alpha1/namespaces/{NS}/podcliquesets")["items"]

@@ -46,6 +46,8 @@ class Observer:
         self.samples = 0
         self.violations: list[str] = []
         self.most_down = 0
+        self.grove_seen: set[str] = set()
+        self.first_down: dict[str, int] = {}  # Grove pod -> the first sample it was not Ready (or gone) in
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -59,6 +61,14 @@ class Observer:
 
     def check(self, pods: list[Obj]) -> None:
         self.samples += 1
+        names = {p["metadata"]["name"] for p in pods}
+        for p in pods:
+            if _grove(p):
+                self.grove_seen.add(p["metadata"]["name"])
+                if not ready(p):
+                    self.first_down.setdefault(p["metadata"]["name"], self.samples)
+        for gone in self.grove_seen - names:
+            self.first_down.setdefault(gone, self.samples)
         up = {p["spec"].get("hostname") for p in pods if ready(p)}
         down = {u for host, u in self.slots.items() if host not in up}
         self.most_down = max(self.most_down, len(down))
@@ -71,6 +81,10 @@ class Observer:
             if released and running_grove:
                 self.violations.append(f"sample {self.samples}: partial gang in {group}: released {released} beside "
                                        f"Grove's {running_grove}")
+
+    def order(self) -> list[str]:
+        """Grove pods in the order they went down."""
+        return sorted(self.first_down, key=lambda name: (self.first_down[name], name))
 
     def close(self) -> None:
         self.stop.set()

@@ -178,3 +178,22 @@ def test_any_changed_field_of_the_record_fails_verification(field: str, value: A
     record[field] = value
     pod["metadata"]["annotations"][adoption.ADOPT] = json.dumps(record)
     assert adoption.claim(pod) is None
+
+
+def test_before_the_render_is_fully_applied_the_rollout_waits_in_the_plans_order(
+    migrated: tuple[dict[tuple[str, str], Raw], dict[tuple[str, str], Raw]],
+) -> None:
+    """The GitOps tool applies the rendered pods one by one: while the routers' are missing,
+    their handed-over pods are still the first steps (slot identity from the PodGang), so the
+    agent waits for them instead of starting with a scaling group whose pods happen to exist."""
+    pods, gangs = copy.deepcopy(migrated)
+    routers = {k: p for k, p in pods.items() if p["spec"]["hostname"].startswith("mig-0-router-")
+               and "gitops.grove.io/rendered-by" in p["metadata"].get("annotations", {})}
+    assert len(routers) == 2
+    partial = {k: p for k, p in pods.items() if k not in routers}
+    snap = snapshot.build(partial, gangs)
+    slot = snap.workloads[(NS, PCS)].slots[ROUTER_0]
+    assert slot.new is None and [p.owned for p in slot.old] == [True]
+    assert _deleted(partial, gangs) == set()
+    first = sorted(_deleted(pods, gangs, passes=1))
+    assert first == [_grove_pod(pods, ROUTER_0)[1]["metadata"]["name"]]

@@ -5,6 +5,7 @@ its Ready rendered pod, at most one unit down at any sample, and a restarted age
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from grove_gitops.agent.kube import Kube
@@ -28,6 +29,9 @@ def test_the_agent_replaces_every_handed_over_pod_one_unit_at_a_time(tmp_path: P
         observer = Observer(kube, PODS, {o["spec"]["hostname"]: unit(o) for o in objs if o["kind"] == "Pod"}, every=0.01)
         agent = start_agent(server, NS)
         try:
+            plan = json.loads(run_cli(*migrate_args("plan", root, kubeconfig(server, tmp_path / "kubeconfig"),
+                                                    "--output", "json")).stdout)
+            step_of = {r["pod"]: i for i, s in enumerate(plan["migration"]["steps"]) for r in s["replaces"]}
             result = run_cli(*migrate_args("apply", root, kubeconfig(server, tmp_path / "kubeconfig"), "--grove-operator-stopped"))
             assert result.exit_code == 0, result.output
             sync(server, objs)
@@ -51,4 +55,6 @@ def test_the_agent_replaces_every_handed_over_pod_one_unit_at_a_time(tmp_path: P
         assert observer.samples > 10
         assert not observer.violations, observer.violations[:5]
         assert observer.most_down == 1
+        steps = [step_of[name] for name in observer.order()]
+        assert steps == sorted(steps) and len(steps) == len(grove), "the pods went down in the plan's order"
         assert not grove & {p["metadata"]["name"] for p in kube.raw("GET", PODS)["items"]}
