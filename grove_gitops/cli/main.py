@@ -21,7 +21,6 @@ from grove_gitops.cli.controller import controller
 from grove_gitops.cli.diff import diff_command
 from grove_gitops.cli.envvars import ENV_PREFIX, name_envvars
 from grove_gitops.cli.feasibility import feasibility
-from grove_gitops.cli.migrate import migrate
 from grove_gitops.cli.plan import plan_command
 from grove_gitops.cli.render import render
 from grove_gitops.cli.validate import validate
@@ -33,7 +32,10 @@ class _Group(click.Group):
     or help lists it: every other command, ``diff`` from a CI job first of all, starts
     without it."""
 
-    _LAZY: ClassVar[dict[str, tuple[str, str]]] = {"pr-check": ("grove_gitops.cli.prcheck", "pr_check")}
+    _LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "pr-check": ("grove_gitops.cli.prcheck", "pr_check"),
+        "migrate": ("grove_gitops.cli.migrate", "migrate"),  # the Kubernetes client, only when it runs
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self._LAZY])
@@ -55,8 +57,7 @@ def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
 
 
-for _command in (render, validate, watch, controller, agent, gate_lifter, feasibility, diff_command, plan_command,
-                 migrate):
+for _command in (render, validate, watch, controller, agent, gate_lifter, feasibility, diff_command, plan_command):
     assert _command.name is not None
     name_envvars(_command, (_command.name,))
     main.add_command(_command)

@@ -107,7 +107,7 @@ def apply(source: Path, namespace: str, name: str, kubeconfig: str | None, outpu
     and mark each as adoptable by its slot, orphan them, hand over the PodGangs, Services and
     RBAC of the same names, and delete the grove.io objects with orphan propagation. Then let
     the GitOps tool apply the render: the agent replaces the pods step by step."""
-    _, found, comparison, rendered = _prepare(source, namespace, name, kubeconfig, output)
+    kube, found, comparison, rendered = _prepare(source, namespace, name, kubeconfig, output)
     steps = plan_steps(comparison)
     if not comparison.ok:
         click.echo(render_report(comparison, steps, output), nl=False)
@@ -116,7 +116,6 @@ def apply(source: Path, namespace: str, name: str, kubeconfig: str | None, outpu
         _fail(output, [Problem("", "", "Grove's operator must be stopped while the pods are handed over (it would "
                                "re-create them): scale its Deployment to 0, then pass --grove-operator-stopped; "
                                "nothing was changed", "error")])
-    kube = Kube(_api_client(kubeconfig), field_manager=FIELD_MANAGER)
     names = {(str(o.get("kind")), str((o.get("metadata") or {}).get("name"))) for o in rendered}
     try:
         writes = hand_over(kube, found, comparison, names, lambda line: click.echo(line, err=True))

@@ -180,3 +180,13 @@ def test_an_interrupted_hand_over_is_finished_by_running_it_again(world: tuple[F
     assert result.exit_code == 0, result.output
     assert all(adoption.claim(_pod(server, h, state)) is not None for h in state.pods)
     assert not server.store.list_objects("podcliquesets.grove.io", NS)
+
+
+def test_the_cli_starts_without_the_kubernetes_client() -> None:
+    """``migrate`` loads only when it runs: ``diff`` in a CI job does not pay for the client."""
+    import subprocess
+    import sys
+
+    code = "import sys, grove_gitops.cli.main; print('kubernetes' in sys.modules, 'grove_gitops.cli.migrate' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT)
+    assert out.stdout.split() == ["False", "False"]
