@@ -10,7 +10,9 @@ every reason listed and nothing changed:
   ``spec/grove-desired-state.md`` §3);
 - **slots**: every live pod of the PodCliqueSet is Grove's pod of a slot the render has (its
   PodClique, index and replica labels and its hostname agree, Grove's PodClique of that name
-  owns it) or a pod already handed over or rendered; no slot holds two;
+  owns it) or a pod already handed over or rendered; no slot holds two; no rendered pod exists
+  while a Grove pod is not handed over yet (the render was applied too early: the agent, which
+  does not see Grove's pods, would release the rendered pod beside it);
 - **settled** (before the first pod is handed over): every slot holds one Ready, scheduled,
   ungated Grove pod, no pod is terminating, every PodGang is ``Initialized``, and the
   PodCliqueSet is not mid-rollout (``status.updateProgress`` without ``updateEndedAt``);
@@ -189,6 +191,7 @@ def compare(live: Live, rendered: Sequence[Raw], strategy: str = "RollingRecreat
     strays: list[str] = []
     terminating: list[str] = []
     rendered_names = {s["rendered"] for s in slots.values()}
+    rendered_live: list[str] = []
     for pod in live.pods:
         meta = _meta(pod)
         name = str(meta.get("name"))
@@ -198,9 +201,10 @@ def compare(live: Live, rendered: Sequence[Raw], strategy: str = "RollingRecreat
         host = (pod.get("spec") or {}).get("hostname")
         slot = slots.get(host) if isinstance(host, str) else None
         if name in rendered_names and ownership.verify(pod):
-            if slot is not None and slot["rendered"] == name:
+            rendered_live.append(name)
+            if slot is not None and slot["rendered"] == name and not (pod.get("spec") or {}).get("schedulingGates"):
                 holders.setdefault(host, []).append((REPLACED, pod))  # type: ignore[arg-type]
-            continue  # a rendered pod of a superseded slot is the agent's to retire
+            continue  # gated: not running yet (and a rendered pod of a superseded slot is the agent's)
         found = adoption.claim(pod)
         kind = ADOPTED if found is not None else GROVE if is_grove_pod(pod) else None
         if kind is None:
@@ -217,6 +221,13 @@ def compare(live: Live, rendered: Sequence[Raw], strategy: str = "RollingRecreat
         out.refusals.append(f"pods labelled app.kubernetes.io/part-of={live.name} that are neither Grove's, handed over, "
                             f"nor rendered: {_listed(strays)} (never touched; remove or relabel them first)")
     out.started = any(kind in (ADOPTED, REPLACED) for held in holders.values() for kind, _ in held)
+    grove_held = sorted(host for host, held in holders.items() if any(kind == GROVE for kind, _ in held))
+    if rendered_live and grove_held:
+        # The agent does not see a pod Grove still owns: it would release the rendered pod of
+        # that slot beside it (two pods on one hostname, twice the capacity).
+        out.refusals.append(f"rendered pods exist ({_listed(rendered_live)}) while Grove's pods are not handed over "
+                            f"(slots {_listed(grove_held)}): the render was applied before `migrate apply`. Suspend "
+                            "its sync, delete the rendered pods of those slots, and run again")
 
     for host, slot in sorted(slots.items()):
         held = holders.get(host, [])

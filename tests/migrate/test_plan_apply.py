@@ -16,7 +16,7 @@ from grove_gitops.agent.kube import Kube
 from grove_gitops.migrate import adoption
 from tests.fakeserver import FakeApiServer
 from tests.migrate.fake import kubeconfig, migrate_args, run_cli, running, writes
-from tests.migrate.workload import NS, PCS, GroveState, source
+from tests.migrate.workload import NS, PCS, GroveState, render, source
 from tests.support import PROJECT
 
 MERGE = "application/merge-patch+json"
@@ -190,3 +190,18 @@ def test_the_cli_starts_without_the_kubernetes_client() -> None:
     code = "import sys, grove_gitops.cli.main; print('kubernetes' in sys.modules, 'grove_gitops.cli.migrate' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_render_applied_before_the_hand_over_is_refused(world: tuple[FakeApiServer, Path, Path, GroveState], tmp_path: Path) -> None:
+    """Applied early, the render's gated pods sit beside Grove's pods, which the agent does not
+    see: handing over now would let it release them beside Grove's. Refused, nothing written."""
+    server, root, config, _ = world
+    objs = render(root)
+    kube = Kube(server.api_client())
+    for pod in (o for o in objs if o["kind"] == "Pod" and o["spec"]["hostname"] == "mig-0-router-0"):
+        kube.raw("POST", f"/api/v1/namespaces/{NS}/pods", pod)
+    server.clear_requests()
+    result = run_cli(*migrate_args("apply", root, config, "--grove-operator-stopped"))
+    assert result.exit_code == 1
+    assert "the render was applied before `migrate apply`" in result.stdout, result.stdout
+    assert not writes(server)
