@@ -107,13 +107,16 @@ def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: se
         path = f"{collection(GROVE_API, plural, ns)}/{meta.get('name')}"
         finalizers = [f for f in meta.get("finalizers") or [] if isinstance(f, str)]
         kept = [f for f in finalizers if not f.startswith(GROVE_FINALIZER_PREFIX)]
-        if kept != finalizers and not _write(kube, "PATCH", path, {"metadata": {"finalizers": kept or None}}, gone_ok=True):
-            continue
+        if kept != finalizers:
+            writes += 1
+            if not _write(kube, "PATCH", path, {"metadata": {"finalizers": kept or None}}, gone_ok=True):
+                continue
         if not meta.get("deletionTimestamp") or kept != finalizers:
+            # (on an object already being deleted, DELETE again sets the Orphan policy)
+            writes += 1
             _write(kube, "DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Orphan"},
                    gone_ok=True)
-        writes += 1
-        say(f"{plural[:-1]} {ns}/{meta.get('name')}: deleted, its children orphaned")
+            say(f"{plural[:-1]} {ns}/{meta.get('name')}: deleted, its children orphaned")
     selector = urllib.parse.quote(f"{adoption.MANAGED_BY}={adoption.GROVE},{adoption.PART_OF}={live.name}")
     left = (live_get(kube, f"{collection('v1', 'pods', ns)}?labelSelector={selector}&limit=5") or {}).get("items") or []
     left = [p for p in left if not _meta(p).get("deletionTimestamp")]
