@@ -29,8 +29,10 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from grove_gitops.agent.kube import Kube
+from grove_gitops.cli import main
 from tests.controlplane.plane import Plane, agent_process, apply_all, wait_until
 from tests.gatelifter.support import path_of
 from tests.migrate.observe import Observer, ready, unit
@@ -52,9 +54,11 @@ def _migrate(kubeconfig: Path, root: Path, *extra: str) -> subprocess.Popen[str]
 
 
 def _run(kubeconfig: Path, root: Path, *extra: str) -> tuple[int, str, str]:
-    proc = _migrate(kubeconfig, root, *extra)
-    out, err = proc.communicate(timeout=120)
-    return proc.returncode, out, err
+    """The command in this process (the kill -9 case runs it as its own process: :func:`_migrate`)."""
+    command, *rest = extra
+    result = CliRunner().invoke(main, ["migrate", command, str(root), "-n", NS, "--podcliqueset", PCS,
+                                       "--kubeconfig", str(kubeconfig), *rest], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
 
 
 def _versions(kube: Kube) -> dict[str, str]:
