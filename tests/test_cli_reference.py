@@ -173,3 +173,19 @@ def test_pr_check_run_prints_workflow_commands_only_in_github_actions(
         old = CliRunner().invoke(pr_check, [*args, "--format", "text", "--out-dir", str(tmp_path / "old")])
         assert old.exit_code == 0, old.output
         assert "`pr-check run --format text` is deprecated; use `--output text`" in old.stderr
+
+
+def test_every_command_with_output_is_in_the_reports_table_with_its_schema() -> None:
+    """A command that prints a report (``--output``) has a row in docs/cli.md's table, naming its
+    JSON schema when it prints JSON (issue 33.3 added ``migrate plan`` and ``migrate apply``)."""
+    rows = _table("Reports: one option, three formats")
+    for path in _commands(main):
+        option = next((p for p in _options(path) if "--output" in p.opts), None)
+        if option is None or not isinstance(option.type, click.Choice) or "json" not in option.type.choices:
+            continue
+        words = " ".join(path)
+        cells = [part.strip() for row in rows for part in row.replace("`", "").split(" / ")]
+        assert any(cell.startswith(words) for cell in cells), f"{words} is not in the Reports table of docs/cli.md"
+    text = CLI_MD.read_text(encoding="utf-8")
+    assert "grove-gitops migrate plan|apply" in text and "schemas/migrate-output.schema.json" in text
+    assert (PROJECT / "docs" / "schemas" / "migrate-output.schema.json").is_file()

@@ -30,6 +30,7 @@ from grove_gitops.agent.cache import MANAGED_BY, MANAGER, WatchCache
 from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.expand import ownership
 from grove_gitops.gitops.metrics import Registry
+from grove_gitops.migrate import adoption
 
 log = logging.getLogger("grove_gitops.agent")
 # Reasons whose deletes get an Event: rare, and worth a person's attention. Rolling-update
@@ -77,8 +78,8 @@ class Executor:
             return False
         if ((pod.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY) != MANAGER:
             return False  # never a pod grove-gitops does not manage
-        if not ownership.verify(pod):
-            return False  # nor one no render made (the label alone can be copied)
+        if not ownership.verify(pod) and adoption.claim(pod) is None:
+            return False  # nor one no render made (the label alone can be copied), or no migration handed over
         for attempt in range(1, self.max_retries + 1):
             if not self.active():
                 return False

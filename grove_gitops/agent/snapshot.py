@@ -26,6 +26,7 @@ from typing import Any
 
 from grove_gitops.agent import gangs as G
 from grove_gitops.expand import ownership
+from grove_gitops.migrate import adoption
 
 Key = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
@@ -293,6 +294,7 @@ class Slot:
     gang: str | None = None  # that PodGang
     new: PodView | None = None  # the live pod of that name, if applied yet
     old: list[PodView] = field(default_factory=list)
+    podgroup: str | None = None  # the PodGang podgroup listing the new pod (its PodClique)
     _released: tuple[int, list[PodView]] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -506,7 +508,7 @@ def build(
         # A bad PodGang can hold thousands of bad references: the first few are reported,
         # the rest counted (each distinct problem is remembered once it is logged).
         bad: list[str] = []
-        for _, ns, name in gang.refs:
+        for group, ns, name in gang.refs:
             live = views.get((ns, name))
             if live is not None and (live.pcs != gang.pcs or live.podgang != gang.name):
                 bad.append(f"PodGang {gang.namespace}/{gang.name} lists pod {ns}/{name}, which belongs to "
@@ -522,16 +524,18 @@ def build(
             if slot.new_name is not None and slot.new_name != name:
                 bad.append(f"slot {ns}/{host} is wanted twice (pods {slot.new_name} and {name}); using {slot.new_name}")
                 continue
-            slot.new_name, slot.gang, slot.new = name, gang.name, live
+            slot.new_name, slot.gang, slot.new, slot.podgroup = name, gang.name, live, group
         problems += [(wl.key, p) for p in bad[:MAX_PROBLEMS_PER_GANG]]
         if len(bad) > MAX_PROBLEMS_PER_GANG:
             problems.append((wl.key, f"PodGang {gang.namespace}/{gang.name}: {len(bad) - MAX_PROBLEMS_PER_GANG} more "
                              "references like these are ignored"))
 
     by_host: dict[tuple[str, str], Slot] = {}
+    wl_of_host: dict[tuple[str, str], Workload] = {}
     for wl in workloads.values():
         for host, slot in wl.slots.items():
             by_host[(wl.namespace, host)] = slot
+            wl_of_host[(wl.namespace, host)] = wl
     for key, pod in sorted(views.items()):
         if key in referenced:
             continue
@@ -542,14 +546,27 @@ def build(
             problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} has no spec.hostname; it is left alone"))
             continue
         slot = by_host.get((pod.namespace, pod.hostname))
+        if not pod.owned and slot is not None and _adopted(pod, slot, wl_of_host[(pod.namespace, pod.hostname)]):
+            # A running Grove pod handed over by `grove-gitops migrate apply`, verified as the
+            # slot's (grove_gitops/migrate/adoption.py): an old pod the rollout may retire.
+            slot.old.append(dataclasses.replace(pod, owned=True))
+            continue
         if not pod.owned:
             # Labelled as ours, but no render made it (or a render from before the proof):
             # never deleted. In a wanted slot it still counts as an old pod, so the new pod
             # is not released beside it (two pods never share a hostname).
-            problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} is labelled "
-                             f"{MANAGED_BY}={MANAGER} but its {ownership.RENDERED_BY} proof does not verify: "
-                             "no render made it, so the agent never deletes it (delete it by hand if it is a "
-                             "pod of an older grove-gitops render)"))
+            claimed = adoption.claim(pod.raw)
+            if claimed is None:
+                problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} is labelled "
+                                 f"{MANAGED_BY}={MANAGER} but its {ownership.RENDERED_BY} proof does not verify: "
+                                 "no render made it, so the agent never deletes it (delete it by hand if it is a "
+                                 "pod of an older grove-gitops render)"))
+            elif slot is not None and slot.new is not None:
+                problems.append(((pod.namespace, pod.pcs or ""), f"pod {pod.namespace}/{pod.name} was handed over by "
+                                 f"`grove-gitops migrate apply` for slot {claimed.hostname}, but the rendered pod "
+                                 f"{slot.new_name} of that slot is not of the same PodCliqueSet, PodClique, index and "
+                                 "replica (or lacks its proof): the agent never deletes it"))
+            # (a handed-over pod whose rendered pod is not applied yet waits for it: nothing to say)
             if slot is not None:
                 slot.old.append(pod)
             continue
@@ -567,6 +584,30 @@ def build(
                      f"({names}); none is deleted")
                 )
     return Snapshot(views, gangs, workloads, referenced, problems, malformed)
+
+
+def _adopted(pod: PodView, slot: Slot, wl: Workload) -> bool:
+    """Whether a pod without a ``rendered-by`` proof is the slot's migrated Grove pod: its
+    adoption record verifies and names the PodCliqueSet, hostname, PodClique, index and replica
+    the render wants for the slot: those of the slot's rendered pod (which must carry its own
+    proof), or, before that pod is applied, those the PodGang listing it says (the podgroup is
+    the PodClique, the hostname ends in the index, the PodGang's ``day2`` names the replica).
+    So the rollout orders every handed-over pod from the start, and keeps each one until its
+    replacement exists, as it does for an outdated rendered pod."""
+    found = adoption.claim(pod.raw)
+    if found is None:
+        return False
+    new = slot.new
+    if new is not None:
+        if not new.owned:
+            return False
+        want = (new.podclique, new.index, new.replica)
+    else:
+        gang = wl.gangs.get(slot.gang) if slot.gang is not None else None
+        suffix = slot.hostname.rsplit("-", 1)[-1]
+        index = int(suffix) if suffix.isdigit() and len(suffix) <= 6 else None
+        want = (slot.podgroup, index, gang.day2.replica if gang is not None and gang.day2 is not None else None)
+    return adoption.fits(found, slot.namespace, pod.namespace, wl.pcs, slot.hostname, *want)
 
 
 def slots_where(slots: Iterable[Slot], *, with_old: bool) -> list[Slot]:

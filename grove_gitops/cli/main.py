@@ -32,7 +32,10 @@ class _Group(click.Group):
     or help lists it: every other command, ``diff`` from a CI job first of all, starts
     without it."""
 
-    _LAZY: ClassVar[dict[str, tuple[str, str]]] = {"pr-check": ("grove_gitops.cli.prcheck", "pr_check")}
+    _LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "pr-check": ("grove_gitops.cli.prcheck", "pr_check"),
+        "migrate": ("grove_gitops.cli.migrate", "migrate"),  # the Kubernetes client, only when it runs
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self._LAZY])
