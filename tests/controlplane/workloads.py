@@ -4,8 +4,11 @@ CPU requests so the tier's workloads fit the simulated nodes beside every other 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ import kubernetes.client
 import kubernetes.watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane.plane import Obj, Plane
+from tests.controlplane.plane import Obj, Plane, agent_process
 from tests.gatelifter.support import rendered_objects
 from tests.support import PROJECT
 
@@ -121,3 +124,19 @@ class GangInvariant:
     def close(self) -> None:
         self.stop.set()
         self.thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def running_agent(kubeconfig: Path, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """The agent as its own process for the duration of a ``with`` (stopped, killed if it hangs)."""
+    agent = agent_process(kubeconfig, log, "--lease-namespace", "grove-gitops", "--grace", "2", *args)
+    try:
+        yield agent
+    finally:
+        if agent.poll() is None:
+            agent.terminate()
+            try:
+                agent.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait()
