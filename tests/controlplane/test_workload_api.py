@@ -11,7 +11,6 @@ bound, while ``fits`` runs.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,59 +19,15 @@ from typing import Any
 import pytest
 
 from tests.controlplane.plane import Plane, apply_all, wait_until
-from tests.controlplane.workloads import GangInvariant, render, running_agent
-from tests.support import PROJECT
+from tests.controlplane.workloads import GangInvariant, render, running_agent, small_source
 
 NS = "cp-gang"
-
-PCS = """apiVersion: grove.io/v1alpha1
-kind: PodCliqueSet
-metadata:
-  name: {name}
-  namespace: {ns}
-spec:
-  replicas: 1
-  template:
-    cliques:
-      - name: worker
-        spec:
-          roleName: worker
-          replicas: {replicas}
-          podSpec:
-            affinity:
-              nodeAffinity:
-                requiredDuringSchedulingIgnoredDuringExecution:
-                  nodeSelectorTerms:
-                    - matchExpressions:
-                        - {{key: kubernetes.io/hostname, operator: In, values: [cpu-0, cpu-1]}}
-            containers:
-              - name: worker
-                image: registry.example.com/worker:1
-                resources:
-                  requests: {{cpu: "{cpu}", memory: 1Gi}}
-"""
-
-
-def source(tmp: Path) -> Path:
-    src = tmp / "gang-source"
-    (src / "workloads").mkdir(parents=True)
-    shutil.copytree(PROJECT / "examples" / "config", src / "config")
-    config = src / "config" / "operator-configuration.yaml"
-    text = config.read_text().replace("defaultProfileName: kai-scheduler", "defaultProfileName: default-scheduler")
-    text = text.replace("    - name: default-scheduler\n", "    - name: default-scheduler\n      config:\n        gangScheduling: true\n")
-    assert "gangScheduling: true" in text
-    config.write_text(text)
-    (src / "workloads" / "namespace.yaml").write_text(f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n")
-    (src / "workloads" / "fits.yaml").write_text(PCS.format(name="fits", ns=NS, replicas=2, cpu="100m"))
-    (src / "workloads" / "wide.yaml").write_text(PCS.format(name="wide", ns=NS, replicas=3, cpu="20"))
-    return src
-
 
 @pytest.fixture(scope="module")
 def gangs(installed: Plane, agent_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("gang")
     kube = installed.kube()
-    objs = render(source(tmp))
+    objs = render(small_source(tmp, NS, {"fits": (2, "100m", True), "wide": (3, "20", True)}))
     workloads = [o for o in objs if o["kind"] == "Workload"]
     assert {w["metadata"]["name"] for w in workloads} == {"fits-0", "wide-0"}, [w["metadata"]["name"] for w in workloads]
     assert {w["spec"]["podGroups"][0]["policy"]["gang"]["minCount"] for w in workloads} == {2, 3}

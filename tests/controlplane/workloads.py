@@ -48,6 +48,54 @@ def default_scheduler_source(tmp: Path, namespace: str, names: tuple[str, ...] =
     return source
 
 
+#: A PodCliqueSet of one clique; ``cpu_nodes`` pins its pods to the two 32-CPU nodes of the inventory.
+PCS = """apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata:
+  name: {name}
+  namespace: {ns}
+spec:
+  replicas: 1
+  template:
+    cliques:
+      - name: worker
+        spec:
+          roleName: worker
+          replicas: {replicas}
+          podSpec:{affinity}
+            containers:
+              - name: worker
+                image: registry.example.com/worker:1
+                resources:
+                  requests: {{cpu: "{cpu}", memory: 1Gi}}
+"""
+CPU_NODES = """
+            affinity:
+              nodeAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  nodeSelectorTerms:
+                    - matchExpressions:
+                        - {key: kubernetes.io/hostname, operator: In, values: [cpu-0, cpu-1]}"""
+
+
+def small_source(tmp: Path, namespace: str, workloads: dict[str, tuple[int, str, bool]]) -> Path:
+    """A source tree on the default-scheduler profile with gang scheduling (a Workload API gang per
+    PodGang): per name, a one-clique PodCliqueSet of (replicas, cpu request, on the CPU nodes)."""
+    src = tmp / f"small-{namespace}"
+    (src / "workloads").mkdir(parents=True)
+    shutil.copytree(PROJECT / "examples" / "config", src / "config")
+    config = src / "config" / "operator-configuration.yaml"
+    text = config.read_text().replace("defaultProfileName: kai-scheduler", "defaultProfileName: default-scheduler")
+    text = text.replace("    - name: default-scheduler\n", "    - name: default-scheduler\n      config:\n        gangScheduling: true\n")
+    assert "gangScheduling: true" in text
+    config.write_text(text)
+    (src / "workloads" / "namespace.yaml").write_text(f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n")
+    for name, (replicas, cpu, pinned) in workloads.items():
+        (src / "workloads" / f"{name}.yaml").write_text(
+            PCS.format(name=name, ns=namespace, replicas=replicas, cpu=cpu, affinity=CPU_NODES if pinned else ""))
+    return src
+
+
 def of_workload(objs: list[Obj], name: str) -> list[Obj]:
     """Git's objects of one PodCliqueSet (everything labelled part-of it, and the record)."""
     return [o for o in objs if (o["metadata"].get("labels") or {}).get("app.kubernetes.io/part-of") == name
