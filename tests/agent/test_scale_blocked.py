@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.agent.scaling_env import wait_until
+from tests.agent.scaling_env import render_at, scaling_env, wait_until
 from tests.agent.test_scale_targets import TARGET, _condition, _gangs, _pods, _started
+from tests.agent.test_scaling_property import NS, source
 
 #: kube-apiserver 1.35's answer (plugin/pkg/admission/gc), as the real plane returned it.
 REFUSAL = ('podgangs.scheduler.grove.io "disagg-0-prefill-0" is forbidden: cannot set blockOwnerDeletion if an '
@@ -48,3 +49,29 @@ def test_a_refused_podgang_blocks_the_scale_with_the_servers_message_and_leaves_
         assert blocked()["reason"] == "GangsCreated"
     finally:
         manager.__exit__(None, None, None)
+
+
+def test_a_refused_scale_target_is_said_on_the_workload(tmp_path: Path) -> None:
+    """The scale target's own create refused (the same plugin, before the finalizers rule): the
+    workload record says ScaleBlocked=True (CreateRefused, the server's message) instead of nothing
+    (before: the pass failed with the 403 before any status was written)."""
+    src = source(tmp_path, backend="kai-scheduler", group=True, floor=1, top=4, pcs_replicas=1)
+    with scaling_env(tmp_path / "live", NS) as env:
+        message = ('podcliquescalinggroups.gitops.grove.io "disagg-0-prefill" is forbidden: cannot set '
+                   "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>")
+        fault = env.server.faults.add(verb="create", resource="podcliquescalinggroups.gitops.grove.io", status=403,
+                                      times=None, message=message)
+        env.apply(render_at(src))
+        env.start_agent()
+
+        def blocked() -> dict[str, Any]:
+            return _condition(env.server.get_object("podcliquesets.gitops.grove.io", NS, "disagg"), "ScaleBlocked")
+
+        assert wait_until(lambda: blocked().get("status") == "True", timeout=20), blocked()
+        assert blocked()["reason"] == "CreateRefused"
+        assert blocked()["message"].startswith(f"scale target PodCliqueScalingGroup {NS}/disagg-0-prefill was not created: ")
+        assert "cannot set blockOwnerDeletion" in blocked()["message"]
+        assert env.target(TARGET) is None
+        env.server.faults.remove(fault)
+        assert wait_until(lambda: env.target(TARGET) is not None, timeout=20)
+        assert wait_until(lambda: blocked().get("status") == "False", timeout=20), blocked()
