@@ -68,7 +68,8 @@ def test_the_namespaced_agent_releases_its_namespace_and_cannot_touch_another(na
     assert whoami(client_for(config)) == f"system:serviceaccount:{MINE}:{SA}"
 
     def pods(ns: str) -> list[dict[str, Any]]:
-        return kube.raw("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+        items: list[dict[str, Any]] = kube.raw("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+        return items
 
     try:
         wait_until("its namespace's gang to run", lambda: sum(p["status"].get("phase") == "Running" for p in pods(MINE)) == 2,
