@@ -24,7 +24,14 @@ from tests.controlplane.plane import (
     wait_until,
     whoami,
 )
-from tests.controlplane.workloads import GangInvariant, render, running_agent, small_source
+from tests.controlplane.workloads import (
+    EXAMPLE,
+    GangInvariant,
+    default_scheduler_source,
+    render,
+    running_agent,
+    small_source,
+)
 from tests.support import PROJECT
 
 MINE, OTHER = "cp-ns-mine", "cp-ns-other"
@@ -32,10 +39,10 @@ SA = "grove-gitops-gate-lifter-namespaced-cpns"
 GATE_LIFTER = PROJECT / "overlays" / "gate-lifter"
 
 
-def install(tmp: Path) -> list[dict[str, Any]]:
+def install(tmp: Path, namespace: str = MINE, suffix: str = "-cpns") -> list[dict[str, Any]]:
     (tmp / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"namespace: {MINE}\nnameSuffix: -cpns\nresources:\n  - {os.path.relpath(GATE_LIFTER / 'namespaced', tmp)}\n"
+        f"namespace: {namespace}\nnameSuffix: {suffix}\nresources:\n  - {os.path.relpath(GATE_LIFTER / 'namespaced', tmp)}\n"
         f"components:\n  - {os.path.relpath(GATE_LIFTER / 'backends' / 'default-scheduler', tmp)}\n"
     )
     return kustomize(tmp)
@@ -94,3 +101,50 @@ def test_the_namespaced_agent_releases_its_namespace_and_cannot_touch_another(na
     assert namespaced["agent"].poll() is None
     log = namespaced["log"].read_text()
     assert "Forbidden" not in log, log[-3000:]
+
+
+NOFIN = "cp-ns-nofin"
+
+
+def test_without_the_finalizers_rule_the_workload_says_its_scale_target_was_refused(
+        installed: Plane, tmp_path: Path) -> None:
+    """Issue 32.2 on the real server: a namespaced install whose Role lacks ``update`` on
+    ``podcliquesets/finalizers`` (an older overlay) under OwnerReferencesPermissionEnforcement.
+    The agent still releases Git's gangs, but every object it creates names the workload as owner
+    with blockOwnerDeletion and is refused 403; the workload record says so (ScaleBlocked=True,
+    CreateRefused, the plugin's message) instead of nothing (on main: a bare failing pass)."""
+    kube = installed.kube()
+    objs = render(default_scheduler_source(tmp_path, NOFIN))
+    apply_all(kube, [o for o in objs if o["kind"] == "Namespace"])
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    rbac = [o for o in install(overlay, NOFIN, "-nofin") if o["kind"] != "CustomResourceDefinition"]
+    role = next(o for o in rbac if o["kind"] == "Role" and any("podcliquesets/finalizers" in r.get("resources", []) for r in o["rules"]))
+    role["rules"] = [r for r in role["rules"] if "podcliquesets/finalizers" not in r.get("resources", [])]
+    apply_all(kube, rbac)
+    apply_all(kube, [o for o in objs if o["kind"] != "Namespace"])
+    config = service_account_kubeconfig(installed, NOFIN, "grove-gitops-gate-lifter-namespaced-nofin", tmp_path / "kubeconfig")
+    log = tmp_path / "agent.log"
+    record = f"/apis/gitops.grove.io/v1alpha1/namespaces/{NOFIN}/podcliquesets/{EXAMPLE}"
+
+    def blocked() -> dict[str, Any]:
+        conditions = (kube.raw("GET", record).get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "ScaleBlocked"), {})
+
+    try:
+        with running_agent(config, log, "--namespace", NOFIN, "--lease-namespace", NOFIN):
+            pods = sum(1 for o in objs if o["kind"] == "Pod")
+            try:
+                wait_until("Git's pods to run", lambda: sum(p["status"].get("phase") == "Running" for p in
+                                                             kube.raw("GET", f"/api/v1/namespaces/{NOFIN}/pods")["items"]) == pods,
+                           timeout=90)
+                wait_until("ScaleBlocked=True on the workload", lambda: blocked().get("status") == "True", timeout=30)
+            except AssertionError:
+                raise AssertionError(f"{blocked()}; agent log tail:\n{log.read_text()[-3000:]}") from None
+        condition = blocked()
+        assert condition["reason"] == "CreateRefused", condition
+        assert f"scale target PodCliqueScalingGroup {NOFIN}/{EXAMPLE}-0-prefill was not created" in condition["message"]
+        assert "cannot set blockOwnerDeletion" in condition["message"], condition
+        assert "cannot set blockOwnerDeletion" in log.read_text()  # logged with the server's message
+    finally:
+        kube.raw("DELETE", f"/api/v1/namespaces/{NOFIN}")
