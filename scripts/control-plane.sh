@@ -179,6 +179,7 @@ cmd_up() {
     --bind-address 127.0.0.1 --secure-port "$kcm_port" --leader-elect=false \
     --controllers garbagecollector,resourcequota,namespace,serviceaccount,serviceaccount-token,horizontalpodautoscaling,validatingadmissionpolicy-status-controller \
     --use-service-account-credentials=true \
+    --horizontal-pod-autoscaler-sync-period 2s \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --feature-gates "$gates" --profiling=false
   start kube-scheduler "$bin" kube-scheduler \

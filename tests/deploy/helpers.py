@@ -57,6 +57,8 @@ KUBE_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
 
 LIFTER_NAMESPACE = "grove-gitops"
 LIFTER_SA = "grove-gitops-gate-lifter"
+#: The namespaced overlay's agent: an identity the cluster-wide pod policy does not judge.
+NAMESPACED_SA = "grove-gitops-gate-lifter-namespaced"
 LEASE_NAME = "grove-gitops-gate-lifter"
 #: The namespace overlays/gate-lifter/namespaced runs in and watches (its kustomization's
 #: ``namespace:``; the namespace of examples/).

@@ -17,6 +17,7 @@ from .helpers import (
     DEPLOY_DOC,
     LEASE_NAME,
     LIFTER_SA,
+    NAMESPACED_SA,
     PROJECT,
     WATCHED_NAMESPACE,
     Authorizer,
@@ -78,10 +79,10 @@ def test_namespace_moves_roles_bindings_subjects_and_watch_namespace(tmp_path: P
     for obj in objs:
         assert obj["metadata"].get("namespace") == (None if obj["kind"] in cluster_kinds else "llm-prod"), obj["metadata"]
     for binding in find(objs, "RoleBinding") + find(objs, "ClusterRoleBinding"):
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": "llm-prod"}]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAMESPACED_SA, "namespace": "llm-prod"}]
     params = deployment_params(one(objs, "Deployment"), "gate-lifter")
     assert params["namespace"] == params["lease_namespace"] == "llm-prod"
-    authz = Authorizer(objs, "llm-prod", LIFTER_SA)
+    authz = Authorizer(objs, "llm-prod", NAMESPACED_SA)
     for ns, allowed in (("llm-prod", True), (WATCHED_NAMESPACE, False), ("grove-gitops", False)):
         assert authz.allows(Request("list", "scheduler.grove.io", "podgangs", ns, None)) is allowed, ns
         assert authz.allows(Request("patch", "", "pods", ns, "p")) is allowed, ns
@@ -93,8 +94,8 @@ def test_drift_events_follow_the_agent(tmp_path: Path) -> None:
     events = build_example(tmp_path, "drift-events-llm-prod")
     assert _namespaced_ids(events) == {("Role", "default"), ("RoleBinding", "default")}
     drift = Request("create", "events.k8s.io", "events", "default", None)
-    assert Authorizer(agent + events, "llm-prod", LIFTER_SA).allows(drift)
-    assert not Authorizer(agent, "llm-prod", LIFTER_SA).allows(drift)
+    assert Authorizer(agent + events, "llm-prod", NAMESPACED_SA).allows(drift)
+    assert not Authorizer(agent, "llm-prod", NAMESPACED_SA).allows(drift)
 
 
 def test_two_namespaced_agents_do_not_collide(tmp_path: Path) -> None:
@@ -112,12 +113,12 @@ def test_two_namespaced_agents_do_not_collide(tmp_path: Path) -> None:
     assert all(by_id[ident(o)] == o for o in dev if ident(o) in by_id)
     crb = one(dev, "ClusterRoleBinding")
     assert crb["metadata"]["name"] == "grove-gitops-gate-lifter-namespaced-llm-dev"
-    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": f"{LIFTER_SA}-llm-dev", "namespace": "llm-dev"}]
+    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": f"{NAMESPACED_SA}-llm-dev", "namespace": "llm-dev"}]
     deployment = one(dev, "Deployment")
-    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == f"{LIFTER_SA}-llm-dev"
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == f"{NAMESPACED_SA}-llm-dev"
     params = deployment_params(deployment, "gate-lifter")
     assert params["namespace"] == "llm-dev"
-    authz = Authorizer(prod + dev, "llm-dev", f"{LIFTER_SA}-llm-dev")
+    authz = Authorizer(prod + dev, "llm-dev", f"{NAMESPACED_SA}-llm-dev")
     assert authz.allows(Request("list", "scheduler.grove.io", "podgangs", "llm-dev", None))
     assert not authz.allows(Request("list", "scheduler.grove.io", "podgangs", "llm-prod", None))
     assert authz.allows(Request("list", "grove.io", "clustertopologybindings", None, None))
@@ -219,7 +220,7 @@ def test_namespaced_agent_with_a_suffix_gets_its_component(tmp_path: Path) -> No
     """The llm-dev example (nameSuffix) with the KAI component: PodGroups in llm-dev only, the
     KAI Topology read in its ClusterRole, which still holds cluster-scoped reads only."""
     dev = build_example(tmp_path, "namespaced-llm-dev")
-    authz = Authorizer(dev, "llm-dev", f"{LIFTER_SA}-llm-dev")
+    authz = Authorizer(dev, "llm-dev", f"{NAMESPACED_SA}-llm-dev")
     assert authz.allows(Request("create", "scheduling.run.ai", "podgroups", "llm-dev", None))
     assert not authz.allows(Request("create", "scheduling.run.ai", "podgroups", "team-b", None))
     assert authz.allows(Request("get", "kai.scheduler", "topologies", None, "x"))

@@ -37,6 +37,7 @@ from .helpers import (
     LIFTER_SA,
     NAMESPACED,
     NAMESPACED_POLICIES,
+    NAMESPACED_SA,
     POLICIES,
     PROJECT,
     RBAC_TABLE,
@@ -170,9 +171,9 @@ def test_namespaced_overlay_splits_the_same_permissions(namespaced_objs: Objects
             "kind": "Role",
             "name": role["metadata"]["name"],
         }
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": WATCHED_NAMESPACE}]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAMESPACED_SA, "namespace": WATCHED_NAMESPACE}]
     crb = one(objs, "ClusterRoleBinding")
-    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": LIFTER_SA, "namespace": WATCHED_NAMESPACE}]
+    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": NAMESPACED_SA, "namespace": WATCHED_NAMESPACE}]
 
 
 def test_namespaced_overlay_never_reuses_a_cluster_wide_name(namespaced_objs: Objects, lifter_objs: Objects) -> None:
@@ -201,7 +202,7 @@ def test_namespaced_overlay_denies_other_namespaces(
     namespaced_objs: Objects, drift_event_objs: Objects, lifter_objs: Objects
 ) -> None:
     every = sorted(COMPONENT_PERMISSIONS)  # the components' rules land in the Role, namespaced
-    narrow = Authorizer(build_with([NAMESPACED], every) + drift_event_objs, sa_namespace=WATCHED_NAMESPACE)
+    narrow = Authorizer(build_with([NAMESPACED], every) + drift_event_objs, sa_namespace=WATCHED_NAMESPACE, sa_name=NAMESPACED_SA)
     wide = Authorizer(build_with([GATE_LIFTER], every))
     for group, resource, verb in sorted(ALL_LIFTER_PERMISSIONS):
         if (group, resource) in CLUSTER_SCOPED:
@@ -220,7 +221,7 @@ def test_namespaced_overlay_denies_other_namespaces(
     drift_event = Request("create", "events.k8s.io", "events", CLUSTER_EVENT_NAMESPACE, None)
     assert narrow.allows(drift_event) and wide.allows(drift_event)
     # Without the drift-events grant the namespaced agent reaches `default` not at all.
-    assert not Authorizer(namespaced_objs, sa_namespace=WATCHED_NAMESPACE).allows(drift_event)
+    assert not Authorizer(namespaced_objs, sa_namespace=WATCHED_NAMESPACE, sa_name=NAMESPACED_SA).allows(drift_event)
 
 
 # -- the controller --------------------------------------------------------------------------------
@@ -574,7 +575,7 @@ def test_each_component_grants_exactly_its_backend(component: str, drift_event_o
         base_ns, "Role", "grove-gitops-gate-lifter-leader-election"
     )
     # Authorized where the agent runs, never outside its namespace.
-    authz = Authorizer(narrow + drift_event_objs, sa_namespace=WATCHED_NAMESPACE)
+    authz = Authorizer(narrow + drift_event_objs, sa_namespace=WATCHED_NAMESPACE, sa_name=NAMESPACED_SA)
     for group, resource, verb in sorted(expected - cluster):
         assert authz.allows(Request(verb, group, resource, WATCHED_NAMESPACE, "x"))
         assert not authz.allows(Request(verb, group, resource, "team-b", "x"))

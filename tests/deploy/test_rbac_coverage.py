@@ -44,6 +44,7 @@ from .helpers import (
     LIFTER_NAMESPACE,
     LIFTER_PERMISSIONS,
     NAMESPACED,
+    NAMESPACED_SA,
     PROJECT,
     WATCHED_NAMESPACE,
     Authorizer,
@@ -359,7 +360,7 @@ def test_every_request_is_allowed_and_every_grant_used(
 def test_denied_requests_are_denied() -> None:
     """The authorizer used above is not a rubber stamp."""
     require_kubectl()
-    authz = Authorizer(build(NAMESPACED) + build(DRIFT_EVENTS), sa_namespace=WATCHED_NAMESPACE)
+    authz = Authorizer(build(NAMESPACED) + build(DRIFT_EVENTS), sa_namespace=WATCHED_NAMESPACE, sa_name=NAMESPACED_SA)
     assert authz.allows(Request("update", "coordination.k8s.io", "leases", WATCHED_NAMESPACE, LEASE_NAME))
     for req in (
         Request("list", "", "pods", None, None),

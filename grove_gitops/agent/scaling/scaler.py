@@ -64,6 +64,8 @@ class _Memory:
     blocked_until: float = 0.0
     blocked_for: float = 0.0
     blocked: dict[str, str] = field(default_factory=dict)  # target -> message
+    #: Scale targets whose create the server refused (target -> message), from the last pass.
+    refused_targets: dict[str, str] = field(default_factory=dict)
     problem: str = ""
     pod_states: dict[tuple[str, str], S.PodState] = field(default_factory=dict)
     #: The workload as last read: whose counts size which pods (:meth:`Scaler.wanted`).
@@ -212,6 +214,7 @@ class Scaler:
     def _targets(self, workload: ScaledWorkload, owner: Raw) -> dict[str, Raw]:
         """Create missing scale targets, keep bounds in step with Git, delete stale ones."""
         out: dict[str, Raw] = {}
+        refused: dict[str, str] = {}
         wanted = {t.name for t in workload.targets}
         for target in workload.targets:
             live = self.gitops.get(target.kind, (workload.namespace, target.name))
@@ -239,6 +242,14 @@ class Scaler:
                     live = self.kube.create(body)
                     self.writes += 1
                 except ApiException as exc:
+                    if exc.status in (403, 422):
+                        # Said on the workload's status (ScaleBlocked) and logged, rate-limited;
+                        # the other targets and the rest of the pass go on.
+                        message = f"scale target {target.kind} {workload.namespace}/{target.name} was not created: " \
+                                  f"{_api_message(exc)}"
+                        agent_log.warning("autoscaling: %s", message)
+                        refused[target.name] = message
+                        continue
                     if exc.status != 409:
                         raise
                     continue
@@ -255,6 +266,7 @@ class Scaler:
                     uid = str((live.get("metadata") or {}).get("uid", ""))
                     self.kube.delete_object(API_VERSION, kind, ns, name, uid)
                     self.writes += 1
+        self.memory[(workload.namespace, workload.name)].refused_targets = refused
         return out
 
     # -- objects -----------------------------------------------------------------------
@@ -438,23 +450,30 @@ class Scaler:
         return created
 
     def _create_gang(self, gang: GangCreate, owner: Raw, memory: _Memory) -> str | None:
-        """Pods, then backend objects, then the PodGang; a refused pod undoes the gang's pods."""
+        """Pods, then backend objects, then the PodGang. A refused create (a ResourceQuota's 403,
+        OwnerReferencesPermissionEnforcement's 403, a 422) undoes what this gang got, its pods of
+        earlier passes included, and returns the server's message (issue 32.2: a refused PodGang
+        failed the whole pass, the pods stayed and the target still said every gang was created)."""
         made: list[Raw] = []
-        for pod in gang.pods:
-            try:
+        objects: list[Raw] = []
+        try:
+            for pod in gang.pods:
                 created = self._create(pod, owner, memory)
-            except ApiException as exc:
-                if exc.status in (403, 422):
-                    for done in [*made, *gang.existing]:
-                        meta = done["metadata"]
-                        self._delete(("v1", "Pod", meta["namespace"], meta["name"]), str(meta.get("uid", "")),
-                                     memory)
-                    return _api_message(exc)
+                if created is not None:
+                    made.append(created)
+            for obj in gang.objects:
+                created = self._create(obj, owner, memory)
+                if created is not None:
+                    objects.append({**created, "apiVersion": obj["apiVersion"], "kind": obj["kind"]})
+        except ApiException as exc:
+            if exc.status not in (403, 422):
                 raise
-            if created is not None:
-                made.append(created)
-        for obj in gang.objects:
-            self._create(obj, owner, memory)
+            undo = [(("v1", "Pod"), p) for p in [*made, *gang.existing]]
+            undo += [((str(o["apiVersion"]), str(o["kind"])), o) for o in reversed(objects)]
+            for kind, done in undo:
+                meta = done["metadata"]
+                self._delete((*kind, meta["namespace"], meta["name"]), str(meta.get("uid", "")), memory)
+            return _api_message(exc)
         return None
 
     def _delete(self, key: ObjectKey, uid: str, memory: _Memory) -> bool:
@@ -477,11 +496,13 @@ class Scaler:
             memory.blocked = {}
             return
         gang, message = refused[0]
+        what = "quota" if _is_quota(message) else "refusal"
         memory.blocked_for = min(BLOCKED_BACKOFF_MAX, max(BLOCKED_BACKOFF, memory.blocked_for * 2))
         memory.blocked_until = time.monotonic() + memory.blocked_for
         target = _target_of(workload, gang)
-        note = (f"gang {gang.name} was not created: {message}; its pods were removed again so that no partial "
-                f"gang holds quota; retrying in {memory.blocked_for:.0f}s")
+        note = (f"gang {gang.name} was not created: {message}; what was created of it was removed again so "
+                f"that no partial gang holds {'quota' if what == 'quota' else 'resources'}; retrying in "
+                f"{memory.blocked_for:.0f}s")
         if memory.blocked.get(target) != note:
             live = self.gitops.get(PCSG_KIND, (workload.namespace, target)) or self.gitops.get(
                 PCLQ_KIND, (workload.namespace, target))
@@ -505,7 +526,7 @@ class Scaler:
             old = live.get("status") or {}
             blocked = memory.blocked.get(target.name)
             conditions = [
-                S.condition("ScaleBlocked", blocked is not None, "QuotaExceeded" if blocked else "GangsCreated",
+                S.condition("ScaleBlocked", blocked is not None, _blocked_reason(blocked),
                             blocked or "every gang of the count was created", now,
                             int((live.get("metadata") or {}).get("generation", 0) or 0), old.get("conditions") or []),
             ]
@@ -525,12 +546,13 @@ class Scaler:
         old = obj.get("status") or {}
         generation = workload.generation
         ready = counted.ready >= replicas
+        blocked_any = {**memory.refused_targets, **memory.blocked}
         conditions = [
             S.condition("Ready", ready and not memory.problem, "Available" if ready else "ReplicasNotReady",
                         memory.problem or f"{counted.ready} of {replicas} replicas have every pod Ready", now,
                         generation, old.get("conditions") or []),
-            S.condition("ScaleBlocked", bool(memory.blocked), "QuotaExceeded" if memory.blocked else "GangsCreated",
-                        next(iter(memory.blocked.values()), "every gang of every count was created"), now,
+            S.condition("ScaleBlocked", bool(blocked_any), _blocked_reason(next(iter(blocked_any.values()), None)),
+                        next(iter(blocked_any.values()), "every gang of every count was created"), now,
                         generation, old.get("conditions") or []),
         ]
         # Conditions another part of the agent writes (RolloutBlocked, agent/blocked.py) are kept.
@@ -674,6 +696,20 @@ def _target_of(workload: ScaledWorkload, gang: GangCreate) -> str:
         if gang.name.startswith(f"{target.name}-") or gang.name == target.name:
             return target.name
     return workload.targets[0].name if workload.targets else workload.name
+
+
+def _is_quota(message: str) -> bool:
+    """The ResourceQuota admission plugin's refusals (``exceeded quota: ...``, ``failed quota: ...``)."""
+    return "exceeded quota" in message or "failed quota" in message
+
+
+def _blocked_reason(note: str | None) -> str:
+    """``ScaleBlocked``'s reason: ``GangsCreated`` (not blocked), ``QuotaExceeded`` (a ResourceQuota
+    refused a create) or ``CreateRefused`` (any other refusal: RBAC, OwnerReferencesPermissionEnforcement,
+    an admission policy, validation)."""
+    if note is None:
+        return "GangsCreated"
+    return "QuotaExceeded" if _is_quota(note) else "CreateRefused"
 
 
 def _api_message(exc: ApiException) -> str:
