@@ -133,6 +133,7 @@ def sides(installed: Plane, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         _prepare(fake)
         wait_until("the restricted ServiceAccount's rights", lambda: real.call("GET", f"{CM}/none", limited=True)[0] == 404)
         yield fake, real
+    real.call("DELETE", f"/api/v1/namespaces/{NS}")  # its quota and objects, out of later modules' way
 
 
 Step = Callable[[Side], list[Answer]]
