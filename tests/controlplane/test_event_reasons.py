@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from grove_gitops.agent.kube import Kube
@@ -44,7 +45,12 @@ def example(tmp: Path, router_image: str = "ghcr.io/example/llm-router:1.4.2") -
     config.write_text(config.read_text().replace("defaultProfileName: kai-scheduler", "defaultProfileName: default-scheduler"))
     for path in (source / "workloads").rglob("*.yaml"):
         text = path.read_text().replace("namespace: inference", f"namespace: {NS}").replace("name: inference\n", f"name: {NS}\n")
-        path.write_text(text.replace("ghcr.io/example/llm-router:1.4.2", router_image))
+        docs = [d for d in yaml.safe_load_all(text.replace("ghcr.io/example/llm-router:1.4.2", router_image)) if d]
+        for doc in docs:  # no requests: the copy fits beside the other modules' GPU workloads
+            for clique in (doc.get("spec") or {}).get("template", {}).get("cliques") or []:
+                for container in clique["spec"]["podSpec"].get("containers") or []:
+                    container.pop("resources", None)
+        path.write_text(yaml.safe_dump_all(docs))
     return rendered_objects(source)
 
 
