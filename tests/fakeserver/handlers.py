@@ -7,7 +7,8 @@ CRD CEL rules with the stored object as ``oldSelf``, transition rules) → admis
 the store (ResourceQuota for pod creates) → compare-and-swap commit → bookkeeping (served CRD
 types, quota status) and, for an object removed, garbage collection of its dependents. Because the commit is a CAS on the resourceVersion read at the start,
 a stale PUT gets 409 and a patch racing another writer is retried against the new state, just
-like ``GuaranteedUpdate``.
+like ``GuaranteedUpdate``. Server-side apply (:mod:`apply`) merges into that same pipeline, and
+every write of an object that has ``managedFields`` moves the fields it changes to its manager.
 """
 
 from __future__ import annotations
