@@ -19,7 +19,7 @@ What is kept (checked against a real kube-apiserver by tests/controlplane/test_c
 - the option errors: no ``fieldManager`` on an apply, ``force`` on another patch (422 on
   ``PatchOptions``), a body of the wrong type or name (400).
 
-Simplified on purpose: lists of objects that all carry a ``name`` are merged by name (what
+Not emulated: an apply to a subresource (``/status``, ``/scale``: 415). Simplified on purpose: lists of objects that all carry a ``name`` are merged by name (what
 containers, env and ports use); every other list is atomic. Objects never applied carry no
 ``managedFields`` (the real server records one ``Update`` entry on every create), so tests that
 compare whole objects are unaffected.
@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+import yaml
 
 from tests.fakeserver.errors import ApiError, FieldError, bad_request, invalid
 from tests.fakeserver.resources import GroupKind, ResourceType
@@ -53,9 +55,7 @@ def options_errors(query: dict[str, str], *, apply: bool) -> None:
 
 def decode_config(rt: ResourceType, raw: bytes, namespace: str | None, name: str) -> JsonObj:
     """The applied configuration, with the type, name and namespace checks of the real handler."""
-    import yaml  # the body is YAML (JSON is YAML)
-
-    try:
+    try:  # the body is YAML (JSON is YAML)
         config = yaml.safe_load(raw.decode("utf-8")) if raw.strip() else None
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise bad_request(f"error decoding YAML: error converting YAML to JSON: {error}") from error
