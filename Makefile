@@ -7,7 +7,7 @@ BENCH_ARGS ?=
 
 bench:
 	@test -x $(PYTHON) || { echo "$(PYTHON) not found: run 'bash scripts/setup.sh' first" >&2; exit 2; }
-	$(PYTHON) -m bench.run $(BENCH_ARGS)
+	$(PYTHON) -m bench.run --server both $(BENCH_ARGS)
 
 # The harness end to end at a tiny size (~10 s): N=3, R=1, 40 pods in 4 gangs. Writes under build/.
 bench-smoke:

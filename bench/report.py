@@ -193,6 +193,50 @@ def _rollout_section(ro: dict[str, Any]) -> list[str]:
     )
 
 
+_SERVER_ROWS = (
+    ("release: first sync to every pod ungated", "release_s", "s"),
+    ("first deploy: to every pod Running and Ready", "deploy_s", "s"),
+    ("rollout: image bump to every pod replaced and Ready", "rollout_s", "s"),
+    ("rollout time per step (PodCliqueSets in parallel)", "step_s", "s"),
+    ("agent process CPU per replaced pod", "agent_cpu_ms_per_step", "ms"),
+    ("agent pass time per replaced pod", "agent_pass_ms_per_step", "ms"),
+)
+
+
+def server_section(fake: dict[str, Any] | None, real: dict[str, Any] | None) -> list[str]:
+    """Issue 32: the same release and rollout, measured the same way, on the fake and a real API server."""
+    if fake is None and real is None:
+        return []
+    L = ["", "## The agent on the fake and on a real API server (issue 32)", ""]
+    shown = {name: r for name, r in (("fake", fake), ("real", real)) if r is not None}
+    for name, r in shown.items():
+        if "error" in r:
+            L += [f"{name}: not measured: {str(r['error'])[:500]}", ""]
+    ok = {name: r for name, r in shown.items() if "error" not in r}
+    if not ok:
+        return L
+    first = next(iter(ok.values()))
+    L += [
+        f"{first['pods']} pods in {first['gangs']} single-gang PodCliqueSets (`bench/server_bench.py`), synced by the",
+        "day-2 GitOps applier (Argo CD mode) while `grove-gitops agent` runs in its own process; every figure is",
+        "taken through the API, the same way on both. Fake: tests/fakeserver with the day-2 kubelet. Real:",
+        "scripts/control-plane.sh (etcd, kube-apiserver, controller manager, kube-scheduler binding every pod)",
+        "with the node simulator. One run each.",
+        "",
+    ]
+    header = ["measure", *ok]
+    if len(ok) == 2:
+        header.append("real / fake")
+    rows = []
+    for label, key, unit in _SERVER_ROWS:
+        row = [label, *(num(r[key], unit) for r in ok.values())]
+        if len(ok) == 2:
+            f, r = ok["fake"][key], ok["real"][key]
+            row.append(f"{r / f:.1f}×" if f else "—")
+        rows.append(row)
+    return L + _table(header, rows)
+
+
 #: Issue 23's target: one /scale write to the last new gang released.
 AUTOSCALE_TARGET_S = 5.0
 
@@ -593,6 +637,7 @@ def markdown(results: dict[str, Any]) -> str:
 
     L += fresh_section(results.get("fresh") or {}, s, n)
     L += _rollout_section(results.get("rollout") or {})
+    L += server_section(results.get("server_fake"), results.get("server_real"))
     L += autoscale_section(results.get("autoscale") or {})
     L += _feasibility_section(results.get("feasibility") or {})
     L += _fleet_section(results.get("fleet") or {})

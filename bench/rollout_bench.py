@@ -132,13 +132,15 @@ class AgentProcess:
 
 @contextlib.contextmanager
 def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[AgentProcess]:
-    """``grove-gitops agent`` in its own process against ``server``."""
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
-    }))
+    """``grove-gitops agent`` in its own process against ``server`` (``None``: ``kubeconfig`` is
+    written already, e.g. a real control plane's, see bench.server_bench)."""
+    if server is not None:
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+            "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
+        }))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])

@@ -277,6 +277,13 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
             log(f"rollout: {ro['cpu_ms']} ms CPU/step, {ro['step_ms']} ms pass/step, {ro['pod_writes_per_pod']} pod writes/pod, "
                 f"ready->next median {ro['ready_to_next_s_median']} s")
 
+        for server in ("fake", "real") if args.server == "both" else (() if args.server == "none" else (args.server,)):
+            log(f"release and rollout on the {server} API server")
+            sv = stage(f"server_{server}", "bench.server_bench", "--server", server, "--gangs", str(args.server_gangs),
+                       "--pods", str(args.server_pods))
+            if sv is not None:
+                log(f"{server}: release {sv['release_s']} s, rollout {sv['rollout_s']} s ({sv['step_s']} s/step)")
+
         log("autoscaling benchmark (one /scale write)")
         au = stage("autoscale", "bench.autoscale_bench", "--low", str(args.autoscale_low), "--high",
                    str(args.autoscale_high), "--repeat", str(args.repeat))
@@ -329,6 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lifter-pods", type=int, default=1000)
     parser.add_argument("--rollout-gangs", type=int, default=50)
     parser.add_argument("--rollout-pods", type=int, default=1000)
+    parser.add_argument("--server", choices=("fake", "real", "both", "none"), default="none",
+                        help="the agent's release and rollout on the fake API server, on a real control plane "
+                             "(scripts/control-plane.sh) or both side by side (make bench: both)")
+    parser.add_argument("--server-gangs", type=int, default=6, help="PodCliqueSets of the fake/real comparison")
+    parser.add_argument("--server-pods", type=int, default=48, help="pods of the fake/real comparison")
     parser.add_argument("--autoscale-low", type=int, default=2, help="floor of the autoscaling benchmark")
     parser.add_argument("--autoscale-high", type=int, default=50, help="count of its one /scale write")
     parser.add_argument("--feasibility-nodes", type=int, default=2000, help="nodes of the feasibility benchmark")

@@ -3,7 +3,9 @@
 Per changed shard: its schedulers (and whether they switched), the PodGangs added, removed
 and modified, and one entry per changed object with its kind, namespace and name, the change
 type, the changed fields with old and new values and the gang settings among them; a replaced
-pod names the pod it replaces and its hostname. The rollout plan is the same document
+pod names the pod it replaces and its hostname; an object the GitOps tool deletes and re-creates
+on sync (an immutable field, e.g. KAI's Topology levels) carries ``recreatedOnSync`` and the note
+``replaced: immutable field``. The rollout plan is the same document
 ``grove-gitops plan --output json`` prints. docs/diff.md documents it and
 ``docs/schemas/diff-output.schema.json`` is its JSON Schema.
 
@@ -24,7 +26,8 @@ from grove_gitops.diff.model import ChangeType, TreeObject
 from grove_gitops.diff.report import Report
 from grove_gitops.diff.semantic import Counts, FieldChange, ShardSummary, display_name
 from grove_gitops.diff.unified import POD_NOISE_PATHS, ObjectDiff
-from grove_gitops.diff.views import is_pcs_shard
+from grove_gitops.diff.views import RECREATED, is_pcs_shard
+from grove_gitops.output.gitopsmeta import recreated_on_sync
 from grove_gitops.render import CLUSTER_SHARD
 
 #: Gang names per ``podGangs`` list (a shard may hold hundreds).
@@ -74,6 +77,11 @@ def object_dict(d: ObjectDiff, settings: list[FieldChange]) -> dict[str, Any]:
         entry["hostname"] = display_name(change)
     if change.type == ChangeType.REPLACED and change.base is not None:
         entry["replaces"] = change.base.key.name
+    if change.type == ChangeType.MODIFIED and change.head is not None and recreated_on_sync(change.head.obj):
+        # Argo CD / Flux delete and re-create it (issue 32.3): a script gating on "modified"
+        # must be able to tell that no update in place happens, as the text and Markdown say.
+        entry["recreatedOnSync"] = True
+        entry["note"] = RECREATED
     if change.base is not None and change.head is not None:
         skip = POD_NOISE_PATHS if change.type == ChangeType.REPLACED else frozenset()
         fields, omitted = field_dicts(changed_fields(change.base.obj, change.head.obj), skip)

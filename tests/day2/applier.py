@@ -26,6 +26,11 @@ One :meth:`Applier.sync` is one sync of an Argo CD Application (``mode="argocd"`
 - another object that differs from Git is updated: its spec (and other top-level fields)
   replaced by Git's, labels and annotations set to Git's, status kept. "Differs" ignores
   fields the API server defaulted, as both tools' diffs do;
+- an update the API server refuses with 422 (an immutable field, e.g. KAI's Topology levels) is
+  a failed sync, unless the object asks the tool to re-create it: Argo CD
+  ``argocd.argoproj.io/sync-options: Force=true,Replace=true`` or Flux
+  ``kustomize.toolkit.fluxcd.io/force: enabled``; then the live object is deleted (foreground)
+  and Git's created once it is gone (``SyncResult.replaced``);
 - objects this applier applied earlier that are no longer in the tree are pruned, in reverse
   wave order, except those whose *live* copy carries the tool's "do not prune" annotation:
   ``argocd.argoproj.io/sync-options`` containing ``Prune=false`` (argocd mode) or
@@ -110,6 +115,17 @@ def read_tree(out_dir: Path, cache: FileCache | None = None) -> list[Raw]:
     return [obj for _, _, obj in sorted(found, key=lambda item: (item[0], item[1]))]
 
 
+def recreates_on_sync(obj: Raw, mode: Mode) -> bool:
+    """Whether this tool deletes and re-creates ``obj`` when the server refuses its update: Argo CD
+    with ``Force=true,Replace=true`` in its sync options, Flux with ``force: enabled`` (each tool
+    reads only its own annotation)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if mode == "argocd":
+        options = {o.strip() for o in str(annotations.get("argocd.argoproj.io/sync-options", "")).split(",")}
+        return {"Force=true", "Replace=true"} <= options
+    return str(annotations.get("kustomize.toolkit.fluxcd.io/force", "")).lower() == "enabled"
+
+
 def prune_disabled(live: Raw, mode: Mode) -> bool:
     """Whether ``mode``'s tool leaves this live object in place when it leaves Git."""
     annotations = (live.get("metadata") or {}).get("annotations") or {}
@@ -144,6 +160,7 @@ class SyncResult:
     pruned: list[Ref] = field(default_factory=list)
     kept: list[Ref] = field(default_factory=list)  # left out of Git, not pruned (annotation)
     held: list[Ref] = field(default_factory=list)  # pending, but stalled by a hold
+    replaced: list[Ref] = field(default_factory=list)  # deleted and created again (immutable field)
 
 
 @dataclass(eq=False)
@@ -330,10 +347,34 @@ class Applier:
         try:
             self.rest.request("PUT", self.rest.object_path(obj), body)
         except ApiException as exc:
+            if exc.status == 422 and recreates_on_sync(obj, self.mode):
+                self._recreate(obj, live, result)
+                return
             if exc.status != 409:  # changed under us: the next sync retries
                 raise
             return
         result.updated.append(ref)
+
+    def _recreate(self, obj: Raw, live: Raw, result: SyncResult) -> None:
+        """Argo CD ``Force=true,Replace=true`` / Flux ``force: enabled`` after an update the server
+        refused (an immutable field): delete the live object, wait until it is gone, create Git's."""
+        ref = ref_of(obj)
+        api_version, kind, namespace, name = ref
+        path = self.rest.path(api_version, kind, namespace or None, name)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground",
+                "preconditions": {"uid": live["metadata"].get("uid")}}
+        try:
+            self.rest.request("DELETE", path, body)
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+        deadline = time.monotonic() + 30
+        while self.rest.get(api_version, kind, namespace or None, name) is not None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{kind} {namespace}/{name} still exists 30 s after its delete (re-create on sync)")
+            time.sleep(0.05)
+        self.rest.request("POST", self.rest.path(api_version, kind, namespace or None), obj)
+        result.replaced.append(ref)
 
     def _prune(self, ref: Ref, result: SyncResult) -> None:
         api_version, kind, namespace, name = ref

@@ -7,8 +7,11 @@ re-create it; the diff calls such a change "replaced: immutable field", not a mo
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+
+import jsonschema
 
 from tests.diff.diffhelpers import run_diff, write_rendered
 from tests.support import PROJECT
@@ -62,3 +65,16 @@ def test_an_object_without_the_recreate_options_stays_a_modification(tmp_path: P
     assert result.exit_code == 0, result.output
     header = _header(result.stdout, "Topology.kai.scheduler plain")
     assert "| modified |" in header and REPLACED not in header
+
+
+def test_the_json_output_says_the_topology_is_recreated(tmp_path: Path) -> None:
+    base = _examples(tmp_path, "base", relabel_rack=False)
+    head = _examples(tmp_path, "head", relabel_rack=True)
+    result = run_diff([str(base), str(head), "--output", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, json.loads((PROJECT / "docs" / "schemas" / "diff-output.schema.json").read_text()))
+    objects = [o for s in document["shards"] for o in s["objects"]]
+    topology = next(o for o in objects if o["kind"] == "Topology" and o["name"] == "gpu-fabric")
+    assert (topology["change"], topology.get("recreatedOnSync"), topology.get("note")) == ("modified", True, REPLACED)
+    assert not any(o.get("recreatedOnSync") for o in objects if o is not topology)

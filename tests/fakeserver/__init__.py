@@ -6,7 +6,8 @@ event log, owner index), ``routing``/``app``/``http_server`` (requests), ``handl
 ``strategies``/``pods`` (per-type rules), ``patch``, ``selector``, ``schema``/``validation``,
 ``cel``/``crd_rules`` (CRD CEL rules), ``defaults`` (CRD structural defaults), ``quota``/
 ``quantity`` (ResourceQuota), ``gc`` (garbage collection), ``watch``, ``faults``, ``discovery``,
-``crds``, ``scale``/``scale_api`` (CRs' ``/scale``).
+``crds``, ``scale``/``scale_api`` (CRs' ``/scale``), ``apply`` (server-side apply, managedFields),
+``owners`` (OwnerReferencesPermissionEnforcement for restricted callers), ``events``.
 
 Fidelity, in short (details in each module): enforced — global resourceVersion with 409 on
 stale writes, AlreadyExists/NotFound/Invalid/Gone Status bodies, JSON/merge/strategic patch
@@ -19,12 +20,14 @@ messageExpression/reason/fieldPath, on every write incl. ``/scale`` and ``/statu
 rules needing Kubernetes' CEL libraries or ``optionalOldSelf`` are skipped and listed by
 ``cel.skipped_rules()``), CRD structural defaults (request bodies and reads), ResourceQuota
 admission of pod creates (403 ``exceeded quota``) with ``status.hard``/``used``, garbage
-collection by ownerReferences (background/orphan; synchronous), watch resume/410/selector
+collection by ownerReferences (background/foreground/orphan; synchronous, the DELETE answered as a
+real server does), server-side apply (managers, conflicts, force; see ``apply``), the
+OwnerReferencesPermissionEnforcement refusals for tokens registered with ``restrict``, watch resume/410/selector
 transitions; extra CRD files via ``extra_crds``. Deliberately stricter than a real server:
 unknown fields are rejected (real default: pruned with a warning). Not emulated: server-side
-apply (415), list-map uniqueness, admission webhooks, RBAC/auth, graceful pod termination and
-namespace Terminating (deletes are immediate), foreground deletion (treated as background),
-quota scopes and non-pod object counts, defaults in watch events of objects stored with
+apply on ``/scale`` (415), managedFields of objects never applied, list-map uniqueness, admission
+webhooks, RBAC/auth beyond ``restrict``, graceful pod termination and namespace Terminating
+(deletes are immediate), quota scopes and non-pod object counts, defaults in watch events of objects stored with
 ``put_object``, protobuf/CBOR.
 """
 

@@ -110,6 +110,9 @@ class ApiApp:
         rt = self.registry.lookup(info.group, info.version, info.plural)
         if rt is None:
             raise path_not_found()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.handlers.caller.user_agent = headers.get("user-agent", "")
+        self.handlers.caller.token = headers.get("authorization", "").removeprefix("Bearer ").strip()
         self._check_scope(rt, info)
         late = 0.0
         for fault in self.faults.take(info):
@@ -172,6 +175,9 @@ class ApiApp:
             )
         if info.verb == "patch":
             content_type = request.headers.get("Content-Type", "")
+            if content_type.split(";", 1)[0].strip().lower() == "application/apply-patch+yaml":
+                obj, created = h.apply_patch(rt, info.namespace, info.name or "", request.body, info.subresource or "", q)
+                return HttpResponse(201 if created else 200, obj)
             return HttpResponse(
                 200,
                 h.patch(rt, info.namespace, info.name or "", request.body, content_type, info.subresource, q),

@@ -187,6 +187,8 @@ def invalid(gk: GroupKind, name: str, errors: list[FieldError]) -> ApiError:
     rendered = [str(e) for e in errors]
     aggregate = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
     details: JsonObj = {"name": name, "kind": gk.kind, "causes": [e.cause() for e in errors]}
+    if not name:
+        del details["name"]  # omitempty (PatchOptions errors have none)
     if gk.group:
         details["group"] = gk.group
     return ApiError(422, "Invalid", f'{gk} "{name}" is invalid: {aggregate}', details)

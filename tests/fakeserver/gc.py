@@ -15,8 +15,10 @@ Rules kept (Kubernetes docs "Garbage Collection" and "Owners and Dependents"):
   dependents anywhere.
 
 Differences, on purpose: the fake collects synchronously, before the DELETE that removed the
-owner answers (a cluster does it shortly after), and ``Foreground`` is treated as
-``Background`` (no ``foregroundDeletion`` finalizer, no ``blockOwnerDeletion`` wait). Objects
+owner answers (a cluster does it shortly after). A ``Foreground`` or ``Orphan`` DELETE answers
+with the owner marked by the ``foregroundDeletion``/``orphan`` finalizer, as the real server does,
+but the owner is already gone when it answers (a cluster keeps it until the dependents are
+handled). What is left in the end is the same (tests/controlplane/test_contract.py). Objects
 removed with ``FakeApiServer.delete_object`` (a test back door) and by namespace deletion are
 not collected.
 """
@@ -30,6 +32,8 @@ from tests.fakeserver.store import ObjectKey, PreconditionFailed, Store, clone
 
 JsonObj = dict[str, Any]
 ORPHAN = "Orphan"
+# The finalizer a DELETE with an explicit policy puts on the owner (its answer shows it).
+FINALIZERS = {"Foreground": "foregroundDeletion", ORPHAN: "orphan"}
 _MAX_RETRIES = 16
 _MAX_OBJECTS = 100_000  # bound on one cascade (the store holds far fewer in any test)
 

@@ -7,7 +7,8 @@ CRD CEL rules with the stored object as ``oldSelf``, transition rules) → admis
 the store (ResourceQuota for pod creates) → compare-and-swap commit → bookkeeping (served CRD
 types, quota status) and, for an object removed, garbage collection of its dependents. Because the commit is a CAS on the resourceVersion read at the start,
 a stale PUT gets 409 and a patch racing another writer is retried against the new state, just
-like ``GuaranteedUpdate``.
+like ``GuaranteedUpdate``. Server-side apply (:mod:`apply`) merges into that same pipeline, and
+every write of an object that has ``managedFields`` moves the fields it changes to its manager.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakeserver import crds, defaults, gc, pods, quota, scale
+from tests.fakeserver import apply as ssa
+from tests.fakeserver import crds, defaults, events, gc, owners, pods, quota, scale
 from tests.fakeserver.crd_rules import CelRuleValidator
 from tests.fakeserver.errors import (
     ApiError,
@@ -46,7 +48,7 @@ from tests.fakeserver.patch import (
     apply_strategic_merge_patch,
     json_equal,
 )
-from tests.fakeserver.resources import GroupResource, ResourceRegistry, ResourceType
+from tests.fakeserver.resources import GroupKind, GroupResource, ResourceRegistry, ResourceType
 from tests.fakeserver.selector import (
     SelectorError,
     fields_match,
@@ -103,6 +105,19 @@ def _spec_changed(rt: ResourceType, old: JsonObj, new: JsonObj) -> bool:
     )
 
 
+# Built-in kinds without a spec whose objects carry no metadata.generation on a real server.
+_NO_GENERATION = {("", "configmaps"), ("", "secrets"), ("", "events"), ("events.k8s.io", "events"), ("", "serviceaccounts")}
+
+
+def _tracks_generation(rt: ResourceType) -> bool:
+    return not (rt.builtin and (rt.group, rt.plural) in _NO_GENERATION)
+
+
+def _error_kind(rt: ResourceType) -> GroupKind:
+    """The kind a 422 names: events.k8s.io Events are validated as the core type (``Event "x"``)."""
+    return GroupKind("", "Event") if (rt.group, rt.plural) == ("events.k8s.io", "events") else rt.group_kind
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
@@ -135,6 +150,11 @@ class ApiHandlers:
         self.cel_rules = CelRuleValidator(omit_complex_values=minor >= 35, ratcheting=minor >= 30)
         self.gc = gc.GarbageCollector(store)
         self._quota_lock = threading.Lock()  # pod creates in one critical section, as quota's CAS on status
+        # Who sends the request being handled (set by the app per request, per thread): the
+        # User-Agent names the field manager of an ordinary write, the bearer token the caller.
+        self.caller = threading.local()
+        # Bearer tokens of restricted callers -> their rights (see owners.py); others are admins.
+        self.restricted: dict[str, frozenset[owners.Right]] = {}
 
     # --------------------------------------------------------------------------- helpers
     @staticmethod
@@ -158,6 +178,18 @@ class ApiHandlers:
             else:
                 errors.extend(self.cel_rules.errors(rt.schema, obj, old))
         return errors
+
+    def _admit_owners(self, rt: ResourceType, obj: JsonObj, old: JsonObj | None) -> None:
+        """OwnerReferencesPermissionEnforcement for a restricted caller (see :mod:`owners`)."""
+        rights = self.restricted.get(getattr(self.caller, "token", ""))
+        if rights is None:
+            return
+
+        def plural_of(api_version: str, kind: str) -> str | None:
+            found = self.registry.by_kind(api_version, kind)
+            return found.plural if found else None
+
+        owners.check(rt, obj, old, rights, plural_of)
 
     @staticmethod
     def _default(rt: ResourceType, obj: JsonObj) -> JsonObj:
@@ -277,7 +309,9 @@ class ApiHandlers:
         )
 
     # --------------------------------------------------------------------------- create
-    def create(self, rt: ResourceType, namespace: str | None, body: Any, query: Query) -> JsonObj:
+    def create(
+        self, rt: ResourceType, namespace: str | None, body: Any, query: Query, managed: list[JsonObj] | None = None
+    ) -> JsonObj:
         obj = self._decode(rt, body)
         meta = obj["metadata"]
         if rt.namespaced:
@@ -296,9 +330,12 @@ class ApiHandlers:
         name = str(meta.get("name") or "")
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
             meta.pop(key, None)
+        if managed:  # only a server-side apply's create records managedFields here (see apply.py)
+            meta["managedFields"] = managed
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        if _tracks_generation(rt):
+            meta["generation"] = 1
         if rt.namespaced and self.store.read(NAMESPACES, "", namespace or "") is None:
             raise not_found(NAMESPACES, namespace or "")
         self._default(rt, obj)
@@ -312,7 +349,10 @@ class ApiHandlers:
             *crds.crd_errors(rt, obj),
         ]
         if errors:
-            raise invalid(rt.group_kind, name, errors)
+            raise invalid(_error_kind(rt), name, errors)
+        if (rt.group, rt.plural) == ("events.k8s.io", "events"):
+            events.fill_deprecated(obj)
+        self._admit_owners(rt, obj, None)
         if query.get("dryRun"):
             if rt.group_resource == PODS:
                 self._admit_quota(obj, name)
@@ -414,9 +454,8 @@ class ApiHandlers:
         media = content_type.split(";", 1)[0].strip().lower()
         accepted = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_PATCH] if rt.builtin else [])
         if media not in accepted:
-            if media == APPLY_PATCH:  # a real server accepts it; say plainly that the fake does not
-                accepted = [*accepted, "(server-side apply is not emulated by the fake)"]
-            raise unsupported_media_type(accepted)
+            raise unsupported_media_type([*accepted, APPLY_PATCH])
+        ssa.options_errors(query, apply=False)
         try:
             document = json.loads(raw or b"null")
         except ValueError as error:
@@ -436,6 +475,42 @@ class ApiHandlers:
                 raise invalid_patch(str(error)) from error
 
         return self._write(rt, namespace, name, mutate, subresource, query)
+
+    def apply_patch(
+        self, rt: ResourceType, namespace: str | None, name: str, raw: bytes, subresource: str, query: Query
+    ) -> tuple[JsonObj, bool]:
+        """Server-side apply (see :mod:`apply`): the object and whether the apply created it."""
+        ssa.options_errors(query, apply=True)
+        if subresource:
+            raise unsupported_media_type([JSON_PATCH, MERGE_PATCH])
+        config = ssa.decode_config(rt, raw, namespace, name)
+        manager, force = query["fieldManager"], _truthy(query.get("force"))
+        for _ in range(_MAX_CAS_RETRIES):
+            if self.store.read(rt.group_resource, self._ns_key(rt, namespace), name) is None:
+                obj = ssa.created(rt, config, manager, now_rfc3339())
+                managed = obj["metadata"].pop("managedFields", None)
+                try:
+                    return self.create(rt, namespace, obj, query, managed), True
+                except ApiError as error:
+                    if error.reason != "AlreadyExists":
+                        raise
+                    continue  # created meanwhile: apply to it
+            try:
+                written = self._write(
+                    rt,
+                    namespace,
+                    name,
+                    lambda current: ssa.apply(rt, current, config, manager, force=force, now=now_rfc3339()),
+                    "",
+                    query,
+                    applying=True,
+                )
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+                continue  # deleted meanwhile: create it
+            return written, False
+        raise internal(f"too many conflicting writes to {rt.group_resource} {name!r}")
 
     def update_via(
         self,
@@ -462,6 +537,8 @@ class ApiHandlers:
         mutate: Callable[[JsonObj], JsonObj],
         subresource: str,
         query: Query,
+        *,
+        applying: bool = False,
     ) -> JsonObj:
         gr = rt.group_resource
         ns = self._ns_key(rt, namespace)
@@ -508,7 +585,7 @@ class ApiHandlers:
                 else:
                     meta.pop(key, None)
             meta.pop("selfLink", None)
-            meta.pop("managedFields", None)
+            supplied = meta.pop("managedFields", None) if applying else None
             meta["resourceVersion"] = current_rv
             if subresource == "status":
                 status = new.get("status")
@@ -525,8 +602,14 @@ class ApiHandlers:
             self.strategies.prepare_for_update(rt, new, current)
             _normalize_metadata(new)
             meta = new["metadata"]
+            manager = ssa.manager_of(query, getattr(self.caller, "user_agent", ""))
+            managed = supplied if applying else ssa.after_update(rt, current, new, manager, subresource, now_rfc3339())
+            if managed:
+                meta["managedFields"] = managed
+            else:
+                meta.pop("managedFields", None)
             errors = self._finalizer_errors(current, new)
-            if _spec_changed(rt, current, new):
+            if _tracks_generation(rt) and _spec_changed(rt, current, new):
                 meta["generation"] = int(current_meta.get("generation", 0)) + 1
             errors += [
                 *([] if _only_gates_removed(current, new) else self._validate(rt, new, subresource, current)),
@@ -535,6 +618,7 @@ class ApiHandlers:
             ]
             if errors:
                 raise invalid(rt.group_kind, name, errors)
+            self._admit_owners(rt, new, current)
             if json_equal(new, current):
                 return current  # a no-op write keeps the resourceVersion and emits no event
             if query.get("dryRun"):
@@ -583,9 +667,20 @@ class ApiHandlers:
     def delete(self, rt: ResourceType, namespace: str | None, name: str, body: Any, query: Query) -> JsonObj:
         """DELETE one object; if it is removed now, its dependents are garbage-collected (see :mod:`gc`)."""
         options = body if isinstance(body, dict) else {}
+        policy = gc.propagation_policy(options, query)
         response, removed = self._delete(rt, namespace, name, options, query)
         if removed is not None:
-            self.gc.collect(removed, gc.propagation_policy(options, query), self._remove_dependent)
+            self.gc.collect(removed, policy, self._remove_dependent)
+            # A real server first marks the owner with the policy's finalizer and answers with it;
+            # the collector then removes the dependents (foreground) or their references (orphan)
+            # and the owner. Here that all happened already: answer as the real server did.
+            finalizer = gc.FINALIZERS.get(policy)
+            if finalizer:
+                marked = clone(removed)
+                marked["metadata"].update(
+                    deletionTimestamp=now_rfc3339(), deletionGracePeriodSeconds=0, finalizers=[finalizer]
+                )
+                response = _present(rt, marked)
         return response
 
     def _remove_dependent(self, key: tuple[GroupResource, str, str]) -> JsonObj | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -230,9 +230,18 @@ class FakeApiServer:
         config.verify_ssl = False
         return config
 
-    def api_client(self) -> kubernetes.client.ApiClient:
-        """A new ``ApiClient`` bound to this server; closed automatically by :meth:`stop`."""
-        client = kubernetes.client.ApiClient(self.configuration())
+    def restrict(self, token: str, rights: Iterable[tuple[str, str, str]]) -> None:
+        """Requests bearing ``token`` are a restricted caller's, holding only ``rights`` —
+        (verb, API group, resource) such as ``("update", "grove.io", "podcliquesets/finalizers")``
+        — as far as ownerReferences admission asks (see ``owners``); everyone else is an admin."""
+        self.handlers.restricted[token] = frozenset(rights)
+
+    def api_client(self, token: str | None = None) -> kubernetes.client.ApiClient:
+        """A new ``ApiClient`` bound to this server (sending ``token`` if given); closed by :meth:`stop`."""
+        config = self.configuration()
+        if token is not None:
+            config.api_key = {"BearerToken": f"Bearer {token}"}
+        client = kubernetes.client.ApiClient(config)
         with self._clients_lock:
             self._clients.append(client)
         return client
