@@ -15,7 +15,8 @@ example's PodCliqueSet (``PRIMARY``) unless a test names another, and
 :meth:`Day2Env.assert_invariants`, which every scenario ends with (and the fixture runs again
 at teardown), checks over every observed moment that no gang was released partially, that
 no wanted slot was emptied by the agent before its replacement existed, and that the
-bystander's pods were never touched.
+bystander's pods were never touched, and that no pod was bound while gated or before its
+PodGang existed.
 """
 
 from __future__ import annotations
@@ -433,6 +434,7 @@ class Day2World:
         found += [("slot emptied before its replacement existed", p)
                   for p in O.emptied_slots(moments, self.wants, self._exempt)]
         found += [("bystander disturbed", p) for p in O.disturbed(moments, self.bystanders)]
+        found += [("bound outside a released gang", p) for p in O.bound_outside_a_gang(moments, gangs)]
         return [f"{kind}: {message}\n{moment.describe()}" for kind, (moment, message) in found]
 
     def assert_invariants(self, since: int = 0) -> None:
@@ -441,7 +443,8 @@ class Day2World:
         Initialized gang a pod the test failed or deleted counts as present: Grove releases
         replacements there one by one) and no podgroup stayed partially released, (b) no wanted slot lost its Ready pod (other than
         by a declared or injected failure) while it held no replacement, (c) no pod of a
-        bystander PodCliqueSet was deleted or re-created."""
+        bystander PodCliqueSet was deleted or re-created, (d) no pod was bound while gated or
+        before its PodGang existed."""
         problems = self.invariant_problems(since)
         assert not problems, f"{len(problems)} invariant violation(s); the first:\n{problems[0]}"
         if since == 0:
