@@ -209,7 +209,7 @@ class Exemption:
 class Day2World:
     """One scenario's world whatever the API server is: the applier, the kubelet, the observer,
     the rendered target over time and the invariants. :class:`Day2Env` runs it on the fake
-    server with the agent in a thread; ``tests/controlplane/day2.py`` on the real control plane
+    server with the agent in a thread; ``tests/controlplane/day2world.py`` on the real control plane
     with the agent as its own process (the same scenarios' checks, one implementation)."""
 
     def __init__(

@@ -18,6 +18,10 @@ It watches pods over HTTP and plays the node side of a pod's life:
   returned :class:`Withheld` is released (a node that never comes, an image pull that hangs).
   Such a pod stays Pending and unscheduled whether or not its gate was removed.
 
+On a real control plane (``KubeletConfig(binds=False)``, tests/controlplane/day2world.py) the
+kube-scheduler binds and the server keeps a deleted bound pod until its kubelet deletes it with
+grace period 0, which this one does ``termination_delay`` later; the hooks work the same.
+
 Timers are keyed by pod uid, so a pod re-created under the same name starts afresh.
 """
 
