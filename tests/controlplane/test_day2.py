@@ -12,7 +12,8 @@ rollouts also with Grove's availability bound at every moment.
 
 The scenarios of the Argo CD world share one world (one namespace, agent and first deploy for
 the module, the costly part) and run in file order, each from the state the previous one left:
-rolling update, failed pod, gang termination, scale-in, then OnDelete (which leaves new pods
+rolling update, failed pod, gang termination (a scaling-group replica, then a whole PodCliqueSet
+replica), scale-in, then OnDelete (which leaves new pods
 gated, so it comes last). Pods applied before their PodGangs (Flux) are in
 test_day2_gitops_order.py: a world of its own, whose agent may run only once this module's has
 stopped (one agent holds the overlay's lease at a time).
@@ -24,6 +25,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -136,13 +138,37 @@ def _termination_delay(value: str) -> Any:
     return change
 
 
-def test_a_terminated_gang_is_re_released_only_whole(argo: PlaneWorld) -> None:
-    """One crashed pworker breaches its PodClique (minAvailable = its 3 replicas) past a 2 s
-    terminationDelay: the agent terminates scaling-group replica prefill-1 (Grove's scope) and
-    the re-created pods are released together. The applier withholds one re-created pod for
-    4 s and the kubelet does not start the re-created leader until then: none of the four may
-    be released before the last one exists."""
-    world = argo
+@dataclass(frozen=True)
+class Scope:
+    crash: tuple[str, ...]  # hostnames whose pods crash (the breach)
+    prefix: str  # the hostnames of Grove's termination scope start with this
+    gangs: tuple[str, ...]  # the PodGangs whose Initialized is reset
+    withheld: str  # the hostname whose re-created pod the applier withholds
+    leader: str  # the hostname whose re-created pod the kubelet does not start for a while
+
+
+SCOPES = {
+    # One crashed pworker breaches its PodClique (minAvailable = its 3 replicas); the prefill
+    # group keeps replica 0, so only scaling-group replica prefill-1 (the scaled gang) goes.
+    "scaling-group-replica": Scope(("llama-disagg-0-prefill-1-pworker-0",), "llama-disagg-0-prefill-1-",
+                                   ("llama-disagg-0-prefill-0",), "llama-disagg-0-prefill-1-pworker-1",
+                                   "llama-disagg-0-prefill-1-pleader-0"),
+    # Both routers down breaches a standalone PodClique (minAvailable 1): the whole PodCliqueSet
+    # replica goes, base gang and scaled gang.
+    "podcliqueset-replica": Scope(("llama-disagg-0-router-0", "llama-disagg-0-router-1"), "llama-disagg-0-",
+                                  ("llama-disagg-0", "llama-disagg-0-prefill-0"), "llama-disagg-0-prefill-0-pworker-1",
+                                  "llama-disagg-0-prefill-0-pleader-0"),
+}
+
+
+@pytest.mark.parametrize("scope_name", sorted(SCOPES, reverse=True))
+def test_a_terminated_gang_is_re_released_only_whole(argo: PlaneWorld, scope_name: str) -> None:
+    """A breach held past a 2 s terminationDelay: the agent terminates Grove's scope (a
+    scaling-group replica, or the whole PodCliqueSet replica) and the re-created pods are
+    released as whole gangs again. The applier withholds one re-created pod for 4 s and the
+    kubelet does not start a re-created leader until the test lets it: no re-created pod of
+    the scope may be released before the withheld one exists."""
+    world, scope = argo, SCOPES[scope_name]
     world.edit_pcs(_termination_delay("2s"))  # PodGang annotations only: no pod changes
 
     def delay_applied() -> bool:
@@ -150,25 +176,24 @@ def test_a_terminated_gang_is_re_released_only_whole(argo: PlaneWorld) -> None:
         return '"terminationDelaySeconds":2,' in str((gang.get("metadata") or {}).get("annotations"))
 
     world.wait_until(delay_applied, timeout=30, what="the 2 s terminationDelay applied")
+    world.wait_until(world.converged, timeout=30, what="a converged start")
     desired = world.desired_pods()
-    prefix = "llama-disagg-0-prefill-1-"
-    scope = {name for (_, host), name in desired.items() if host.startswith(prefix)}
-    before = {v.name: v.uid for v in world.views(world.primary) if v.name in scope}
-    assert len(before) == 4
+    names = {name for (_, host), name in desired.items() if host.startswith(scope.prefix)}
+    before = {v.name: v.uid for v in world.views(world.primary) if v.name in names}
+    assert set(before) == names
     world.exempt("the gang termination this test provokes", before.values())
-    withheld = desired[(ARGO_NS, f"{prefix}pworker-1")]
-    leader = desired[(ARGO_NS, f"{prefix}pleader-0")]
+    withheld, leader = desired[(ARGO_NS, scope.withheld)], desired[(ARGO_NS, scope.leader)]
     hold = world.applier.hold(lambda o: o["kind"] == "Pod" and o["metadata"]["name"] == withheld,
                               APPLIER_WITHHOLD, "one re-created pod")
     kept = world.kubelet.withhold(lambda p: p["metadata"]["name"] == leader and p["metadata"]["uid"] != before[leader],
                                   "the re-created leader")
     mark = world.observer.mark()
-    world.kubelet.crash(ARGO_NS, desired[(ARGO_NS, f"{prefix}pworker-0")])
+    for host in scope.crash:
+        world.kubelet.crash(ARGO_NS, desired[(ARGO_NS, host)])
     world.wait_until(lambda: any(v.name == withheld and v.uid != before[withheld] for v in world.views()),
                      timeout=60, what=f"the withheld pod {withheld} re-created")
-    recreated = f"the re-created {leader} released"
     world.wait_until(lambda: any(v.name == leader and v.uid != before[leader] and not v.gated for v in world.views()),
-                     timeout=60, what=recreated)
+                     timeout=60, what=f"the re-created {leader} released")
     world.wait_until(lambda: bool(kept.seen), timeout=10, what="the kubelet withholding the re-created leader")
     assert not any(v.name == leader and v.uid != before[leader] and v.available for v in world.views())
     kept.release()
@@ -177,19 +202,21 @@ def test_a_terminated_gang_is_re_released_only_whole(argo: PlaneWorld) -> None:
     world.settle(timeout=20)
     moments = world.observer.since(mark)
 
-    assert _deleted(world, mark) == sorted(scope)  # exactly the scope, each pod once
+    assert _deleted(world, mark) == sorted(names)  # exactly the scope, each pod once
     assert hold.held, "the applier withheld a re-created pod"
     arrived = _first(moments, withheld, event="ADDED")
     assert arrived is not None
-    for name in scope:
+    for name in names:
         released = next(m for m in moments if m.pod == name and m.before is not None and m.after is not None
                         and m.after.uid != before[name] and m.before.gated and not m.after.gated)
         assert released.index > arrived.index, f"{name} released before {withheld} was re-created\n{released.describe()}"
-    gang = [e.gang for e in world.observer.gang_history().of(ARGO_NS, "llama-disagg-0-prefill-0")
-            if e.gang is not None and e.resource_version >= moments[0].resource_version]
-    assert any(g.initialized == "False" and g.initialized_reason == "GangTerminated" for g in gang), gang[-1:]
-    assert gang[-1].initialized == "True"
-    world.wait_for_event("GangTerminated", next(iter(sorted(scope))))
+    history = world.observer.gang_history()
+    for name in scope.gangs:
+        gang = [e.gang for e in history.of(ARGO_NS, name)
+                if e.gang is not None and e.resource_version >= moments[0].resource_version]
+        assert any(g.initialized == "False" and g.initialized_reason == "GangTerminated" for g in gang), (name, gang[-1:])
+        assert gang[-1].initialized == "True", name
+    world.wait_for_event("GangTerminated", desired[(ARGO_NS, scope.withheld)])
     assert_day2_invariants(world, mark)
     world.edit_pcs(_termination_delay("30m"))
 
