@@ -9,7 +9,10 @@ API with the admin credentials:
   hostnames, topology labels and allocatable cpu / memory / nvidia.com/gpu the examples' feasibility
   check and ClusterTopologyBinding use) and keeps them Ready (status heartbeat + node Lease);
 - turns every pod bound to one of them Running and Ready (status subresource, as a kubelet does);
-- finishes graceful deletions of their pods (a delete with grace period 0 once deletionTimestamp is set).
+- finishes graceful deletions of their pods (a delete with grace period 0 once deletionTimestamp is set);
+- hands a namespace labelled ``grove-gitops.test/kubelet: external`` over to another simulator
+  (the day-2 scenarios' in-process kubelet, tests/day2/kubelet.py, which can withhold, fail and
+  crash pods on a test's command): none of its pods is touched here.
 
 ``--check-ready`` exits 0 when the nodes exist and are Ready (the script's wait), else 1.
 """
@@ -39,6 +42,9 @@ MERGE = "application/merge-patch+json"
 INVENTORY = Path(__file__).resolve().parents[2] / "examples" / "cluster" / "node-inventory.yaml"
 MANAGED = "grove-gitops.test/simulated"  # label on our nodes; pods are matched by node name
 HEARTBEAT_S = 10.0
+#: Namespace label: ``external`` means another simulator plays the kubelet for its pods. Read
+#: once per namespace; a namespace carries it from its creation on (before any pod).
+HANDED_OFF = "grove-gitops.test/kubelet"
 MAX_NODES = 200
 
 
@@ -112,6 +118,7 @@ class Simulator:
         self.nodes = nodes
         self.names = {n["metadata"]["name"] for n in nodes}
         self.stop = threading.Event()
+        self.handed_off: dict[str, bool] = {}  # namespace -> its pods are another simulator's
 
     # -- nodes -------------------------------------------------------------------------------
     def register(self) -> None:
@@ -155,7 +162,7 @@ class Simulator:
     # -- pods --------------------------------------------------------------------------------
     def handle(self, pod: Any) -> None:
         meta, spec = pod.metadata, pod.spec
-        if spec.node_name not in self.names:
+        if spec.node_name not in self.names or self.is_handed_off(meta.namespace):
             return
         if meta.deletion_timestamp is not None:
             # The kubelet's last word: containers stopped, remove the object now.
@@ -195,6 +202,17 @@ class Simulator:
         except ApiException as exc:
             if exc.status != 404:
                 LOG.warning("starting %s/%s: %s", meta.namespace, meta.name, exc.body)
+
+    def is_handed_off(self, namespace: str) -> bool:
+        known = self.handed_off.get(namespace)
+        if known is None:
+            try:
+                meta = self.core.read_namespace(namespace).metadata
+            except ApiException as exc:
+                LOG.warning("reading namespace %s: %s", namespace, exc.body)
+                return False
+            known = self.handed_off[namespace] = ((meta.labels if meta else None) or {}).get(HANDED_OFF) == "external"
+        return known
 
     def pod_loop(self) -> None:
         watch_api = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]

@@ -25,7 +25,9 @@ One :meth:`Applier.sync` is one sync of an Argo CD Application (``mode="argocd"`
   object likewise means "create only";
 - another object that differs from Git is updated: its spec (and other top-level fields)
   replaced by Git's, labels and annotations set to Git's, status kept. "Differs" ignores
-  fields the API server defaulted, as both tools' diffs do;
+  fields the API server defaulted, as both tools' diffs do. Both tools apply server-side,
+  without a resourceVersion precondition, so an update that conflicts with another writer
+  (the agent's PodGang status) is written again on a fresh read, within its wave;
 - an update the API server refuses with 422 (an immutable field, e.g. KAI's Topology levels) is
   a failed sync, unless the object asks the tool to re-create it: Argo CD
   ``argocd.argoproj.io/sync-options: Force=true,Replace=true`` or Flux
@@ -199,6 +201,22 @@ class Hold:
             self.applied[ref] = now
 
 
+UPDATE_ATTEMPTS = 10  # PUTs of one update, each on a fresh read, before the sync fails
+
+
+def _update_body(obj: Raw, live: Raw) -> Raw:
+    """Git's object as a full update of ``live``: its identity, finalizers, owners and status kept."""
+    body = copy.deepcopy(obj)
+    meta = body.setdefault("metadata", {})
+    live_meta = live["metadata"]
+    for key in ("resourceVersion", "uid", "creationTimestamp", "finalizers", "ownerReferences"):
+        if key in live_meta:
+            meta[key] = live_meta[key]
+    if "status" in live:
+        body["status"] = live["status"]
+    return body
+
+
 class Applier:
     """See the module docstring."""
 
@@ -336,24 +354,27 @@ class Applier:
                     raise
             result.created.append(ref)
             return
-        body = copy.deepcopy(obj)
-        meta = body.setdefault("metadata", {})
-        live_meta = live["metadata"]
-        for key in ("resourceVersion", "uid", "creationTimestamp", "finalizers", "ownerReferences"):
-            if key in live_meta:
-                meta[key] = live_meta[key]
-        if "status" in live:
-            body["status"] = live["status"]
-        try:
-            self.rest.request("PUT", self.rest.object_path(obj), body)
-        except ApiException as exc:
-            if exc.status == 422 and recreates_on_sync(obj, self.mode):
-                self._recreate(obj, live, result)
-                return
-            if exc.status != 409:  # changed under us: the next sync retries
-                raise
+        # Argo CD and Flux apply server-side, without a resourceVersion precondition: a write by
+        # someone else between the list and this update (the agent's PodGang status) does not
+        # fail the apply, nor leave the object behind while the next waves go on. The PUT that
+        # stands in for it is repeated on a fresh read when it conflicts.
+        for _ in range(UPDATE_ATTEMPTS):
+            try:
+                self.rest.request("PUT", self.rest.object_path(obj), _update_body(obj, live))
+            except ApiException as exc:
+                if exc.status == 422 and recreates_on_sync(obj, self.mode):
+                    self._recreate(obj, live, result)
+                    return
+                if exc.status != 409:
+                    raise
+                fresh = self.rest.get(api_version, kind, namespace or None, ref[3])
+                if fresh is None:
+                    return  # deleted meanwhile: the next sync creates it
+                live = fresh
+                continue
+            result.updated.append(ref)
             return
-        result.updated.append(ref)
+        self.errors.append(f"{ref} kept conflicting ({UPDATE_ATTEMPTS} attempts); the next sync retries")
 
     def _recreate(self, obj: Raw, live: Raw, result: SyncResult) -> None:
         """Argo CD ``Force=true,Replace=true`` / Flux ``force: enabled`` after an update the server

@@ -15,7 +15,8 @@ example's PodCliqueSet (``PRIMARY``) unless a test names another, and
 :meth:`Day2Env.assert_invariants`, which every scenario ends with (and the fixture runs again
 at teardown), checks over every observed moment that no gang was released partially, that
 no wanted slot was emptied by the agent before its replacement existed, and that the
-bystander's pods were never touched.
+bystander's pods were never touched, and that no pod was bound while gated or before its
+PodGang existed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kubernetes.client
 import yaml
 
 from grove_gitops.output.layout import build_tree
@@ -204,12 +206,15 @@ class Exemption:
         return in_window and pod.uid in self.uids
 
 
-class Day2Env:
-    """One scenario's world; build it with :func:`day2_env` (or the ``day2`` fixture)."""
+class Day2World:
+    """One scenario's world whatever the API server is: the applier, the kubelet, the observer,
+    the rendered target over time and the invariants. :class:`Day2Env` runs it on the fake
+    server with the agent in a thread; ``tests/controlplane/day2world.py`` on the real control plane
+    with the agent as its own process (the same scenarios' checks, one implementation)."""
 
     def __init__(
         self,
-        server: FakeApiServer,
+        api_client: kubernetes.client.ApiClient,
         source: Path,
         out: Path,
         namespace: str,
@@ -219,16 +224,14 @@ class Day2Env:
         wave_delay: float = 0.0,
         pods_first: bool = False,
     ) -> None:
-        self.server = server
         self.source = source
         self.out = out
         self.namespace = namespace
-        self.rest = Rest(server.api_client())
-        self.observer = Observer(server.api_client(), namespace)
-        self.kubelet = Kubelet(server.api_client(), kubelet_config)
-        self.applier = Applier(server.api_client(), out, mode=mode, interval=sync_interval, wave_delay=wave_delay,
+        self.rest = Rest(api_client)
+        self.observer = Observer(api_client, namespace)
+        self.kubelet = Kubelet(api_client, kubelet_config)
+        self.applier = Applier(api_client, out, mode=mode, interval=sync_interval, wave_delay=wave_delay,
                                pods_first=pods_first)
-        self.agent: RunningAgent | None = None
         self.agent_config: dict[str, Any] = {}
         self.primary = PRIMARY
         self.bystanders: list[str] = []  # PodCliqueSets no scenario step may touch
@@ -244,16 +247,8 @@ class Day2Env:
         self._agent_pods: dict[Slot, tuple[str, str]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start_agent(self, **config: Any) -> RunningAgent:
-        if self.agent is not None:
-            raise RuntimeError("an agent is already running")
-        self.agent = start_agent(self.server, self.namespace, **{**self.agent_config, **config})
-        return self.agent
-
     def stop_agent(self) -> None:
-        if self.agent is not None:
-            agent, self.agent = self.agent, None
-            agent.stop()
+        """Overridden by the world that starts an agent."""
 
     def close(self) -> None:
         self.applier.stop()
@@ -393,12 +388,6 @@ class Day2Env:
                    interval: float = 0.01) -> None:
         wait_until(predicate, timeout, what, interval)
 
-    def agent_requests(self, verb: str, resource: str = "pods") -> int:
-        """Requests ``verb`` on ``resource`` the server served to anyone but the simulators and
-        the test's own client: the agent's (e.g. ``delete`` pods, ``patch`` pods)."""
-        ours = sum(r.requests[verb, resource] for r in (self.rest, self.applier.rest, self.kubelet.rest, self.observer.rest))
-        return self.server.requests_count(verb=verb, resource=resource) - ours
-
     def pod_annotations(self, pod: Raw) -> dict[str, str]:
         return dict((pod.get("metadata") or {}).get("annotations") or {})
 
@@ -445,6 +434,7 @@ class Day2Env:
         found += [("slot emptied before its replacement existed", p)
                   for p in O.emptied_slots(moments, self.wants, self._exempt)]
         found += [("bystander disturbed", p) for p in O.disturbed(moments, self.bystanders)]
+        found += [("bound outside a released gang", p) for p in O.bound_outside_a_gang(moments, gangs)]
         return [f"{kind}: {message}\n{moment.describe()}" for kind, (moment, message) in found]
 
     def assert_invariants(self, since: int = 0) -> None:
@@ -453,7 +443,8 @@ class Day2Env:
         Initialized gang a pod the test failed or deleted counts as present: Grove releases
         replacements there one by one) and no podgroup stayed partially released, (b) no wanted slot lost its Ready pod (other than
         by a declared or injected failure) while it held no replacement, (c) no pod of a
-        bystander PodCliqueSet was deleted or re-created."""
+        bystander PodCliqueSet was deleted or re-created, (d) no pod was bound while gated or
+        before its PodGang existed."""
         problems = self.invariant_problems(since)
         assert not problems, f"{len(problems)} invariant violation(s); the first:\n{problems[0]}"
         if since == 0:
@@ -462,6 +453,61 @@ class Day2Env:
     def invariants_unchecked(self) -> bool:
         """Whether moments arrived after the last clean check from the first moment (or none ran)."""
         return self.checked_through is None or self.observer.mark() > self.checked_through
+
+
+class Day2Env(Day2World):
+    """One scenario's world on the fake API server, the agent in a thread; build it with
+    :func:`day2_env` (or the ``day2`` fixture)."""
+
+    def __init__(
+        self,
+        server: FakeApiServer,
+        source: Path,
+        out: Path,
+        namespace: str,
+        mode: Mode,
+        kubelet_config: KubeletConfig,
+        sync_interval: float,
+        wave_delay: float = 0.0,
+        pods_first: bool = False,
+    ) -> None:
+        super().__init__(server.api_client(), source, out, namespace, mode, kubelet_config, sync_interval,
+                         wave_delay, pods_first)
+        self.server = server
+        self.agent: RunningAgent | None = None
+
+    def start_agent(self, **config: Any) -> RunningAgent:
+        if self.agent is not None:
+            raise RuntimeError("an agent is already running")
+        self.agent = start_agent(self.server, self.namespace, **{**self.agent_config, **config})
+        return self.agent
+
+    def stop_agent(self) -> None:
+        if self.agent is not None:
+            agent, self.agent = self.agent, None
+            agent.stop()
+
+    def agent_requests(self, verb: str, resource: str = "pods") -> int:
+        """Requests ``verb`` on ``resource`` the server served to anyone but the simulators and
+        the test's own client: the agent's (e.g. ``delete`` pods, ``patch`` pods)."""
+        ours = sum(r.requests[verb, resource] for r in (self.rest, self.applier.rest, self.kubelet.rest, self.observer.rest))
+        return self.server.requests_count(verb=verb, resource=resource) - ours
+
+
+def prepare_source(tmp: Path, source: Path, edit: Callable[[Raw], None] | None = None, bystander: bool = True,
+                   bystander_edit: Callable[[Raw], None] | None = None) -> Path:
+    """A copy of ``source`` at ``tmp/src`` the scenario may edit: ``edit`` applied to its
+    PodCliqueSets, the :data:`BYSTANDER` added (with ``bystander_edit``) when asked."""
+    work = tmp / "src"
+    shutil.copytree(source, work)
+    if edit is not None:
+        edit_pcs(work, edit)
+    if bystander:
+        (work / BYSTANDER_PATH).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(BYSTANDER_SOURCE, work / BYSTANDER_PATH)
+        if bystander_edit is not None:
+            edit_pcs(work, bystander_edit, BYSTANDER)
+    return work
 
 
 @contextlib.contextmanager
@@ -493,15 +539,7 @@ def day2_env(
     apply to it; ``bystander_edit`` does). ``wave_delay``, ``pods_first`` and ``holds`` configure the applier from its
     first sync on (see :class:`~tests.day2.applier.Applier`).
     """
-    work = tmp / "src"
-    shutil.copytree(source, work)
-    if edit is not None:
-        edit_pcs(work, edit)
-    if bystander:
-        (work / BYSTANDER_PATH).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(BYSTANDER_SOURCE, work / BYSTANDER_PATH)
-        if bystander_edit is not None:
-            edit_pcs(work, bystander_edit, BYSTANDER)
+    work = prepare_source(tmp, source, edit, bystander, bystander_edit)
     server = start_server()
     env: Day2Env | None = None
     try:

@@ -18,6 +18,10 @@ It watches pods over HTTP and plays the node side of a pod's life:
   returned :class:`Withheld` is released (a node that never comes, an image pull that hangs).
   Such a pod stays Pending and unscheduled whether or not its gate was removed.
 
+On a real control plane (``KubeletConfig(binds=False)``, tests/controlplane/day2world.py) the
+kube-scheduler binds and the server keeps a deleted bound pod until its kubelet deletes it with
+grace period 0, which this one does ``termination_delay`` later; the hooks work the same.
+
 Timers are keyed by pod uid, so a pod re-created under the same name starts afresh.
 """
 
@@ -72,6 +76,11 @@ class KubeletConfig:
     ready_delay: float = 0.05
     termination_delay: float | None = 0.1
     finalizer: str = FINALIZER
+    #: ``False`` on a real control plane (tests/controlplane): its kube-scheduler binds the
+    #: released pods, and the server itself keeps a bound pod terminating until its kubelet
+    #: deletes it with grace period 0, which this one does ``termination_delay`` later (no
+    #: finalizer needed).
+    binds: bool = True
 
 
 def _conditions(pod: Raw, **updates: str) -> list[Raw]:
@@ -315,22 +324,32 @@ class Kubelet:
         uid = str(meta["uid"])
         phase = (pod.get("status") or {}).get("phase")
         if meta.get("deletionTimestamp"):
+            if not self.config.binds:
+                if spec.get("nodeName"):  # an unbound pod the server deletes at once
+                    self._terminate(key, pod, phase in ("Failed", "Succeeded"))
+                return
             if self.config.finalizer in (meta.get("finalizers") or []):
-                terminal = phase in ("Failed", "Succeeded") or not spec.get("nodeName")
-                if not terminal and _is_ready(pod):
-                    self._update_status(*key, lambda p: {"conditions": _conditions(p, Ready="False", ContainersReady="False")})
-                with self._lock:
-                    self._schedule(0.0 if terminal else self.config.termination_delay or 0.0, "finish", key, uid)
+                self._terminate(key, pod, phase in ("Failed", "Succeeded") or not spec.get("nodeName"))
             return
         if spec.get("schedulingGates") or self._withholding(pod):
             return
         if not spec.get("nodeName"):
-            self._bind(key, pod)
+            if self.config.binds:
+                self._bind(key, pod)
             return
         if phase == "Pending":
             with self._lock:
                 if uid not in self._held:
                     self._schedule(self.config.ready_delay, "start", key, uid)
+
+    def _terminate(self, key: Key, pod: Raw, terminal: bool) -> None:
+        """A deleted pod: not Ready at once, gone ``termination_delay`` later (at once when
+        its containers had already stopped)."""
+        if not terminal and _is_ready(pod):
+            self._update_status(*key, lambda p: {"conditions": _conditions(p, Ready="False", ContainersReady="False")})
+        with self._lock:
+            self._schedule(0.0 if terminal else self.config.termination_delay or 0.0, "finish", key,
+                           str(pod["metadata"]["uid"]))
 
     def _timer(self, action: str, key: Key, uid: str) -> None:
         with self._lock:
@@ -351,6 +370,13 @@ class Kubelet:
                         "containerStatuses": _container_statuses(p, ready=True),
                     },
                 )
+        elif action == "finish" and not self.config.binds:
+            body = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+            try:
+                self.rest.request("DELETE", f"/api/v1/namespaces/{key[0]}/pods/{key[1]}", body)
+            except ApiException as exc:
+                if exc.status != 409:  # 409: another pod under the name now (its own timer runs)
+                    raise
         elif action == "finish":
             finalizers = [f for f in pod["metadata"].get("finalizers") or [] if f != self.config.finalizer]
             self.rest.request(

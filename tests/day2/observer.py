@@ -367,6 +367,24 @@ def lingering_partial_releases(moments: list[Moment], gangs: GangHistory, second
     return out
 
 
+def bound_outside_a_gang(moments: Iterable[Moment], gangs: GangHistory) -> list[Problem]:
+    """Every binding (``spec.nodeName`` first set: the simulated kubelet's, or on the real
+    control plane the kube-scheduler's) of a pod still gated, or of a gang pod whose PodGang did
+    not exist at that resourceVersion: a scheduler may only see pods the agent released from a
+    gang that exists (issue 32: pods applied before their PodGangs). Whether the gang listed
+    the pod is not asked: GitOps may change a PodGang between a release and its binding."""
+    out: list[Problem] = []
+    for m in moments:
+        before, after = m.before, m.after
+        if after is None or not after.node or (before is not None and before.node):
+            continue
+        if after.gated:
+            out.append((m, f"{after.name} bound while gated"))
+        elif after.podgang and gangs.at(after.namespace, after.podgang, m.resource_version) is None:
+            out.append((m, f"{after.name} bound while its PodGang {after.podgang} did not exist"))
+    return out
+
+
 def emptied_slots(
     moments: Iterable[Moment],
     wanted: Callable[[Moment, Slot], bool],

@@ -156,6 +156,31 @@ def test_a_changed_podgang_gets_git_spec_and_keeps_its_status(tmp_path: Path) ->
         assert live["status"] == status
 
 
+
+def test_an_update_that_conflicts_with_another_writer_still_lands_in_its_wave(tmp_path: Path) -> None:
+    """Argo CD and Flux apply server-side, with no resourceVersion precondition: the agent
+    writing the PodGang's status between the applier's list and its update must not leave the
+    PodGang behind while the pod wave goes on (on the real control plane that let a rollout
+    start from a half-applied revision). The first update is answered 409, as the server
+    answers a stale resourceVersion."""
+    out = tmp_path / "out"
+    render(EXAMPLES, out)
+    server = start_server()
+    try:
+        applier = Applier(server.api_client(), out)
+        applier.sync()
+        path = _file(out, "*-podgang.scheduler.grove.io--llama-disagg-0.yaml")
+        gang = yaml.safe_load(path.read_text())
+        gang["spec"]["podgroups"] = gang["spec"]["podgroups"][:-1]
+        path.write_text(yaml.safe_dump(gang))
+        server.faults.add("update", "podgangs", namespace=NS, name=GANG[3], status=409, message="the object has been modified")
+        assert applier.sync().updated == [GANG]
+        live = Rest(server.api_client()).get(*GANG)
+        assert live is not None and live["spec"]["podgroups"] == gang["spec"]["podgroups"]
+        assert server.faults.pending == []  # the conflict was met, not dodged
+    finally:
+        server.stop()
+
 def _rv(rest: Rest, kind: str, name: str) -> int:
     api_version = "v1" if kind == "Pod" else "scheduler.grove.io/v1alpha1"
     live = rest.get(api_version, kind, NS, name)

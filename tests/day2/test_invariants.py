@@ -12,6 +12,7 @@ from tests.day2.observer import (
     Moment,
     PodView,
     Unit,
+    bound_outside_a_gang,
     disturbed,
     emptied_slots,
     lingering_partial_releases,
@@ -249,3 +250,29 @@ def test_a_bystanders_pod_deleted_or_recreated_is_found() -> None:
     found = [message for _, message in disturbed(h.moments, ["other"])]
     assert [m.split(" was ")[-1].split(" ")[-1] for m in found] == ["terminating", "deleted", "re-created"]
     assert disturbed(h.moments, ["p"]) == []
+
+
+# ------------------------------------------------------------------------ bindings
+
+
+def test_a_pod_bound_while_gated_or_before_its_podgang_is_found() -> None:
+    h = History()
+    (w,) = workers(h, 1)
+    h.set(replace(w, node="n"))  # a scheduler that ignored the gate
+    (problem,) = bound_outside_a_gang(h.moments, gangs())
+    assert "bound while gated" in problem[1]
+    h2 = History()
+    (w2,) = workers(h2, 1)
+    h2.set(replace(w2, gated=False, node=""))
+    h2.set(replace(w2, gated=False, node="n"))
+    (problem,) = bound_outside_a_gang(h2.moments, GangHistory([]))
+    assert "did not exist" in problem[1]
+
+
+def test_a_released_pod_of_an_existing_gang_bound_once_passes() -> None:
+    h = History()
+    (w,) = workers(h, 1)
+    h.set(replace(w, gated=False, node=""))
+    h.set(replace(w, gated=False, node="n"))
+    h.set(running(w))  # still bound: not a second binding
+    assert bound_outside_a_gang(h.moments, gangs()) == []
