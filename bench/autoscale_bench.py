@@ -248,7 +248,11 @@ def run_once(low: int, high: int) -> dict[str, Any]:
             release_s = max(releases) - started
             time.sleep(QUIET)
             cpu = agent.cpu() - cpu_before
-            writes = _agent_writes(writes_before, _writes(env))
+            writes_after = _writes(env)
+            writes = _agent_writes(writes_before, writes_after)
+            # The simulators' own writes in the same window (the kubelet's pod status, the
+            # applier's syncs): the server serves them beside the agent's; the floor has none.
+            simulator_writes = sum((writes_after[1] - writes_before[1]).values())
             writes["patch", "podcliquescalinggroups/scale"] -= 1  # the benchmark's own /scale write
             count = target()
             assert count is not None and count["spec"]["replicas"] == high
@@ -283,6 +287,7 @@ def run_once(low: int, high: int) -> dict[str, Any]:
                 "writes": {f"{verb} {resource}": n for (verb, resource), n in sorted(writes.items()) if n},
                 "status_writes_per_gang": round(status_writes / gangs_new, 3),
                 "api_floor_s": round(floor_s, 3),
+                "simulator_writes_per_pod": round(simulator_writes / pods_new, 3),
                 "release_over_floor": round(release_s / floor_s, 3),
                 "floor_writes": {f"{verb} {resource}": k for (verb, resource), k in sorted(floor_writes.items()) if k},
                 "invariant_problems": len(problems),
