@@ -118,7 +118,7 @@ _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "
 
 def _copy(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` as a client would create it in the floor's namespace (no server fields, no status)."""
-    out = json.loads(json.dumps(obj))
+    out: dict[str, Any] = json.loads(json.dumps(obj))
     out.pop("status", None)
     meta = out["metadata"]
     for key in _SERVER_FIELDS:
