@@ -22,7 +22,14 @@ fresh world:
 3. ``cpu_ms_per_gang``: the agent process's CPU time (user + system, /proc/<pid>/stat) over
    the same window, divided by the new gangs (``high - low``);
 4. one write back to ``low``: ``scale_in_s`` from it to the last new pod deleted (the kubelet
-   removes a deleted pod at once).
+   removes a deleted pod at once);
+5. the API floor of the scale-out (issue 35), side by side in the same run: the same number of
+   bare writes of the same kinds (pod creates, gate patches, PodGang and PodGroup creates,
+   PodGang / scale-target / workload status patches, Events) sent one after the other by one
+   client (the agent's, ``grove_gitops.agent.kube.Kube``) to the same server, on copies of the
+   scale-out's own objects in a namespace no agent watches; ``release_over_floor`` is
+   ``release_s`` over it, and ``status_writes_per_gang`` counts every status write of the
+   scale-out per new gang.
 
 One JSON line on stdout: every run, and the median and worst of each figure.
 """
@@ -44,10 +51,13 @@ import yaml
 from bench.rollout_bench import _agent_process
 
 NS = "bench"
+#: The floor's namespace: the agent (``--namespace bench``) never sees its objects.
+FLOOR_NS = "bench-floor"
 PCS = "autoscaled"
 GROUP = "model"
 TARGET = f"{PCS}-0-{GROUP}"
 PODS_PER_REPLICA = 4
+GATE = "grove.io/podgang-pending-creation"
 WRITE_VERBS = ("create", "update", "patch", "delete")
 #: Seconds the agent gets after the last release for its trailing status writes.
 QUIET = 1.0
@@ -102,6 +112,90 @@ def _agent_writes(before: tuple[Writes, Writes], after: tuple[Writes, Writes]) -
     return +out
 
 
+_SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences",
+                  "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers")
+
+
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as a client would create it in the floor's namespace (no server fields, no status)."""
+    out: dict[str, Any] = json.loads(json.dumps(obj))
+    out.pop("status", None)
+    meta = out["metadata"]
+    for key in _SERVER_FIELDS:
+        meta.pop(key, None)
+    meta["namespace"] = FLOOR_NS
+    if out.get("kind") == "Pod":  # as the agent creates it: gated, not bound
+        out["spec"].pop("nodeName", None)
+        out["spec"]["schedulingGates"] = [{"name": GATE}]
+    return out
+
+
+def api_floor(env: Any, snapshot: dict[str, list[dict[str, Any]]], writes: Writes) -> tuple[float, Writes]:
+    """Seconds for one bare client to send the scale-out's writes, kind by kind, one after the
+    other; and the writes it sent (kinds it cannot replay, such as Lease renewals, are left out).
+
+    ``snapshot``: the scale-out's new pods, PodGangs and PodGroups and its scale target and
+    workload, as stored (untimed reads). The status patches go to copies created untimed."""
+    from grove_gitops.agent.kube import Kube
+
+    kube = Kube(env.server.api_client())
+    kube.raw("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FLOOR_NS}})
+    holders = {k: kube.create(_copy(snapshot[k][0])) for k in ("target", "workload")}  # untimed
+    sent: Writes = Counter()
+    pods = [_copy(p) for p in snapshot["pods"]]
+    gangs = [_copy(g) for g in snapshot["podgangs"]]
+    groups = [_copy(g) for g in snapshot["podgroups"]]
+    status = {"phase": "Pending", "conditions": [{
+        "type": "Initialized", "status": "True", "reason": "PodGangPodsCreated", "message": "PodGang is fully initialized",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+
+    def n(verb: str, resource: str, have: int) -> int:
+        return min(writes[verb, resource], have)
+
+    t0 = time.perf_counter()
+    for pod in pods[:n("create", "pods", len(pods))]:
+        kube.create(pod)
+        sent["create", "pods"] += 1
+    for pod in pods[:n("patch", "pods", len(pods))]:
+        kube.patch_pod_json(FLOOR_NS, pod["metadata"]["name"], [
+            {"op": "test", "path": "/spec/schedulingGates/0/name", "value": GATE},
+            {"op": "remove", "path": "/spec/schedulingGates/0"}])
+        sent["patch", "pods"] += 1
+    for resource, objs in (("podgangs", gangs), ("podgroups", groups)):
+        for obj in objs[:n("create", resource, len(objs))]:
+            kube.create(obj)
+            sent["create", resource] += 1
+    for i in range(n("patch", "podgangs/status", len(gangs) if gangs else 0)):
+        gang = gangs[i % len(gangs)]
+        kube.patch_object(gang["apiVersion"], "PodGang", FLOOR_NS, gang["metadata"]["name"], {"status": status},
+                          subresource="status")
+        sent["patch", "podgangs/status"] += 1
+    for key, resource in (("target", "podcliquescalinggroups/status"), ("workload", "podcliquesets/status")):
+        live = holders[key]
+        for i in range(writes[("patch", resource)]):
+            kube.patch_object(live["apiVersion"], live["kind"], FLOOR_NS, live["metadata"]["name"],
+                              {"status": {"replicas": i}}, subresource="status")
+            sent["patch", resource] += 1
+    for i in range(writes[("create", "events")]):
+        kube.emit_event(FLOOR_NS, holders["target"], "Floor", f"bare write {i}", "Normal")
+        sent["create", "events"] += 1
+    return time.perf_counter() - t0, sent
+
+
+def _snapshot(env: Any, new_pods: set[str], new_gangs: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """The scale-out's own objects as stored, for :func:`api_floor`."""
+    store = env.server.store
+    return {
+        "pods": [p for p in store.list_objects("pods", NS) if p["metadata"]["name"] in new_pods],
+        "podgangs": [g for g in store.list_objects("podgangs.scheduler.grove.io", NS)
+                     if g["metadata"]["name"] in new_gangs],
+        "podgroups": [g for g in store.list_objects("podgroups.scheduling.run.ai", NS)
+                      if g["metadata"]["name"] in new_gangs],
+        "target": [env.server.get_object("podcliquescalinggroups.gitops.grove.io", NS, TARGET)],
+        "workload": [env.server.get_object("podcliquesets.gitops.grove.io", NS, PCS)],
+    }
+
+
 def run_once(low: int, high: int) -> dict[str, Any]:
     from kubernetes.client import CustomObjectsApi
     from kubernetes.client.exceptions import ApiException
@@ -132,6 +226,7 @@ def run_once(low: int, high: int) -> dict[str, Any]:
             writes_before = _writes(env)
             cpu_before = agent.cpu()
             mark = env.observer.mark()
+            gangs_at_low = {o["metadata"]["name"] for o in env.objects_at(env.counts) if o["kind"] == "PodGang"}
             env.set_counts({(0, GROUP): high})
             wanted_gangs = {o["metadata"]["name"] for o in env.objects_at(env.counts) if o["kind"] == "PodGang"}
             started = time.monotonic()
@@ -153,10 +248,16 @@ def run_once(low: int, high: int) -> dict[str, Any]:
             release_s = max(releases) - started
             time.sleep(QUIET)
             cpu = agent.cpu() - cpu_before
-            writes = _agent_writes(writes_before, _writes(env))
+            writes_after = _writes(env)
+            writes = _agent_writes(writes_before, writes_after)
+            # The simulators' own writes in the same window (the kubelet's pod status, the
+            # applier's syncs): the server serves them beside the agent's; the floor has none.
+            simulator_writes = sum((writes_after[1] - writes_before[1]).values())
             writes["patch", "podcliquescalinggroups/scale"] -= 1  # the benchmark's own /scale write
             count = target()
             assert count is not None and count["spec"]["replicas"] == high
+            before_gangs = {n for n in wanted_gangs if n not in gangs_at_low}
+            snapshot = _snapshot(env, new_pods, before_gangs)
 
             mark = env.observer.mark()
             env.set_counts({(0, GROUP): low})
@@ -169,6 +270,8 @@ def run_once(low: int, high: int) -> dict[str, Any]:
             deleted = [m.time for m in env.observer.since(mark) if m.event == "DELETED" and m.pod in new_pods]
             scale_in_s = max(deleted) - started
             problems = env.invariant_problems()
+            floor_s, floor_writes = api_floor(env, snapshot, writes)
+            status_writes = sum(v for (verb, resource), v in writes.items() if resource.endswith("/status"))
             gangs_new = high - low
             pods_new = len(new_pods)
             return {
@@ -182,12 +285,17 @@ def run_once(low: int, high: int) -> dict[str, Any]:
                 "pod_writes_per_pod": round((writes["create", "pods"] + writes["patch", "pods"]) / pods_new, 3),
                 "writes_per_pod": round(sum(writes.values()) / pods_new, 3),
                 "writes": {f"{verb} {resource}": n for (verb, resource), n in sorted(writes.items()) if n},
+                "status_writes_per_gang": round(status_writes / gangs_new, 3),
+                "api_floor_s": round(floor_s, 3),
+                "simulator_writes_per_pod": round(simulator_writes / pods_new, 3),
+                "release_over_floor": round(release_s / floor_s, 3),
+                "floor_writes": {f"{verb} {resource}": k for (verb, resource), k in sorted(floor_writes.items()) if k},
                 "invariant_problems": len(problems),
             }
 
 
 FIGURES = ("release_s", "scale_in_s", "cpu_ms_per_gang", "pod_creates_per_pod", "gate_patches_per_pod",
-           "pod_writes_per_pod", "writes_per_pod")
+           "pod_writes_per_pod", "writes_per_pod", "status_writes_per_gang", "api_floor_s", "release_over_floor")
 
 
 def run(low: int, high: int, repeat: int) -> dict[str, Any]:

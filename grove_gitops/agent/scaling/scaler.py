@@ -8,7 +8,13 @@ Runs beside the day-2 loop in the agent, on the leader only. Per workload (a
 2. reads the live counts and renders the workload's inputs at them (:mod:`.expansion`);
 3. creates, replaces and deletes its own objects (:mod:`.plan`): whole gangs, or nothing
    when a ResourceQuota refuses a pod (condition ``ScaleBlocked`` and a Warning Event);
-4. writes the status of the scale targets and of the workload.
+4. writes the status of the scale targets and of the workload: only when it changed, and while
+   a scale is in flight (counts still moving toward the target's) at most once per
+   ``status_interval`` (issue 35: a 2 -> 50 scale-out wrote a target's status on 14-17
+   passes, one per batch of pods turning Ready; now its start, a refresh every interval and
+   its end). A condition, the selector or ``observedGeneration`` changing, and the settled
+   end, are written at once; a change held back is written by a later pass (every resync
+   runs one).
 
 Bursts of scale writes coalesce by construction: a pass reads the latest count, and an
 intermediate count nobody saw is never materialised. A workload that leaves Git takes its
@@ -52,6 +58,9 @@ WorkloadKey = tuple[str, str]
 BLOCKED_BACKOFF, BLOCKED_BACKOFF_MAX = 2.0, 60.0
 #: Other owned kinds (backend objects, claims) are listed again this often.
 RELIST_SECONDS = 30.0
+#: While a scale is in flight, a target's or the workload's changed counts are written at most
+#: this often (seconds); conditions and the settled end are written at once.
+STATUS_INTERVAL = 5.0
 
 
 @dataclass
@@ -70,13 +79,16 @@ class _Memory:
     pod_states: dict[tuple[str, str], S.PodState] = field(default_factory=dict)
     #: The workload as last read: whose counts size which pods (:meth:`Scaler.wanted`).
     workload: ScaledWorkload | None = None
+    #: When this pass last wrote the status of a target or of the workload (name -> monotonic).
+    status_written: dict[str, float] = field(default_factory=dict)
 
 
 class Scaler:
     def __init__(self, kube: Kube, cache: WatchCache, namespace: str | None, registry: Registry,
                  active: Callable[[], bool] = lambda: True, *, resync: float = 1.0, workers: int = 16,
                  watch_read_timeout: float = 30.0, batch_window: float = 0.05,
-                 limits: ScalingLimits | None = None, guard: ReleaseGuard | None = None) -> None:
+                 limits: ScalingLimits | None = None, guard: ReleaseGuard | None = None,
+                 status_interval: float = STATUS_INTERVAL) -> None:
         self.kube = kube
         self.cache = cache
         self.namespace = namespace
@@ -104,6 +116,7 @@ class Scaler:
         #: After an event, wait this long so one pass takes the whole burst (a scale-out's
         #: hundreds of pod events).
         self.batch_window = batch_window
+        self.status_interval = status_interval
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="scaler-write")
         cache.listeners.append(self.notify)
 
@@ -517,6 +530,7 @@ class Scaler:
         pod_list, gang_list = list(pods.values()), list(gangs.values())
         index = S.SlotIndex.of(pod_list, memory.pod_states)
         now = rfc3339()
+        every_target_settled = True
         for target in workload.targets:
             live = targets.get(target.name)
             if live is None or desired is None:
@@ -534,7 +548,9 @@ class Scaler:
                    "availableReplicas": counted.ready, "selector": target.selector,
                    "observedGeneration": int((live.get("metadata") or {}).get("generation", 0) or 0),
                    "conditions": conditions}
-            if _changed(old, new):
+            settled = counted.replicas == counted.ready == counted.updated == count
+            every_target_settled = every_target_settled and settled
+            if self._due(memory, target.name, old, new, settled):
                 done = self.kube.patch_object(API_VERSION, target.kind, workload.namespace, target.name,
                                               {"status": new}, subresource="status")
                 self.writes += 1
@@ -560,11 +576,25 @@ class Scaler:
                        if isinstance(c, dict) and c.get("type") not in ("Ready", "ScaleBlocked")]
         new = {"observedGeneration": generation, "replicas": replicas, "availableReplicas": counted.ready,
                "updatedReplicas": counted.updated, "conditions": conditions}
-        if _changed(old, new):
+        settled = every_target_settled and counted.ready == counted.updated == replicas
+        if self._due(memory, workload.name, old, new, settled):
             done = self.kube.patch_object(API_VERSION, PCS_KIND, workload.namespace, workload.name,
                                           {"status": new}, subresource="status")
             self.writes += 1
             self.gitops.put(PCS_KIND, done)
+
+    def _due(self, memory: _Memory, name: str, old: Raw, new: Raw, settled: bool) -> bool:
+        """Write this status now? Only when it changed; then at once when something other
+        than the moving counts changed or the scale has settled, else at most once per
+        ``status_interval`` (the pass that writes it is remembered)."""
+        if not _changed(old, new):
+            return False
+        now = time.monotonic()
+        counts_only = not _changed(old, {k: v for k, v in new.items() if k not in _COUNTS})
+        if counts_only and not settled and now - memory.status_written.get(name, -1e9) < self.status_interval:
+            return False
+        memory.status_written[name] = now
+        return True
 
     def _report(self, obj: Raw, memory: _Memory, problem: str) -> None:
         """A record the agent cannot act on: logged, a Warning Event, and ``Ready=False`` with
@@ -675,6 +705,10 @@ def _cached(cache: WatchCache, key: WorkloadKey) -> dict[ObjectKey, Raw]:
     for (ns, name), raw in gangs.items():
         live[(PODGANG_API_VERSION, "PodGang", ns, name)] = raw
     return live
+
+
+#: Status fields that move while a scale is in flight (their refresh is rate-limited).
+_COUNTS = frozenset({"replicas", "readyReplicas", "updatedReplicas", "availableReplicas"})
 
 
 def _changed(old: Raw, new: Raw) -> bool:

@@ -1,0 +1,100 @@
+"""Status writes of a scale-out (issue 35.2): at most one per new gang in all but a handful.
+
+A 2 -> 26 scale-out (24 new gangs of 4 pods, KAI backend) in the day-2 world (fake API server,
+GitOps applier, a kubelet making each released pod Ready after a short delay), the agent in
+process. Every write is counted on the API server by verb and resource, minus the simulators'
+own. Each new PodGang gets one status write (``Initialized``, as Grove writes it: the day-2 loop
+releases an initialized gang pod by pod); the scale target's and the workload's status are
+written only when they changed and, while the scale is in flight, at most once per
+``STATUS_INTERVAL``: their writes do not grow with the gangs or with the passes that see pods
+turn Ready. Before the fix the target's status was written on every pass whose counts moved
+(18-26 times for 48 gangs in ``bench.autoscale_bench``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grove_gitops.agent.scaling.scaler import STATUS_INTERVAL
+from tests.day2.harness import Day2Env
+
+NS = "status-writes"
+PCS = "scaled"
+GROUP = "model"
+TARGET = f"{PCS}-0-{GROUP}"
+LOW, HIGH = 2, 26
+STATUS = ("podgangs/status", "podcliquescalinggroups/status", "podcliquesets/status")
+
+
+def _source(root: Path) -> Path:
+    def clique(name: str, replicas: int) -> dict[str, Any]:
+        return {"name": name, "spec": {
+            "roleName": name, "replicas": replicas, "minAvailable": replicas,
+            "podSpec": {"containers": [{"name": "main", "image": "busybox:1.36",
+                                        "resources": {"requests": {"cpu": "100m"}}}]},
+        }}
+
+    pcs = {
+        "apiVersion": "grove.io/v1alpha1", "kind": "PodCliqueSet",
+        "metadata": {"name": PCS, "namespace": NS, "labels": {"kai.scheduler/queue": "default"}},
+        "spec": {"replicas": 1, "template": {
+            "cliques": [clique("leader", 1), clique("worker", 3)],
+            "podCliqueScalingGroups": [{"name": GROUP, "cliqueNames": ["leader", "worker"], "replicas": LOW,
+                                        "minAvailable": 1, "scaleConfig": {"minReplicas": LOW, "maxReplicas": HIGH}}],
+        }},
+    }
+    opcfg = {"apiVersion": "operator.config.grove.io/v1alpha1", "kind": "OperatorConfiguration",
+             "scheduler": {"defaultProfileName": "kai-scheduler", "profiles": [{"name": "kai-scheduler"}]}}
+    render = {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "RenderConfiguration", "kubernetesVersion": "1.35",
+              "gitops": "argocd"}
+    root.mkdir(parents=True)
+    (root / "workload.yaml").write_text(yaml.safe_dump_all([pcs, opcfg, render], sort_keys=False))
+    return root
+
+
+def _status_writes(env: Day2Env) -> dict[str, int]:
+    return {resource: env.agent_requests("patch", resource) for resource in STATUS}
+
+
+def test_a_scale_out_writes_at_most_one_status_per_new_gang_beside_a_bounded_few(
+        day2: Callable[..., Day2Env], tmp_path: Path) -> None:
+    env = day2(source=_source(tmp_path / "source"), namespace=NS, ready_delay=0.2, sync_interval=1.0,
+               bystander=False)
+    env.primary = PCS
+    env.set_counts({(0, GROUP): LOW})
+
+    def target() -> dict[str, Any] | None:
+        return env.rest.get("gitops.grove.io/v1alpha1", "PodCliqueScalingGroup", NS, TARGET)
+
+    env.wait_until(lambda: target() is not None and env.converged(), timeout=60, what="the first deploy",
+                   interval=0.1)
+    # The first deploy's status settles (its refresh is rate-limited too) before the count starts.
+    env.wait_until(lambda: ((target() or {}).get("status") or {}).get("readyReplicas") == LOW, timeout=30,
+                   what="the target's status at the floor", interval=0.1)
+    before = _status_writes(env)
+    env.set_counts({(0, GROUP): HIGH})
+    started = time.monotonic()
+    env.rest.request("PATCH", f"/apis/gitops.grove.io/v1alpha1/namespaces/{NS}/podcliquescalinggroups/{TARGET}/scale",
+                     {"spec": {"replicas": HIGH}}, content_type="application/merge-patch+json")
+    env.wait_until(lambda: env.converged(), timeout=120, what=f"count {HIGH} Ready", interval=0.2)
+    env.wait_until(lambda: ((target() or {}).get("status") or {}).get("readyReplicas") == HIGH, timeout=30,
+                   what="the target's status at the new count", interval=0.1)
+    time.sleep(1.0)  # any trailing status write lands
+    elapsed = time.monotonic() - started
+    after = _status_writes(env)
+    writes = {resource: after[resource] - before[resource] for resource in STATUS}
+    gangs = HIGH - LOW
+
+    assert writes["podgangs/status"] <= gangs, writes  # Initialized, once per new gang
+    # Per object: the first change, a refresh per interval while in flight, the settled end.
+    bound = 2 + math.ceil(elapsed / STATUS_INTERVAL)
+    assert writes["podcliquescalinggroups/status"] <= bound, (writes, elapsed)
+    assert writes["podcliquesets/status"] <= bound, (writes, elapsed)
+    status = (target() or {}).get("status") or {}
+    assert status.get("replicas") == status.get("readyReplicas") == HIGH, status
