@@ -146,7 +146,8 @@ def plan_source_tree(
     found: list[str] = []
     unfit: dict[tuple[str, str], str] = {}
     if feasibility and loaded.has_inventory:
-        from grove_gitops.feasibility.check import apply_mode, check_plan, unfit_gangs
+        from grove_gitops.feasibility.check import apply_mode, unfit_gangs
+        from grove_gitops.feasibility.planned import check_plan
 
         # The placement needs every PodCliqueSet expanded: a cache hit carries only bytes.
         full = plan if all(item.pcs is not None for item in plan.items) else plan_loaded(loaded)
