@@ -232,9 +232,10 @@ def test_fleet_is_a_client_of_the_pipeline() -> None:
 
 
 def test_every_module_says_what_it_owns() -> None:
+    # An opening docstring of at least a sentence; what it says is the reviewer's to judge.
     missing = [
         name
         for name, path in _modules().items()
-        if not ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+        if len(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "") < 40
     ]
     assert missing == []
