@@ -31,7 +31,8 @@ import yaml
 
 from bench.generate import generate
 from grove_gitops.cache import RenderCache
-from grove_gitops.fleet.output import Outcome, render_source_tree
+from grove_gitops.pipeline import Outcome
+from grove_gitops.sourcetree import render_source_tree
 
 CHANGED = "workloads/ns-00/w00000.yaml"
 

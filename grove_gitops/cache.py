@@ -9,6 +9,10 @@ of it, and a large repository with one changed workload re-expands and re-serial
 that workload. Parsed YAML is cached by file content too. Entries not used by the latest
 render are dropped, so memory follows the repository, not its history; on disk they stay
 until the size bound evicts them.
+
+Owns the in-memory cache (:class:`RenderCache`) and the cache key (:func:`digest`); the entry
+types are in :mod:`grove_gitops.cacheentry`, below both this module and the store on disk
+(re-exported here: the store is the lower room, so it never imports this one).
 """
 
 from __future__ import annotations
@@ -17,48 +21,13 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from grove_gitops.cacheentry import CachedShard as CachedShard  # re-exported
+from grove_gitops.cacheentry import ShardMeta as ShardMeta
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.yamlio import Document
 
 if TYPE_CHECKING:
     from grove_gitops.cachestore import ShardStore
-
-
-@dataclass(frozen=True)
-class ShardMeta:
-    """What planning and the summaries need of a rendered PodCliqueSet, without its files:
-    a fresh ``diff`` learns from it that a PodCliqueSet is cached on both sides and never
-    reads its files (:meth:`RenderCache.peek_shard`)."""
-
-    key: tuple[str, str]  # (namespace, name)
-    source_file: str
-    kind_counts: dict[str, int]
-    gangs: list[tuple[str, str, str]]  # (PodGang, scheduler, podgroups)
-    warnings: list[str]
-    pods: int = 0  # counted against maxPodsPerRender on a cache hit too
-    update_strategy: str = "RollingRecreate"  # defaulted spec.updateStrategy.type (``plan``)
-    #: The shard directory's kustomization.yaml (a fresh process would serialise ~1,000 of them).
-    kustomization: bytes = b""
-
-    @property
-    def objects_per_shard(self) -> dict[str, int]:
-        """Output shard -> how many objects (files) of this PodCliqueSet it holds."""
-        out: dict[str, int] = {}
-        for key, n in self.kind_counts.items():
-            shard = key.partition("\0")[0]
-            out[shard] = out.get(shard, 0) + n
-        return out
-
-
-@dataclass(frozen=True)
-class CachedShard(ShardMeta):
-    """One PodCliqueSet's rendered files and what the summaries need."""
-
-    files: dict[str, bytes] = field(default_factory=dict)  # path relative to the output root -> bytes
-    #: path -> the object each file serialises, for a shard just rendered with
-    #: ``keep_objects`` (``diff``: parsing the bytes back would give the same, slower; the
-    #: emitter's round-trip property tests hold it to that). Never stored on disk.
-    objects: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

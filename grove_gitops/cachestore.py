@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from grove_gitops import __version__
-from grove_gitops.cache import CachedShard, ShardMeta
+from grove_gitops.cacheentry import CachedShard, ShardMeta
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.yamlio import Document
 

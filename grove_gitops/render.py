@@ -1,8 +1,12 @@
-"""The pipeline in one place: load → validate → expand → backend → (write, in ``output``).
+"""Validation of one cluster's loaded source into a :class:`RenderPlan`, and the expansion of each
+of its PodCliqueSets (with its scheduler backend) into objects.
 
-:func:`render_source` is a pure function of the source tree: no cluster, no clock, no
-randomness. It either returns every object plus warnings, or raises
-:class:`InvalidInputError` carrying every problem of every file.
+Owns steps 2 and 4 of :mod:`grove_gitops.pipeline` (which runs the steps in order, writing in
+``output``): :func:`plan_loaded` validates every document and plans, :meth:`RenderPlan.expand`
+expands one PodCliqueSet. :func:`render_source` is the whole render in memory, for tests and
+tools: a pure function of the source tree (no cluster, no clock, no randomness) that either
+returns every object plus warnings, or raises :class:`InvalidInputError` carrying every problem
+of every file.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.cli.mdreport import problems_markdown
 from grove_gitops.cli.report import fail
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.problems import WarningSink, json_document, locate_warnings
+from grove_gitops.sourcetree import render_source_tree
 
 
 def check(

@@ -48,7 +48,7 @@ from grove_gitops.diff.report import Report, build_report
 from grove_gitops.diff.text import render_text
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.fleet.diff import changes_per_cluster
+from grove_gitops.plan.clusters import changes_per_cluster
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document, locate_warnings
 
 _KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")

@@ -26,7 +26,7 @@ from grove_gitops.cli.options import cache_options, output_file_option, output_o
 from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
 from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.fleet.diff import build_fleet_plan
+from grove_gitops.plan.clusters import build_fleet_plan
 from grove_gitops.plan.formats import plan_dict, plan_markdown, render_text
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document, locate_warnings
 

@@ -15,8 +15,8 @@ from grove_gitops.diff.errors import DiffError, SideInvalidError
 from grove_gitops.diff.report import Report, Side
 from grove_gitops.diff.sides import PlannedSource, extracted_refs, pair_sources, plan_side, side_from_rendered
 from grove_gitops.diff.split import Block
-from grove_gitops.fleet.diff import build_fleet_plan
 from grove_gitops.load.memory import MemorySource
+from grove_gitops.plan.clusters import build_fleet_plan
 from grove_gitops.plan.formats import markdown_blocks, plan_dict, render_text, unavailable_block
 from grove_gitops.plan.model import PlanError
 

@@ -23,9 +23,10 @@ from grove_gitops.diff.gitrefs import Extracted, extract, open_repo
 from grove_gitops.diff.model import ParseMemo, is_object_file, load_objects, read_tree
 from grove_gitops.diff.report import Side
 from grove_gitops.errors import InvalidInputError
-from grove_gitops.fleet.output import Outcome, SourcePlan, build_source_tree, plan_source_tree
 from grove_gitops.load.memory import MemorySource
+from grove_gitops.pipeline import Outcome
 from grove_gitops.render import RenderPlan
+from grove_gitops.sourcetree import SourcePlan, build_source_tree, plan_source_tree
 
 
 @dataclass

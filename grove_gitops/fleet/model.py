@@ -26,13 +26,13 @@ from grove_gitops.api.gitopswiring import (  # noqa: F401  (re-exported: the fle
     wiring_problems,
 )
 from grove_gitops.errors import InputProblem
-from grove_gitops.fleet.refs import (  # noqa: F401  (MAX_PATH re-exported)
+from grove_gitops.problems import cap_document, document_name
+from grove_gitops.validation.externalrefs import (  # noqa: F401  (MAX_PATH re-exported)
     MAX_PATH,
     image_registry_problems,
     path_problems,
     shown,
 )
-from grove_gitops.problems import cap_document, document_name
 from grove_gitops.validation.fielderrors import from_pydantic
 from grove_gitops.validation.k8snames import dns1123_label_problems
 

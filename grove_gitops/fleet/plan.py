@@ -1,6 +1,6 @@
 """One virtual source tree per Cluster, planned with the single-cluster pipeline.
 
-A fleet is a layer above :func:`grove_gitops.render.plan_loaded`: for each Cluster this module
+A fleet is a layer above :func:`grove_gitops.pipeline.validate`: for each Cluster this module
 builds the :class:`SourceSet` a single-cluster repository would have held (that cluster's
 OperatorConfiguration, RenderConfiguration and ClusterTopologyBindings, the PodCliqueSets it
 selects with its overrides applied, the pass-through objects of its paths) and plans it. So
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from grove_gitops import pipeline
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
@@ -26,10 +27,10 @@ from grove_gitops.backendapi import available_backends
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.fleet.model import Cluster, ConfigRef, parse_cluster
-from grove_gitops.fleet.refs import image_reference_problems, is_registry_host, shown
 from grove_gitops.load.patterns import gitignore_spec
 from grove_gitops.load.source import Sourced, SourceSet
-from grove_gitops.render import RenderPlan, plan_loaded
+from grove_gitops.render import RenderPlan
+from grove_gitops.validation.externalrefs import image_reference_problems, is_registry_host, shown
 
 
 @dataclass
@@ -364,7 +365,7 @@ def plan_fleet(source: SourceSet, cache: RenderCache | None = None) -> FleetPlan
             problems += _suffixed(p, cluster.name)
             continue
         try:
-            plan = plan_loaded(virtual, cache)
+            plan = pipeline.validate(virtual, cache)
         except InvalidInputError as exc:
             problems += _suffixed(exc.problems, cluster.name)
             continue

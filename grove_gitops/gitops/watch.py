@@ -19,9 +19,9 @@ import watchfiles
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import GroveGitopsError, InvalidInputError
-from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.output.writer import write_tree
 from grove_gitops.problems import WarningSink
+from grove_gitops.sourcetree import render_source_tree
 
 
 def timestamped(echo: Callable[[str], None]) -> Callable[[str], None]:

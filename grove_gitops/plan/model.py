@@ -12,13 +12,13 @@ from typing import Literal
 
 from grove_gitops.agent.order import Step
 from grove_gitops.diff.autoscaling import Bounds
-from grove_gitops.errors import GroveGitopsError
 from grove_gitops.plan.risk import Outage, Role, StepRisk
 from grove_gitops.plan.stranded import Stranded
+from grove_gitops.plan.terms import ON_DELETE as ON_DELETE
+from grove_gitops.plan.terms import ROLLING_RECREATE as ROLLING_RECREATE
+from grove_gitops.plan.terms import PlanError as PlanError
 from grove_gitops.plan.timing import StepTime, TotalTime, total_time
 
-ROLLING_RECREATE = "RollingRecreate"
-ON_DELETE = "OnDelete"
 Change = Literal["modified", "added", "removed"]
 
 
@@ -28,10 +28,6 @@ def round_sizes(steps: Sequence[Step], rounds: Sequence[int]) -> dict[int, int]:
     for step, number in zip(steps, rounds, strict=True):
         out[number] = out.get(number, 0) + len(step.hostnames)
     return out
-
-
-class PlanError(GroveGitopsError):
-    """A rendered input the plan cannot read (e.g. a malformed ``gitops.grove.io/day2``)."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from grove_gitops.diff.autoscaling import Bounds, targets_of
 from grove_gitops.diff.model import ObjectKey, TreeObject
 from grove_gitops.diff.renderinputs import is_workload_object
 from grove_gitops.diff.report import Side
-from grove_gitops.plan.model import ROLLING_RECREATE, PlanError
+from grove_gitops.plan.terms import ROLLING_RECREATE, PlanError
 
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
 

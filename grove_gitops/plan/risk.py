@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 
 from grove_gitops.agent.order import Step
 
-if TYPE_CHECKING:  # pods imports the model, which imports this module
+if TYPE_CHECKING:  # only types: pods -> terms, so no circle either way
     from grove_gitops.diff.autoscaling import Bounds
     from grove_gitops.plan.pods import RenderedPod
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pods imports the model, which imports this module
+if TYPE_CHECKING:  # only types: pods -> terms, so no circle either way
     from grove_gitops.plan.pods import Workload
 
 PODGANG_LABEL = "grove.io/podgang"

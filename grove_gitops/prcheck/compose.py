@@ -47,7 +47,7 @@ from grove_gitops.diff.report import Report, build_report
 from grove_gitops.diff.split import Block
 from grove_gitops.diff.text import render_text
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.fleet.diff import build_fleet_plan
+from grove_gitops.plan.clusters import build_fleet_plan
 from grove_gitops.plan.formats import markdown_blocks as plan_markdown_blocks
 from grove_gitops.plan.formats import outage_blocks, stranded_blocks, unavailable_block
 from grove_gitops.plan.model import PlanError

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
-from grove_gitops.fleet.output import render_source_tree
+from grove_gitops.sourcetree import render_source_tree
 
 from .helpers import PROJECT
 

@@ -110,7 +110,7 @@ def _object_files(base: Path, head: Path, changed: bool) -> set[tuple[str, bytes
     """The object files (base's and head's: a file equal on both counts once) of the shards
     that differ, or of those that do not."""
     from grove_gitops.diff.sides import shard_files
-    from grove_gitops.fleet.output import render_source_tree
+    from grove_gitops.sourcetree import render_source_tree
 
     b = shard_files(render_source_tree(base).tree.files)
     h = shard_files(render_source_tree(head).tree.files)

@@ -15,10 +15,10 @@ from grove_gitops.cli import main
 from grove_gitops.diff.report import build_report
 from grove_gitops.diff.sides import side_from_source
 from grove_gitops.errors import InvalidInputError
-from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.fleet.plan import rewrite_image
 from grove_gitops.output.writer import render_to
 from grove_gitops.render import plan_source
+from grove_gitops.sourcetree import render_source_tree
 from tests.support import PROJECT
 
 FLEET = PROJECT / "examples-fleet"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import git
 
-from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.gitops import hydrator, trailers
 from grove_gitops.gitops.controller import Controller
+from grove_gitops.sourcetree import render_source_tree
 from tests.gitops.test_controller import Remote, config
 from tests.support import PROJECT
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from grove_gitops.fleet.output import render_source_tree
 from grove_gitops.fleet.wiring import shard_name
+from grove_gitops.sourcetree import render_source_tree
 from tests.schemas import CRDRegistry
 from tests.support import CRDS, PROJECT
 

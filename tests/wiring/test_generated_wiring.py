@@ -222,7 +222,7 @@ _TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | st.sampled
 
 @pytest.fixture(scope="module")
 def example_tree() -> Any:
-    from grove_gitops.fleet.output import render_source_tree
+    from grove_gitops.sourcetree import render_source_tree
 
     return render_source_tree(EXAMPLES).tree
 

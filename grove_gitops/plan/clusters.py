@@ -1,4 +1,9 @@
-"""``diff`` and ``plan`` of a fleet: changes grouped per cluster (their shard paths start with it)."""
+"""``diff`` and ``plan`` of a rendered fleet: changes and plans grouped per cluster.
+
+Owns the per-cluster grouping of two diff sides (a fleet's shard paths start with the cluster's
+name). It reads rendered trees only, never the fleet's source model, so it sits with the plan and
+``diff``, ``plan`` and ``pr-check`` use it without reaching into ``grove_gitops.fleet``.
+"""
 
 from __future__ import annotations
 
