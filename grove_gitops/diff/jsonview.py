@@ -26,8 +26,8 @@ from grove_gitops.diff.model import ChangeType, TreeObject
 from grove_gitops.diff.report import Report
 from grove_gitops.diff.semantic import Counts, FieldChange, ShardSummary, display_name
 from grove_gitops.diff.unified import POD_NOISE_PATHS, ObjectDiff
-from grove_gitops.diff.views import RECREATED, is_pcs_shard
-from grove_gitops.output.gitopsmeta import recreated_on_sync
+from grove_gitops.diff.views import is_pcs_shard
+from grove_gitops.output.gitopsmeta import RECREATED, recreated_on_sync
 from grove_gitops.render import CLUSTER_SHARD
 
 #: Gang names per ``podGangs`` list (a shard may hold hundreds).

@@ -23,7 +23,7 @@ from grove_gitops.diff.autoscaling import (
 from grove_gitops.diff.model import Change, ChangeType
 from grove_gitops.diff.semantic import Category, Counts, ShardSummary, display_name
 from grove_gitops.expand.scaling import PCLQ_KIND
-from grove_gitops.output.gitopsmeta import recreated_on_sync
+from grove_gitops.output.gitopsmeta import RECREATED, recreated_on_sync
 from grove_gitops.render import CLUSTER_SHARD
 
 Wrap = Callable[[str], str]
@@ -33,7 +33,6 @@ MAX_NAMES = 10
 MAX_PATHS = 4
 
 #: How a modified object the render marks for re-creation on sync is applied (issue 32.3).
-RECREATED = "replaced: immutable field"
 
 SYMBOL = {
     ChangeType.ADDED: "+",

@@ -135,6 +135,10 @@ def annotate(obj: dict[str, Any], wave: int, flavour: str) -> None:
         meta["annotations"] = annotations
 
 
+#: How diff and plan name a change Argo CD / Flux apply by deleting and re-creating the object.
+RECREATED = "replaced: immutable field"
+
+
 def recreated_on_sync(obj: dict[str, Any]) -> bool:
     """Whether Argo CD or Flux deletes and re-creates ``obj`` on a change (:data:`RECREATE_ON_SYNC`)."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from grove_gitops.agent.order import ReplicaRank, Step, order_replicas, steps_for_replica
 from grove_gitops.diff.report import Side
+from grove_gitops.output.gitopsmeta import recreated_on_sync
 from grove_gitops.plan.groveorder import grove_steps
 from grove_gitops.plan.model import ON_DELETE, Plan, PodCliqueSetPlan
 from grove_gitops.plan.pods import RenderedPod, Workload, WorkloadKey, natural, strategy, workloads
@@ -166,4 +167,16 @@ def build_plan(base: Side, head: Side) -> Plan:
                     order="grove" if review else "agent",
                 )
             )
-    return Plan(tuple(out), review)
+    return Plan(tuple(out), review, recreated_on_sync_between(base, head))
+
+
+def recreated_on_sync_between(base: Side, head: Side) -> tuple[tuple[str, str, str], ...]:
+    """Objects on both sides that changed and that Argo CD / Flux replace rather than update
+    (``Force=true,Replace=true`` / ``force: enabled``): the reviewer sees a delete and a create,
+    not a modification (issue 32.3)."""
+    found: set[tuple[str, str, str]] = set()
+    for key, after in head.objects.items():
+        before = base.objects.get(key)
+        if before is not None and before.obj != after.obj and recreated_on_sync(after.obj):
+            found.add((key.kind, key.namespace, key.name))
+    return tuple(sorted(found))

@@ -15,6 +15,7 @@ from grove_gitops.diff.autoscaling import agent_owned, git_owned
 from grove_gitops.diff.markdown import code
 from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.split import Block, shrink_lines
+from grove_gitops.output.gitopsmeta import RECREATED
 from grove_gitops.plan.groveorder import GROVE_BOUND
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 from grove_gitops.plan.risk import KIND_WORDS, RoleCapacity
@@ -222,6 +223,10 @@ def render_text(plan: Plan, base_label: str, head_label: str) -> str:
     for p in plan.podcliquesets:
         lines += _pcs_text(p)
         lines.append("")
+    if plan.recreated:
+        lines += [f"{RECREATED}: Argo CD / Flux delete and re-create these on sync (not an update in place):"]
+        lines += [f"  {_object_name(o)}" for o in plan.recreated]
+        lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -308,6 +313,15 @@ def pcs_dict(p: PodCliqueSetPlan) -> dict[str, Any]:
     }
 
 
+def _object_name(ref: tuple[str, str, str]) -> str:
+    kind, namespace, name = ref
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def recreated_json(plan: Plan) -> list[dict[str, str]]:
+    return [{"kind": k, "namespace": ns, "name": n, "note": RECREATED} for k, ns, n in plan.recreated]
+
+
 def render_json(plan: Plan) -> str:
     return json.dumps(plan_dict(plan), indent=2)
 
@@ -318,6 +332,8 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
     out: dict[str, Any] = {"podcliquesets": [pcs_dict(p) for p in plan.podcliquesets]}
     if plan.review:  # review-only mode: Grove's operator rolls out, no agent is expected
         out["mode"] = "review"
+    if plan.recreated:  # replaced on sync, not updated (an immutable field)
+        out["recreatedOnSync"] = recreated_json(plan)
     return out
 
 
@@ -453,9 +469,13 @@ def plan_markdown(plan: Plan, base_label: str, head_label: str) -> str:
     ``diff``'s PR comment, under a title naming both sides, whole (no part limit)."""
     title = f"## grove-gitops rollout plan: base {md_text(base_label)} → head {md_text(head_label)}\n\n"
     blocks = [*outage_blocks(plan), *stranded_blocks(plan), *markdown_blocks(plan)]
+    tail = ""
+    if plan.recreated:
+        tail = (f"\n**{RECREATED}**: Argo CD / Flux delete and re-create these on sync (not an update in place): "
+                + ", ".join(code(_object_name(o)) for o in plan.recreated) + "\n")
     if not blocks:
-        return title + "No PodCliqueSet changes: nothing to roll out.\n"
-    return (title + "".join(b.text for b in blocks)).rstrip("\n") + "\n"
+        return title + "No PodCliqueSet changes: nothing to roll out.\n" + tail
+    return (title + "".join(b.text for b in blocks)).rstrip("\n") + "\n" + tail
 
 
 OUTAGE_HEADING = "### 🛑 Rollout outage"

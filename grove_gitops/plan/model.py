@@ -123,6 +123,9 @@ class Plan:
     podcliquesets: tuple[PodCliqueSetPlan, ...] = ()
     #: HEAD is in review mode: Grove's operator rolls it out, no agent is expected.
     review: bool = False
+    #: Objects changed in a field the API server will not update in place (KAI's Topology
+    #: levels), which Argo CD / Flux therefore delete and re-create on sync: (kind, namespace, name).
+    recreated: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def steps(self) -> int:

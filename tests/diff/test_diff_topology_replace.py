@@ -78,3 +78,29 @@ def test_the_json_output_says_the_topology_is_recreated(tmp_path: Path) -> None:
     topology = next(o for o in objects if o["kind"] == "Topology" and o["name"] == "gpu-fabric")
     assert (topology["change"], topology.get("recreatedOnSync"), topology.get("note")) == ("modified", True, REPLACED)
     assert not any(o.get("recreatedOnSync") for o in objects if o is not topology)
+
+
+def _plan(args: list[str]) -> str:
+    from click.testing import CliRunner
+
+    from grove_gitops.cli.main import main
+
+    result = CliRunner().invoke(main, ["plan", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_plan_says_the_topology_is_replaced_in_every_format(tmp_path: Path) -> None:
+    """``plan`` too: its JSON names the Topology under ``recreatedOnSync`` with the note (and
+    validates against the schema); text and Markdown say it beside the (unchanged) rollout."""
+    base = _examples(tmp_path, "base", relabel_rack=False)
+    head = _examples(tmp_path, "head", relabel_rack=True)
+    document = json.loads(_plan([str(base), str(head), "--output", "json"]))
+    jsonschema.validate(document, json.loads((PROJECT / "docs" / "schemas" / "plan-output.schema.json").read_text()))
+    assert document["recreatedOnSync"] == [{"kind": "Topology", "namespace": "", "name": "gpu-fabric", "note": REPLACED}]
+    text = _plan([str(base), str(head)])
+    assert f"{REPLACED}: Argo CD / Flux delete and re-create these on sync" in text and "  Topology gpu-fabric" in text
+    markdown = _plan([str(base), str(head), "--output", "markdown"])
+    assert f"**{REPLACED}**" in markdown and "`Topology gpu-fabric`" in markdown
+    unchanged = json.loads(_plan([str(base), str(base), "--output", "json"]))
+    assert "recreatedOnSync" not in unchanged
