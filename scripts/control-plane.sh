@@ -2,11 +2,11 @@
 # A real Kubernetes control plane on loopback, for the tests (tests/controlplane/) and for trying the
 # agent locally: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from Kubernetes'
 # own Go modules at the release pinned in tests/controlplane/go.mod, plus simulated nodes: KWOK
-# (sigs.k8s.io/kwok, pinned in tests/controlplane/kwok/go.mod, stages in kwok/stages.yaml) plays the
-# kubelets of the nodes tests/controlplane/nodesim.py registers. Why real: the project's fake API server accepted Events and
-# owner references a real server refuses (issue 32).
+# (sigs.k8s.io/kwok, pinned in tests/controlplane/kwok/go.mod, stages in kwok/stages.yaml) plays
+# the kubelets of the nodes tests/controlplane/nodesim.py registers. Why real: the project's fake
+# API server accepted Events and owner references a real server refuses (issue 32).
 #
-#   bash scripts/control-plane.sh build            # build (or find) the binary; prints its path
+#   bash scripts/control-plane.sh build            # build (or find) the binaries (kube, kwok); prints kube's path
 #   bash scripts/control-plane.sh up DIR [--nodes N]   # start; DIR/kubeconfig is the admin's; N nodes
 #                                                  # of examples/cluster/node-inventory.yaml (default all 22)
 #   bash scripts/control-plane.sh down DIR         # stop everything started in DIR
