@@ -35,7 +35,7 @@ build_flags() {
 }
 
 binary_path() {
-  command -v go >/dev/null || die "Go is not installed (the test control plane is built from Kubernetes' Go modules; install Go >= 1.25)"
+  command -v go >/dev/null || die "Go is not installed (the test control plane is built from Kubernetes' Go modules; install Go >= 1.26)"
   local key
   key=$( (cat "$MOD/go.mod" "$MOD/go.sum" "$MOD/main.go"; build_flags; go version) | sha256sum | cut -c1-16)
   echo "${GROVE_GITOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/grove-gitops}/controlplane/$key/kube"
