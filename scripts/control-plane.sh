@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane on loopback, for the tests (tests/controlplane/) and for trying the
 # agent locally: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from Kubernetes'
-# own Go modules at the release pinned in tests/controlplane/go.mod, plus simulated nodes
-# (tests/controlplane/nodesim.py). Why real: the project's fake API server accepted Events and
-# owner references a real server refuses (issue 32).
+# own Go modules at the release pinned in tests/controlplane/go.mod, plus simulated nodes: KWOK
+# (sigs.k8s.io/kwok, pinned in tests/controlplane/kwok/go.mod, stages in kwok/stages.yaml) plays
+# the kubelets of the nodes tests/controlplane/nodesim.py registers. Why real: the project's fake
+# API server accepted Events and owner references a real server refuses (issue 32).
 #
-#   bash scripts/control-plane.sh build            # build (or find) the binary; prints its path
+#   bash scripts/control-plane.sh build            # build (or find) the binaries (kube, kwok); prints kube's path
 #   bash scripts/control-plane.sh up DIR [--nodes N]   # start; DIR/kubeconfig is the admin's; N nodes
 #                                                  # of examples/cluster/node-inventory.yaml (default all 22)
 #   bash scripts/control-plane.sh down DIR         # stop everything started in DIR
 #
 # The binary is cached outside the repository, keyed by go.mod, go.sum, main.go, the build flags and
 # the Go version: ${GROVE_GITOPS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/grove-gitops}/controlplane/<key>/kube.
-# The first build downloads the modules and compiles Kubernetes (15-30 min on 2 cores).
+# The first build downloads the modules and compiles Kubernetes (15-30 min on 2 cores). KWOK is a
+# module of its own (its k8s.io/* v0.36 would lift the pinned build's dependencies), cached the same
+# way under .../controlplane/kwok-<key>/kwok (a few minutes more the first time).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MOD="$ROOT/tests/controlplane"
+KWOK_MOD="$MOD/kwok"
 PY="${PYTHON_FOR_NODESIM:-$ROOT/.venv/bin/python}"
 
 die() { echo "control-plane: $*" >&2; exit 1; }
@@ -31,13 +35,41 @@ build_flags() {
 }
 
 binary_path() {
-  command -v go >/dev/null || die "Go is not installed (the test control plane is built from Kubernetes' Go modules; install Go >= 1.25)"
+  command -v go >/dev/null || die "Go is not installed (the test control plane is built from Kubernetes' Go modules; install Go >= 1.26)"
   local key
   key=$( (cat "$MOD/go.mod" "$MOD/go.sum" "$MOD/main.go"; build_flags; go version) | sha256sum | cut -c1-16)
   echo "${GROVE_GITOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/grove-gitops}/controlplane/$key/kube"
 }
 
+kwok_path() {
+  local key
+  key=$( (cat "$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum"; go version) | sha256sum | cut -c1-16)
+  echo "${GROVE_GITOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/grove-gitops}/controlplane/kwok-$key/kwok"
+}
+
+# build_kwok: the kwok binary (the Go tool of tests/controlplane/kwok/go.mod); prints its path.
+build_kwok() {
+  local bin; bin=$(kwok_path)
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  mkdir -p "$(dirname "$bin")"
+  exec 8>"$(dirname "$bin")/.lock"
+  flock 8
+  if [ ! -x "$bin" ]; then
+    echo "control-plane: building KWOK into $bin (first time: a few minutes)" >&2
+    local start=$SECONDS
+    if ! (cd "$KWOK_MOD" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags="-s -w" -o "$bin.tmp" sigs.k8s.io/kwok/cmd/kwok >&2); then
+      rm -f "$bin.tmp"
+      die "building KWOK failed (see the Go errors above; the module proxy must be reachable on a fresh machine)"
+    fi
+    mv "$bin.tmp" "$bin"
+    echo "control-plane: KWOK built in $((SECONDS - start)) s" >&2
+  fi
+  exec 8>&-
+  echo "$bin"
+}
+
 cmd_build() {
+  build_kwok >/dev/null
   local bin; bin=$(binary_path)
   if [ -x "$bin" ]; then echo "$bin"; return; fi
   mkdir -p "$(dirname "$bin")"
@@ -126,10 +158,10 @@ cmd_up() {
   done
   [ -z "$nodes" ] || { [[ $nodes =~ ^[0-9]{1,3}$ ]] && [ "$nodes" -ge 1 ] && [ "$nodes" -le 200 ]; } \
     || die "--nodes must be 1..200, got '$nodes'"
-  cd "$ROOT"  # the node simulator is the module tests.controlplane.nodesim
-  [ -x "$PY" ] || die "$PY missing: run bash scripts/setup.sh first (the node simulator is Python)"
+  cd "$ROOT"  # the node registrar is the module tests.controlplane.nodesim
+  [ -x "$PY" ] || die "$PY missing: run bash scripts/setup.sh first (the node registrar is Python)"
   command -v openssl >/dev/null || die "openssl is needed for the certificates"
-  local bin; bin=$(cmd_build)
+  local bin kwok; bin=$(cmd_build); kwok=$(build_kwok)
   [ ! -e "$DIR/pids" ] || [ -z "$(ls -A "$DIR/pids")" ] || die "$DIR already has a running control plane (down it first)"
   PKI="$DIR/pki"; mkdir -p "$PKI" "$DIR/logs" "$DIR/pids" && mkdir -p -m 700 "$DIR/etcd"
   local t0=$SECONDS
@@ -155,8 +187,9 @@ cmd_up() {
     --initial-cluster "default=http://127.0.0.1:$etcd_peer" --unsafe-no-fsync --log-level warn
   wait_for etcd 60 curl -sf "http://127.0.0.1:$etcd_port/health"
 
-  # The Workload API (scheduling.k8s.io/v1alpha1 on 1.35) and the scheduler's gang plugin are alpha.
-  local gates="GenericWorkload=true,GangScheduling=true"
+  # The Workload API (scheduling.k8s.io/v1alpha1 on 1.35) and the scheduler's gang plugin are alpha;
+  # MutatingAdmissionPolicy (beta, off by default) marks the pods of handed-off namespaces for KWOK.
+  local gates="GenericWorkload=true,GangScheduling=true,MutatingAdmissionPolicy=true"
   start kube-apiserver "$bin" kube-apiserver \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
@@ -167,7 +200,7 @@ cmd_up() {
     --service-cluster-ip-range 10.0.0.0/24 \
     --authorization-mode Node,RBAC \
     --enable-admission-plugins OwnerReferencesPermissionEnforcement,PodSecurity \
-    --feature-gates "$gates" --runtime-config scheduling.k8s.io/v1alpha1=true \
+    --feature-gates "$gates" --runtime-config scheduling.k8s.io/v1alpha1=true,admissionregistration.k8s.io/v1beta1=true \
     --allow-privileged=true --profiling=false
   wait_for kube-apiserver 120 curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
     "https://127.0.0.1:$API_PORT/readyz"
@@ -188,7 +221,13 @@ cmd_up() {
     --authorization-kubeconfig "$DIR/scheduler.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false \
     --feature-gates "$gates" --profiling=false
-  start nodesim "$PY" -m tests.controlplane.nodesim --kubeconfig "$DIR/kubeconfig" ${nodes:+--nodes "$nodes"}
+  # KWOK plays the kubelets of the nodes annotated for it; nodesim registers them (and the hand-off
+  # policy) once and exits.
+  start kwok "$kwok" --kubeconfig "$DIR/kubeconfig" --config "$KWOK_MOD/stages.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds 40 --cidr 10.244.0.0/16 --node-ip 127.0.0.1 -v WARN
+  "$PY" -m tests.controlplane.nodesim --kubeconfig "$DIR/kubeconfig" ${nodes:+--nodes "$nodes"} \
+    >"$DIR/logs/nodesim.log" 2>&1 || { tail -n 30 "$DIR/logs/nodesim.log" >&2; cmd_down; die "registering the nodes failed"; }
   wait_for "${nodes:-all} nodes Ready" 120 "$PY" -m tests.controlplane.nodesim --kubeconfig "$DIR/kubeconfig" \
     ${nodes:+--nodes "$nodes"} --check-ready
   # The components answer on their own /healthz once started.
@@ -201,7 +240,7 @@ cmd_down() {
   [ -d "$DIR/pids" ] || return 0
   local f pid
   # Reverse start order: nodes and scheduler first, etcd last.
-  for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     f="$DIR/pids/$name.pid"
     [ -f "$f" ] || continue
     pid=$(cat "$f")
