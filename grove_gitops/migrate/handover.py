@@ -14,7 +14,10 @@ Order (every step re-derived from the live state, so an interrupted run is simpl
    ``Initialized``, so the agent releases the rendered pods one slot at a time.
 4. **The grove.io objects** (PodCliques, PodCliqueScalingGroups, the PodCliqueSet): Grove's
    finalizer removed, then deleted with ``propagationPolicy: Orphan`` (whatever still points
-   at them is orphaned, never deleted).
+   at them is orphaned, never deleted). The server keeps each until the garbage collector has
+   done the orphaning (its ``orphan`` finalizer); a freshly started collector learns a new CRD's
+   resources only at its next discovery (about 30 s), so ``apply`` waits, bounded, until they
+   are gone: when it returns 0 the hand-over is complete.
 5. **Check**: no pod of the PodCliqueSet labelled ``managed-by: grove-operator`` is left. One
    is there only if Grove's operator ran during the hand-over and created it: that is reported
    (exit 1); the operator must be stopped while this runs (docs/migration.md).
@@ -24,6 +27,7 @@ Nothing here deletes a pod.
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -68,8 +72,28 @@ def _grove_labelled(obj: Raw) -> bool:
     return (_meta(obj).get("labels") or {}).get(adoption.MANAGED_BY) == adoption.GROVE
 
 
+#: How long ``apply`` waits for the garbage collector to finish orphaning (step 4).
+ORPHAN_WAIT_SECONDS = 180.0
+
+
+def _wait_gone(kube: Kube, paths: list[str], say: Callable[[str], None], timeout: float) -> None:
+    """Until every path answers 404, or ``timeout``: then a MigrateError that says what is left
+    (running ``apply`` again finishes the job; nothing is half-done)."""
+    deadline = time.monotonic() + timeout
+    left = [p for p in paths if live_get(kube, p) is not None]
+    if left:
+        say(f"waiting for the garbage collector to finish orphaning {len(left)} grove.io object(s)")
+    while left:
+        if time.monotonic() > deadline:
+            raise MigrateError(f"{len(left)} grove.io object(s) still being deleted {timeout:.0f} s after their Orphan "
+                               f"delete ({', '.join(left[:3])}): is kube-controller-manager's garbage collector "
+                               "running? Run `migrate apply` again once they are gone")
+        time.sleep(0.5)
+        left = [p for p in left if live_get(kube, p) is not None]
+
+
 def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: set[tuple[str, str]],
-              say: Callable[[str], None]) -> int:
+              say: Callable[[str], None], orphan_wait: float = ORPHAN_WAIT_SECONDS) -> int:
     """Steps 1-5 above; returns the number of writes. ``rendered_names``: (kind, name) of every
     object the render writes (only objects of those names are handed over)."""
     ns = live.namespace
@@ -102,9 +126,11 @@ def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: se
         say(f"{kind} {ns}/{name}: handed over")
     grove = [("podcliques", o) for o in live.podcliques] + [("podcliquescalinggroups", o) for o in live.scaling_groups]
     grove += [("podcliquesets", live.pcs)] if live.pcs is not None else []
+    deleted: list[str] = []
     for plural, obj in grove:  # 4. the grove.io objects, orphaning
         meta = _meta(obj)
         path = f"{collection(GROVE_API, plural, ns)}/{meta.get('name')}"
+        deleted.append(path)
         finalizers = [f for f in meta.get("finalizers") or [] if isinstance(f, str)]
         kept = [f for f in finalizers if not f.startswith(GROVE_FINALIZER_PREFIX)]
         if kept != finalizers:
@@ -117,6 +143,7 @@ def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: se
             _write(kube, "DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Orphan"},
                    gone_ok=True)
             say(f"{plural[:-1]} {ns}/{meta.get('name')}: deleted, its children orphaned")
+    _wait_gone(kube, deleted, say, orphan_wait)
     selector = urllib.parse.quote(f"{adoption.MANAGED_BY}={adoption.GROVE},{adoption.PART_OF}={live.name}")
     left = (live_get(kube, f"{collection('v1', 'pods', ns)}?labelSelector={selector}&limit=5") or {}).get("items") or []
     left = [p for p in left if not _meta(p).get("deletionTimestamp")]
