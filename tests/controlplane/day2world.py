@@ -32,7 +32,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from tests.controlplane.nodesim import HANDED_OFF
-from tests.controlplane.plane import Plane, agent_process
+from tests.controlplane.plane import Plane, agent_process, stop_process
 from tests.day2.applier import Hold, Mode
 from tests.day2.harness import BYSTANDER, EXAMPLES, Day2World, WaitTimeout, prepare_source, wait_until
 from tests.day2.kubelet import KubeletConfig
@@ -93,12 +93,7 @@ class PlaneWorld(Day2World):
         if self.agent is None:
             return
         agent, self.agent = self.agent, None
-        agent.terminate()
-        try:
-            agent.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            agent.kill()
-            agent.wait()
+        stop_process(agent)
 
     def agent_running(self) -> bool:
         return self.agent is not None and self.agent.poll() is None

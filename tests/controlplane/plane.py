@@ -177,5 +177,17 @@ def agent_process(kubeconfig: Path, log: Path, *args: str) -> subprocess.Popen[b
         )
 
 
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, up to 30 s for a clean exit (the agent releases its lease), then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()

@@ -5,7 +5,6 @@ released, the scaled gang waits for its base, and its Events are accepted by the
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from tests.controlplane.plane import (
     Plane,
     agent_process,
     apply_all,
+    stop_process,
     wait_until,
 )
 from tests.gatelifter.support import rendered_objects
@@ -104,12 +104,7 @@ def released(installed: Plane, agent_kubeconfig: Path, tmp_path_factory: pytest.
         yield {"objs": objs, "recorder": recorder, "agent": agent, "log": log, "kube": kube}
     finally:
         recorder.close()
-        agent.terminate()
-        try:
-            agent.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            agent.kill()
-            agent.wait()
+        stop_process(agent)
 
 
 def test_the_agent_releases_every_gang_and_no_pod_is_bound_before_its_gang(released: dict[str, Any]) -> None:

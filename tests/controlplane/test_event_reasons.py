@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from grove_gitops.agent.kube import Kube
 from grove_gitops.expand import ownership
-from tests.controlplane.plane import Obj, Plane, agent_process, apply_all, wait_until
+from tests.controlplane.plane import Obj, Plane, agent_process, apply_all, stop_process, wait_until
 from tests.gatelifter.support import rendered_objects
 from tests.support import PROJECT
 
@@ -71,12 +70,7 @@ def world(installed: Plane, agent_kubeconfig: Path, tmp_path_factory: pytest.Tem
         wait_until("every pod of the example to run", lambda: running(kube) >= len(pods), timeout=120)
         yield {"kube": kube, "objs": objs, "tmp": tmp, "log": log, "agent": agent}
     finally:
-        agent.terminate()
-        try:
-            agent.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            agent.kill()
-            agent.wait()
+        stop_process(agent)
         kube.raw("DELETE", f"/api/v1/namespaces/{NS}")  # what the provocations left, out of later modules' way
 
 

@@ -33,7 +33,7 @@ from click.testing import CliRunner
 
 from grove_gitops.agent.kube import Kube
 from grove_gitops.cli import main
-from tests.controlplane.plane import Plane, agent_process, apply_all, wait_until
+from tests.controlplane.plane import Plane, agent_process, apply_all, stop_process, wait_until
 from tests.gatelifter.support import path_of
 from tests.migrate.observe import Observer, ready, unit
 from tests.migrate.workload import NS, PCS, GroveState, Obj, render, source
@@ -184,13 +184,7 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
     finally:
         observer.close()
         for agent in agents:
-            if agent.poll() is None:
-                agent.terminate()
-                try:
-                    agent.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    agent.kill()
-                    agent.wait()
+            stop_process(agent)
     took = time.monotonic() - started
     logs = "".join((tmp / f"agent-{i}.log").read_text()[-2000:] for i in (1, 2))
     assert observer.samples > 20, observer.samples

@@ -15,7 +15,6 @@ At every observed moment no pod is bound before its gang's minimum is released (
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from grove_gitops.agent.kube import Kube
-from tests.controlplane.plane import Obj, Plane, agent_process, apply_all, path_of, wait_until
+from tests.controlplane.plane import Obj, Plane, agent_process, apply_all, path_of, stop_process, wait_until
 from tests.controlplane.workloads import GangInvariant, default_scheduler_source, of_workload, render
 
 NS = "cp-scaling"
@@ -96,13 +95,7 @@ def world(installed: Plane, agent_kubeconfig: Path, tmp_path_factory: pytest.Tem
         yield world
     finally:
         invariant.close()
-        if agent.poll() is None:
-            agent.terminate()
-            try:
-                agent.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                agent.kill()
-                agent.wait()
+        stop_process(agent)
         # Free the nodes for later modules (the namespace controller finishes it).
         kube.raw("DELETE", f"/api/v1/namespaces/{NS}")
 

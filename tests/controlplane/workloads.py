@@ -16,7 +16,7 @@ import kubernetes.client
 import kubernetes.watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.controlplane.plane import Obj, Plane, agent_process
+from tests.controlplane.plane import Obj, Plane, agent_process, stop_process
 from tests.gatelifter.support import rendered_objects
 from tests.support import PROJECT
 
@@ -181,10 +181,4 @@ def running_agent(kubeconfig: Path, log: Path, *args: str) -> Iterator[subproces
     try:
         yield agent
     finally:
-        if agent.poll() is None:
-            agent.terminate()
-            try:
-                agent.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                agent.kill()
-                agent.wait()
+        stop_process(agent)
