@@ -40,7 +40,7 @@ from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.agent.scaling.limits import ScalingLimits
 from grove_gitops.agent.scaling.scaler import Scaler
-from grove_gitops.agent.snapshot import Snapshot, Views, Workload, build
+from grove_gitops.agent.snapshot import Snapshot, Views, Workload, build, unit_of
 from grove_gitops.expand.scaling import API_VERSION as PCS_API_VERSION
 from grove_gitops.expand.scaling import PCS_KIND
 from grove_gitops.gitops.metrics import Registry
@@ -397,7 +397,26 @@ class Agent:
                 if key[1] in uids and uids[key[1]] != uid:
                     return None
                 found.append(pod)
+            deleting = list(self._deleting)
+        if deleting and self._unit_still_being_vacated(found, deleting):
+            return None
         return found if self.guard.begin(found) else None
+
+    def _unit_still_being_vacated(self, pods: list[dict[str, object]], deleting: list[Key]) -> bool:
+        """Whether a DELETE of another pod of the same scaling-group replica is still on its way.
+
+        A step retires a scaling-group replica whole: its DELETEs are sent in parallel, and the
+        first pod can be gone (its slot free) before the last DELETE has reached the server. A
+        replacement released then would run beside an old pod of its replica that is not even
+        terminating yet: a partial gang (seen on the real control plane, whose nodes finish a
+        deletion at once). So a replica's replacements wait until every DELETE of the step is
+        answered; a standalone pod has only its own slot, which the caller already checks."""
+        units = {u for p in pods if (u := unit_of(p)) is not None}
+        if not units:
+            return False
+        with self.cache.lock:
+            others = [self.cache.pods.get(k) for k in deleting]
+        return any(o is not None and unit_of(o) in units for o in others)
 
     def _run_actions(self, actions: list[Action], wait: bool = True) -> int:
         """Execute: Initialized resets first, then deletes (in parallel; waited for only when

@@ -388,6 +388,19 @@ class Snapshot:
     malformed: dict[Key, str]  # PodGangs that cannot be read, with the reason
 
 
+def unit_of(pod: Raw) -> tuple[str, str, int] | None:
+    """The scaling-group replica a pod belongs to (namespace, scaling group, replica index), the
+    unit a rollout step retires whole; None for a pod of a standalone PodClique."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, dict):
+        return None
+    group, index = labels.get(PCSG), _label_int(labels, PCSG_REPLICA_INDEX)
+    if not isinstance(group, str) or index is None:
+        return None
+    return (str(meta.get("namespace") or ""), group, index)
+
+
 def hostname_of(pod_name: str) -> str:
     """The slot a rendered pod name belongs to: its name without the hash suffix."""
     return pod_name.rsplit("-", 1)[0]

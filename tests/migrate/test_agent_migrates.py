@@ -20,8 +20,28 @@ PODS = f"/api/v1/namespaces/{NS}/pods"
 
 
 def test_the_agent_replaces_every_handed_over_pod_one_unit_at_a_time(tmp_path: Path) -> None:
+    _migrate(tmp_path, restart=True)
+
+
+def test_a_replica_is_not_released_while_a_delete_of_its_step_is_on_its_way(tmp_path: Path) -> None:
+    """A step's DELETEs of one scaling-group replica go out in parallel; when one is slow (here
+    2 s before the server carries it out) the others' pods are gone and their slots free first.
+    Releasing a replacement then ran it beside an old pod of its replica that was not even
+    terminating: the partial gang the real control plane showed (its nodes finish a deletion at
+    once). The replacements wait for the slow DELETE."""
+    _migrate(tmp_path, restart=False, slow_delete=("engine", 0))
+
+
+def _migrate(tmp_path: Path, restart: bool, slow_delete: tuple[str, int] | None = None) -> None:
     with FakeApiServer(event_window=200_000) as server:
         root, objs, state = running(server, tmp_path)
+        if slow_delete is not None:
+            group, index = slow_delete
+            victim = next(p["metadata"]["name"] for p in state.pods.values()
+                          if str(p["metadata"]["labels"].get("grove.io/podcliquescalinggroup", "")).endswith(f"-{group}")
+                          and p["metadata"]["labels"].get("grove.io/podcliquescalinggroup-replica-index") == str(index)
+                          and "leader" not in p["metadata"]["name"])
+            server.faults.delay(2.0, "delete", "pods", namespace=NS, name=victim, times=1)
         grove = {p["metadata"]["name"] for p in state.pods.values()}
         rendered = sorted(o["metadata"]["name"] for o in objs if o["kind"] == "Pod")
         kube = Kube(server.api_client())
@@ -40,8 +60,9 @@ def test_the_agent_replaces_every_handed_over_pod_one_unit_at_a_time(tmp_path: P
                 return sum(1 for p in kube.raw("GET", PODS)["items"] if p["metadata"]["name"] in rendered and ready(p))
 
             assert server.wait_for(lambda: replaced() >= 1, timeout=30), kube.raw("GET", PODS)["items"]
-            agent.stop()  # an agent restart mid-migration: the next one resumes from the cluster
-            agent = start_agent(server, NS)
+            if restart:
+                agent.stop()  # an agent restart mid-migration: the next one resumes from the cluster
+                agent = start_agent(server, NS)
 
             def done() -> bool:
                 pods = kube.raw("GET", PODS)["items"]
