@@ -17,6 +17,7 @@ scaling-group replica mixing a released rendered pod with a live Grove pod (no p
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -33,7 +34,9 @@ from click.testing import CliRunner
 
 from grove_gitops.agent.kube import Kube
 from grove_gitops.cli import main
+from tests.controlplane.nodesim import HANDED_OFF
 from tests.controlplane.plane import Plane, agent_process, apply_all, stop_process, wait_until
+from tests.day2.kubelet import Kubelet, KubeletConfig
 from tests.gatelifter.support import path_of
 from tests.migrate.observe import Observer, ready, unit
 from tests.migrate.workload import NS, PCS, GroveState, Obj, render, source
@@ -80,7 +83,10 @@ def grove_running(installed: Plane, tmp_path_factory: pytest.TempPathFactory) ->
     root = source(tmp / "src")
     objs = render(root)
     kube = installed.kube()
-    apply_all(kube, [o for o in objs if o["kind"] == "Namespace"])
+    # The day-2 kubelet, not KWOK, plays the nodes here: it can keep a rendered pod from starting,
+    # which holds the migration mid-way for the kill -9 (KWOK starts pods too fast to catch it).
+    apply_all(kube, [_handed_off(o) for o in objs if o["kind"] == "Namespace"])
+    kubelet = Kubelet(installed.api_client(), KubeletConfig(namespace=NS, binds=False)).start()
 
     def create(obj: Obj) -> Obj:
         return kube.raw("POST", path_of(kube, obj), obj)
@@ -93,7 +99,16 @@ def grove_running(installed: Plane, tmp_path_factory: pytest.TempPathFactory) ->
     state.build(next(d for d in yaml.safe_load_all((root / "workloads" / "mig.yaml").read_text()) if d))
     wait_until("every Grove pod Ready", lambda: sum(ready(p) for p in kube.raw("GET", PODS)["items"]) == len(state.pods),
                timeout=90)
-    yield {"root": root, "objs": objs, "kube": kube, "state": state, "tmp": tmp}
+    try:
+        yield {"root": root, "objs": objs, "kube": kube, "state": state, "tmp": tmp, "kubelet": kubelet}
+    finally:
+        kubelet.stop()
+
+
+def _handed_off(namespace: Obj) -> Obj:
+    out = copy.deepcopy(namespace)
+    out.setdefault("metadata", {}).setdefault("labels", {})[HANDED_OFF] = "external"
+    return out
 
 
 def test_refusals_change_nothing_on_the_server(installed: Plane, grove_running: dict[str, Any]) -> None:
@@ -141,6 +156,11 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
     assert code == 0, err
     step_of = {r["pod"]: i for i, s in enumerate(json.loads(plan_json)["migration"]["steps"]) for r in s["replaces"]}
     assert len(step_of) == len(rendered_pods)
+    # The second step's rendered pod does not start until the agent has been killed and
+    # restarted: the migration is held mid-way, whatever the machine's speed.
+    second = {r["rendered"] for r in json.loads(plan_json)["migration"]["steps"][1]["replaces"]}
+    assert second and second <= set(rendered_pods)
+    held = grove_running["kubelet"].withhold(lambda pod: pod["metadata"]["name"] in second, "the second step's pods")
 
     observer = Observer(kube, PODS, slots)
     agents: list[subprocess.Popen[bytes]] = []
@@ -175,6 +195,7 @@ def test_a_running_grove_workload_moves_one_unit_at_a_time(
         agents[0].send_signal(signal.SIGKILL)  # kill -9 mid-migration
         agents[0].wait(timeout=30)
         agents.append(agent_process(agent_kubeconfig, tmp / "agent-2.log", *LEASE))
+        held.release()
 
         def done() -> bool:
             pods = kube.raw("GET", PODS)["items"]
