@@ -63,9 +63,10 @@ WRITE_VERBS = ("create", "update", "patch", "delete")
 QUIET = 1.0
 
 
-def source(root: Path, low: int, high: int) -> Path:
+def source(root: Path, low: int, high: int, namespace: str = NS, name: str = PCS) -> Path:
     """A PodCliqueSet with one autoscaled scaling group (leader 1 + workers 3), KAI as the
-    gang backend, Git at the floor ``low``."""
+    gang backend, Git at the floor ``low``. The day-2 status-writes test writes the same
+    source into its own namespace, so the shape it counts is the one this bench measures."""
 
     def clique(name: str, replicas: int) -> dict[str, Any]:
         return {"name": name, "spec": {
@@ -77,7 +78,7 @@ def source(root: Path, low: int, high: int) -> Path:
     pcs = {
         "apiVersion": "grove.io/v1alpha1",
         "kind": "PodCliqueSet",
-        "metadata": {"name": PCS, "namespace": NS, "labels": {"kai.scheduler/queue": "default"}},
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kai.scheduler/queue": "default"}},
         "spec": {"replicas": 1, "template": {
             "cliques": [clique("leader", 1), clique("worker", 3)],
             "podCliqueScalingGroups": [{"name": GROUP, "cliqueNames": ["leader", "worker"], "replicas": low,

@@ -19,8 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from bench import autoscale_bench
 from grove_gitops.agent.scaling.scaler import STATUS_INTERVAL
 from tests.day2.harness import Day2Env
 
@@ -33,29 +32,7 @@ STATUS = ("podgangs/status", "podcliquescalinggroups/status", "podcliquesets/sta
 
 
 def _source(root: Path) -> Path:
-    def clique(name: str, replicas: int) -> dict[str, Any]:
-        return {"name": name, "spec": {
-            "roleName": name, "replicas": replicas, "minAvailable": replicas,
-            "podSpec": {"containers": [{"name": "main", "image": "busybox:1.36",
-                                        "resources": {"requests": {"cpu": "100m"}}}]},
-        }}
-
-    pcs = {
-        "apiVersion": "grove.io/v1alpha1", "kind": "PodCliqueSet",
-        "metadata": {"name": PCS, "namespace": NS, "labels": {"kai.scheduler/queue": "default"}},
-        "spec": {"replicas": 1, "template": {
-            "cliques": [clique("leader", 1), clique("worker", 3)],
-            "podCliqueScalingGroups": [{"name": GROUP, "cliqueNames": ["leader", "worker"], "replicas": LOW,
-                                        "minAvailable": 1, "scaleConfig": {"minReplicas": LOW, "maxReplicas": HIGH}}],
-        }},
-    }
-    opcfg = {"apiVersion": "operator.config.grove.io/v1alpha1", "kind": "OperatorConfiguration",
-             "scheduler": {"defaultProfileName": "kai-scheduler", "profiles": [{"name": "kai-scheduler"}]}}
-    render = {"apiVersion": "gitops.grove.io/v1alpha1", "kind": "RenderConfiguration", "kubernetesVersion": "1.35",
-              "gitops": "argocd"}
-    root.mkdir(parents=True)
-    (root / "workload.yaml").write_text(yaml.safe_dump_all([pcs, opcfg, render], sort_keys=False))
-    return root
+    return autoscale_bench.source(root, LOW, HIGH, namespace=NS, name=PCS)
 
 
 def _status_writes(env: Day2Env) -> dict[str, int]:
