@@ -74,7 +74,11 @@ class Oracle:
     def operator_config(self, document: str) -> dict[str, Any]:
         """Grove's DecodeOperatorConfig + defaults + ValidateOperatorConfiguration on ``document``:
         ``{"decodeError": ...}`` or ``{"errors": [...], "defaulted": {...}}``."""
-        return self.ask("opcfg", document=document)
+        answer = self.ask("opcfg", document=document)
+        assert "error" not in answer, answer["error"]
+        if "decodeError" not in answer:
+            answer.setdefault("errors", [])  # an empty list is omitted from the JSON
+        return answer
 
     def close(self) -> None:
         stdin, _ = self._pipes()

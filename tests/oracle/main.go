@@ -10,6 +10,8 @@
 //	    -> {"id": "x", "names": {...}} or {"id": "x", "error": "..."}
 //	{"id": "y", "op": "opcfg", "document": "<YAML or JSON of an OperatorConfiguration>"}
 //	    -> {"id": "y", "decodeError": "..."} or {"id": "y", "errors": [...], "defaulted": {...}}
+//	{"id": "z", "op": "duration", "document": "1m30s"}
+//	    -> {"id": "z", "duration": {"nanoseconds": 90000000000, "string": "1m30s"}} or {"decodeError": "..."}
 //
 // A PodCliqueSet is decoded strictly into Grove's core/v1alpha1 type (an unknown or duplicate
 // field is an error: the test must not compare names of an object Grove would not have read
@@ -25,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"time"
 
 	"github.com/ai-dynamo/grove/operator/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/operator/api/config/v1alpha1"
@@ -103,6 +106,12 @@ type answer struct {
 	DecodeError string                                `json:"decodeError,omitempty"`
 	Errors      []fieldError                          `json:"errors,omitempty"`
 	Defaulted   *configv1alpha1.OperatorConfiguration `json:"defaulted,omitempty"`
+	Duration    *duration                             `json:"duration,omitempty"`
+}
+
+type duration struct {
+	Nanoseconds int64  `json:"nanoseconds"`
+	String      string `json:"string"`
 }
 
 func main() {
@@ -172,8 +181,15 @@ func handle(req request, strict runtime.Decoder, sgDefaults sgDefault) answer {
 			})
 		}
 		ans.Defaulted = cfg
+	case "duration": // Go's own reading of a metav1.Duration (time.ParseDuration, Duration.String)
+		d, err := time.ParseDuration(req.Document)
+		if err != nil {
+			ans.DecodeError = err.Error()
+			return ans
+		}
+		ans.Duration = &duration{Nanoseconds: int64(d), String: d.String()}
 	default:
-		ans.Error = fmt.Sprintf("unknown op %q (pcs, opcfg)", req.Op)
+		ans.Error = fmt.Sprintf("unknown op %q (pcs, opcfg, duration)", req.Op)
 	}
 	return ans
 }
