@@ -139,11 +139,32 @@ def test_an_extra_backend_is_the_documented_difference(oracle: Oracle) -> None:
 
 _DURATIONS = st.sampled_from(["15s", "10s", "2s", "1m", "0", "0s", "-1s", "1h30m", "500ms", "1.5s", "", "15", "x", " 5s"])
 _MAYBE = st.none() | st.just("absent")
+#: A value of the wrong type for most fields (Go's decoder refuses it, or reads it as Go does).
+_WRONG = st.sampled_from([1, -1, "x", True, [], {}, 1.5, 1.0, "\u00a0"])
 
 
 def _optional(value: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """A field's value, null, or (``"absent"``) no key at all."""
     return value | _MAYBE
+
+
+def _paths(node: Any, base: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path of a document (objects and list items)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    out: list[tuple[Any, ...]] = []
+    for key, value in items:
+        out += [(*base, key), *_paths(value, (*base, key))]
+    return out
+
+
+def _spoil(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    """``doc`` with the value at ``path`` replaced (a copy)."""
+    out: Any = json.loads(json.dumps(doc))
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return dict(out)
 
 
 def _obj(**fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -182,6 +203,11 @@ CONFIGS = _obj(
 
 
 @settings(max_examples=200, deadline=None)
-@given(doc=CONFIGS)
-def test_fuzz_grove_and_grove_gitops_agree(oracle: Oracle, doc: dict[str, Any]) -> None:
+@given(doc=CONFIGS, data=st.data())
+def test_fuzz_grove_and_grove_gitops_agree(oracle: Oracle, doc: dict[str, Any], data: st.DataObject) -> None:
+    paths = _paths(doc)
+    spoil: bool = data.draw(st.booleans(), label="one value of another type")
+    if paths and spoil:
+        path: tuple[Any, ...] = data.draw(st.sampled_from(paths))
+        doc = _spoil(doc, path, data.draw(_WRONG))
     check(oracle, doc)
