@@ -29,13 +29,36 @@ UNKNOWN_FIELD = "field not declared in schema"
 _SUPPORTED = re.compile(r"^(?P<head>.*Unsupported value: .*?): supported values: (?P<values>.*)$")
 
 
+def _read(text: str) -> tuple[list[str], dict[str, Any] | None]:
+    """grove-gitops' errors for the file (``path: message``), and when it is accepted what a
+    render reads of it after the defaults (the fields of :func:`effective`)."""
+    try:
+        plan = plan_source(MemorySource("oracle", {FILE: text.encode()}))
+    except InvalidInputError as err:
+        return [f"{p.field}: {p.message}" if p.field else p.message for p in err.problems], None
+    cfg = plan.inputs.opcfg
+    return [], {
+        "profiles": [p.name for p in cfg.scheduler.profiles],
+        "defaultProfileName": cfg.scheduler.defaultProfileName,
+        "topologyAwareScheduling": cfg.topologyAwareScheduling.enabled,
+        "autoMNNVLEnabled": cfg.network.autoMNNVLEnabled,
+    }
+
+
 def ours(text: str) -> list[str]:
     """grove-gitops' errors for the file (``path: message``); empty when it is accepted."""
-    try:
-        plan_source(MemorySource("oracle", {FILE: text.encode()}))
-    except InvalidInputError as err:
-        return [f"{p.field}: {p.message}" if p.field else p.message for p in err.problems]
-    return []
+    return _read(text)[0]
+
+
+def effective(defaulted: dict[str, Any]) -> dict[str, Any]:
+    """What a render reads of Grove's decoded and defaulted configuration."""
+    scheduler = defaulted.get("scheduler") or {}
+    return {
+        "profiles": [p.get("name", "") for p in scheduler.get("profiles") or []],
+        "defaultProfileName": scheduler.get("defaultProfileName", ""),
+        "topologyAwareScheduling": bool((defaulted.get("topologyAwareScheduling") or {}).get("enabled")),
+        "autoMNNVLEnabled": bool((defaulted.get("network") or {}).get("autoMNNVLEnabled")),
+    }
 
 
 @dataclass
@@ -72,11 +95,17 @@ def _same_error(grove: str, mine: str) -> bool:
 def difference(text: str, grove: dict[str, Any]) -> str | None:
     """None when grove-gitops treats ``text`` as Grove does (but for the documented
     differences); otherwise both verdicts side by side."""
-    v = Verdicts(grove, ours(text))
+    errors, read = _read(text)
+    v = Verdicts(grove, errors)
     v.compared = [e for e in v.ours if UNKNOWN_FIELD not in e]
     side = f"\n--- document\n{text}\n--- Grove: {grove.get('decodeError') or v.grove_errors or 'accepted'}\n--- grove-gitops: {v.ours or 'accepted'}"
     if v.grove_accepts:
-        return None if not v.compared else f"Grove accepts, grove-gitops refuses{side}"
+        if v.compared:
+            return f"Grove accepts, grove-gitops refuses{side}"
+        grove_read = effective(grove["defaulted"])
+        if read is not None and read != grove_read:
+            return f"both accept, but after the defaults Grove reads {grove_read} | grove-gitops {read}{side}"
+        return None
     if not v.compared:
         return f"Grove refuses, grove-gitops accepts (but for fields Grove does not know){side}"
     if "decodeError" in grove:
