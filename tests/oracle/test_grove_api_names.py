@@ -12,6 +12,7 @@ PodCliques, PodGangs and headless Services must be exactly Grove's. The counts a
 from __future__ import annotations
 
 import copy
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,14 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grove_gitops.cli import main
 from grove_gitops.render import render_source
 from tests.oracle import names as cmp_names
 from tests.oracle.client import Oracle, grove_api_version
-from tests.support import PROJECT, SAMPLES
+from tests.support import ML_NAMESPACE, PROJECT, SAMPLES
 
 #: Backend objects named after their PodGang (spec/grove-backends.md §4: KAI, Volcano).
 GANG_NAMED = {("scheduling.run.ai/v2alpha2", "PodGroup"), ("scheduling.volcano.sh/v1beta1", "PodGroup")}
@@ -86,8 +89,18 @@ def _renders(tmp: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def compare_source(oracle: Oracle, label: str, objects: list[dict[str, Any]]) -> cmp_names.Comparison:
-    sources = _source_pcs(SOURCES[label.split("/")[0]])
-    replicas = _fleet_replicas(label)
+    """:func:`compare_objects` for one of :data:`SOURCES` (a fleet cluster's with its overrides)."""
+    return compare_objects(oracle, label, objects, _source_pcs(SOURCES[label.split("/")[0]]), _fleet_replicas(label))
+
+
+def compare_objects(
+    oracle: Oracle,
+    label: str,
+    objects: list[dict[str, Any]],
+    sources: dict[str, dict[str, Any]],
+    replicas: dict[str, int],
+) -> cmp_names.Comparison:
+    """Every rendered object of every PodCliqueSet against Grove's names for its source."""
     cmp = cmp_names.Comparison()
     by_pcs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     records: dict[tuple[str, str], dict[str, Any]] = {}
@@ -194,3 +207,64 @@ def test_groves_strict_decoding_refuses_an_unknown_field(oracle: Oracle) -> None
     doc["spec"]["template"]["cliques"][0]["spec"]["replicaz"] = 2
     answer = oracle.ask("pcs", object=doc)
     assert 'unknown field "spec.template.cliques[0].spec.replicaz"' in answer["error"]
+
+
+_CLIQUES = ["a", "b", "pworker", "worker", "w0"]
+
+
+@st.composite
+def podcliquesets(draw: st.DrawFn) -> dict[str, Any]:
+    """A PodCliqueSet of random shape: replicas, cliques and scaling groups with their own
+    replicas and minAvailable (absent: Grove's CRD default)."""
+    cliques = draw(st.lists(st.sampled_from(_CLIQUES), min_size=1, max_size=4, unique=True))
+    free = list(cliques)
+    groups: list[dict[str, Any]] = []
+    for g in range(draw(st.integers(0, 2))):
+        members = [c for c in free if draw(st.booleans())]
+        if not members:
+            continue
+        free = [c for c in free if c not in members]
+        group: dict[str, Any] = {"name": f"sg{g}", "cliqueNames": members}
+        reps = draw(st.integers(1, 3) | st.none())
+        if reps is not None:
+            group["replicas"] = reps
+        top = reps if reps is not None else 1
+        min_available = draw(st.integers(1, top) | st.none())
+        if min_available is not None:
+            group["minAvailable"] = min_available
+        groups.append(group)
+    template: dict[str, Any] = {
+        "cliques": [
+            {
+                "name": c,
+                "spec": {
+                    "roleName": c,
+                    "replicas": draw(st.integers(1, 2)),
+                    "podSpec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+                },
+            }
+            for c in cliques
+        ]
+    }
+    if groups:
+        template["podCliqueScalingGroups"] = groups
+    name = draw(st.sampled_from(["demo", "llm-0", "x1"]))
+    return {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodCliqueSet",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"replicas": draw(st.integers(0, 3)), "template": template},
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(pcs=podcliquesets())
+def test_fuzz_shapes_render_groves_names(oracle: Oracle, pcs: dict[str, Any]) -> None:
+    """Random shapes (replicas, groups, minAvailable) render exactly Grove's names and labels."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        (src / "pcs.yaml").write_text(yaml.safe_dump(pcs) + "---\n" + ML_NAMESPACE)
+        objects = [o.obj for o in render_source(src, at="initial").objects]
+    cmp = compare_objects(oracle, "fuzz", objects, {pcs["metadata"]["name"]: pcs}, {})
+    assert cmp.differences == [], "\n".join(cmp.differences[:40])
