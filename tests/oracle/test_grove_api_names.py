@@ -219,17 +219,17 @@ def podcliquesets(draw: st.DrawFn) -> dict[str, Any]:
     cliques = draw(st.lists(st.sampled_from(_CLIQUES), min_size=1, max_size=4, unique=True))
     free = list(cliques)
     groups: list[dict[str, Any]] = []
-    for g in range(draw(st.integers(0, 2))):
-        members = [c for c in free if draw(st.booleans())]
-        if not members:
-            continue
+    for g in range(draw(st.sampled_from([1, 2, 0]))):
+        if not free:
+            break
+        members = draw(st.lists(st.sampled_from(free), min_size=1, max_size=len(free), unique=True))
         free = [c for c in free if c not in members]
         group: dict[str, Any] = {"name": f"sg{g}", "cliqueNames": members}
-        reps = draw(st.integers(1, 3) | st.none())
+        reps = draw(st.sampled_from([2, 3, 1, None]))
         if reps is not None:
             group["replicas"] = reps
         top = reps if reps is not None else 1
-        min_available = draw(st.integers(1, top) | st.none())
+        min_available = draw(st.sampled_from([1, None, top]))
         if min_available is not None:
             group["minAvailable"] = min_available
         groups.append(group)
@@ -253,7 +253,7 @@ def podcliquesets(draw: st.DrawFn) -> dict[str, Any]:
         "apiVersion": "grove.io/v1alpha1",
         "kind": "PodCliqueSet",
         "metadata": {"name": name, "namespace": "ml"},
-        "spec": {"replicas": draw(st.integers(0, 3)), "template": template},
+        "spec": {"replicas": draw(st.sampled_from([1, 2, 3, 0])), "template": template},
     }
 
 
