@@ -16,9 +16,10 @@ is accepted: it names a fleet's configurations.
 
 from __future__ import annotations
 
+import typing
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -29,6 +30,21 @@ class GroveConfigModel(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     #: Keys accepted besides the declared fields (not reported as unknown).
     accepted_extra: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        """Go's decoder leaves a string, boolean, struct or slice untouched on ``null`` (Grove
+        accepts ``logLevel: null`` as unset), so such a field given null is as if absent. A field
+        that can hold nil (``X | None``) keeps the null: a ``metav1.Duration`` fails on it."""
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {
+            k: v
+            for k, v in data.items()
+            if v is not None or k not in fields or type(None) in typing.get_args(fields[k].annotation)
+        }
 
 
 class SchedulerProfile(GroveConfigModel):

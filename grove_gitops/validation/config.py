@@ -10,6 +10,7 @@ from grove_gitops.backendapi import SchedulerBackend
 from grove_gitops.validation.fielderrors import FieldError, duplicate, invalid, not_supported, required
 from grove_gitops.validation.k8snames import dns1123_subdomain_problems, qualified_name_problems
 from grove_gitops.validation.opcfgkeys import profile_config_errors, unknown_field_errors
+from grove_gitops.validation.opcfgruntime import operator_runtime_errors
 from grove_gitops.validation.topology import DOMAIN_RE
 
 MAX_LEVELS = 16
@@ -20,16 +21,17 @@ LOG_FORMATS = ["json", "text"]
 def validate_operator_config(
     cfg: OperatorConfiguration, supported: Mapping[str, type[SchedulerBackend]]
 ) -> list[FieldError]:
-    """Grove's ``ValidateOperatorConfiguration`` for the fields a render reads (after defaults).
+    """Grove's ``ValidateOperatorConfiguration`` (after defaults), in Grove's order.
 
     ``supported`` is the set of installed backends: Grove's fixed enum, widened by whatever
     backend modules are registered. Fields Grove does not know come first: Grove drops them
     silently, so a typo there is the likeliest reason for everything else.
     """
     errs: list[FieldError] = unknown_field_errors(cfg) + profile_config_errors(cfg, supported)
-    if cfg.logLevel and cfg.logLevel not in LOG_LEVELS:
+    # Grove checks a value only when it is not blank (strings.TrimSpace)
+    if cfg.logLevel.strip() and cfg.logLevel not in LOG_LEVELS:
         errs.append(not_supported("logLevel", cfg.logLevel, LOG_LEVELS))
-    if cfg.logFormat and cfg.logFormat not in LOG_FORMATS:
+    if cfg.logFormat.strip() and cfg.logFormat not in LOG_FORMATS:
         errs.append(not_supported("logFormat", cfg.logFormat, LOG_FORMATS))
     sched = cfg.scheduler
     if not sched.profiles:
@@ -56,7 +58,7 @@ def validate_operator_config(
                 "default profile must be one of the configured profiles",
             )
         )
-    return errs
+    return errs + operator_runtime_errors(cfg)
 
 
 def validate_binding(
