@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from grove_gitops.agent.order import SlotRef, Step
 from grove_gitops.plan.formats import markdown_blocks, outage_blocks
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 from grove_gitops.plan.risk import Role, step_risks
+from grove_gitops.readmodel.order import SlotRef, Step
 from tests.test_plan import Edit, bump_images, clique, example, group, on_delete, only, plan_json, run
 
 

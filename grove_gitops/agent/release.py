@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.agent import gangs as G
-from grove_gitops.agent.snapshot import Key, Snapshot
+from grove_gitops.readmodel import gangs as G
+from grove_gitops.readmodel.snapshot import Key, Snapshot
 
 
 class _Live(Mapping[Key, Mapping[str, Any]]):

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 from grove_gitops.agent import healing, intent
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
-from grove_gitops.agent.order import ReplicaRank, SlotRef, Step, order_replicas, steps_for_replica
-from grove_gitops.agent.snapshot import ON_DELETE, PodView, Slot, Workload
+from grove_gitops.readmodel.order import ReplicaRank, SlotRef, Step, order_replicas, steps_for_replica
+from grove_gitops.readmodel.snapshot import ON_DELETE, PodView, Slot, Workload
 
 ROLLING_UPDATE = "RollingUpdate"
 RETIRED = "PodRetired"  # an old pod retired by a rollout step

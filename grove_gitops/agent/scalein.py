@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from grove_gitops.agent import intent
 from grove_gitops.agent.actions import Action, DeletePod, Key, Memory
-from grove_gitops.agent.snapshot import MANAGED_BY, MANAGER, PodView, Snapshot, Workload
+from grove_gitops.readmodel.snapshot import MANAGED_BY, MANAGER, PodView, Snapshot, Workload
 
 UNWANTED_POD_DELETED = "UnwantedPodDeleted"
 

@@ -36,10 +36,10 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent.kube import Kube
-from grove_gitops.migrate import adoption
 from grove_gitops.migrate.compare import Comparison
 from grove_gitops.migrate.live import GROVE_API, Live, MigrateError, collection
 from grove_gitops.migrate.live import get as live_get
+from grove_gitops.readmodel import adoption
 
 MERGE = "application/merge-patch+json"
 GROVE_FINALIZER_PREFIX = "grove.io/"
