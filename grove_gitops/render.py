@@ -28,6 +28,7 @@ from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.gitsplit import git_objects
 from grove_gitops.expand.hpa import hpas
+from grove_gitops.expand.hpacheck import validate_hpas
 from grove_gitops.expand.resourceclaims import validate_templates
 from grove_gitops.expand.scaling import Counts, counts_at
 from grove_gitops.expand.workload import expand_pcs
@@ -37,7 +38,6 @@ from grove_gitops.load.positions import locate
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs, repaired_pcs
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, cap_document, document_name
 from grove_gitops.validation.acknowledge import workload_acknowledgements
-from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.clusterfacts import read_facts
 from grove_gitops.validation.coexistence import coexistence_problems
 from grove_gitops.validation.config import validate_binding, validate_operator_config

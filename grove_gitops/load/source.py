@@ -34,13 +34,13 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.files import FileData, parse_files
+from grove_gitops.load.marker import META_FILE, is_output_dir, is_output_meta
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.patterns import gitignore_spec
 from grove_gitops.load.schemarepair import Repaired, repair
 from grove_gitops.load.treepaths import component_problem
 from grove_gitops.load.treepaths import shown as shown_path
 from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
-from grove_gitops.output.marker import META_FILE, is_output_dir, is_output_meta
 from grove_gitops.problems import cap_document, document_name
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ HOSTNAME = "kubernetes.io/hostname"
 #: A render target of a fleet (``grove_gitops.fleet``); read raw here, validated there.
 CLUSTER_KIND = ("gitops.grove.io/v1alpha1", "Cluster")
 MAX_FILES = 20_000
-#: Present at the root of every rendered tree (see ``output.marker``).
+#: Present at the root of every rendered tree (see ``load.marker``).
 OUTPUT_MARKER_FILE = META_FILE
 #: gitignore-syntax file at the source root naming files to leave out.
 IGNORE_FILE = ".grove-gitops-ignore"
