@@ -16,8 +16,8 @@ from itertools import islice
 from typing import Any, Literal
 
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.positions import FileData, locate
 from grove_gitops.warningcodes import UNCODED, code_of
+from grove_gitops.yamlfiles.positions import FileData, locate
 
 Severity = Literal["error", "warning"]
 
@@ -126,7 +126,7 @@ def workload_code(warning: str, codes: Mapping[str, frozenset[str]]) -> str | No
 
 def locate_warnings(warnings: Iterable[str], files: Mapping[str, FileData], acknowledged: bool = False) -> list[Problem]:
     """Warnings as JSON problems with their ``line`` and ``column``, found in ``files`` (the
-    source's display name → file) by the lookup errors use (:mod:`grove_gitops.load.positions`):
+    source's display name → file) by the lookup errors use (:mod:`grove_gitops.yamlfiles.positions`):
     an editor or a CI annotation places a warning as it places an error."""
     parsed = [from_warning(w, acknowledged) for w in warnings]
     located = locate([InputProblem(p.file, p.field, p.message) for p in parsed], files)

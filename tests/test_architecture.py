@@ -336,12 +336,6 @@ ALLOWED_CLIMBS: dict[tuple[str, str], str] = {
         "prcheck/__main__.py is the `python -m grove_gitops.prcheck` entry point (the GitHub Action's"
         " documented call): an entry point runs the command, which sits on top by nature"
     ),
-    ("grove_gitops.api", "grove_gitops.validation"): (
-        "the models name-check with validation's k8snames/externalrefs and parse quantities with podspec"
-    ),
-    ("grove_gitops.load", "grove_gitops.cache"): "the loader asks the render cache, which reads YAML with load/yamlio",
-    ("grove_gitops.load", "grove_gitops.problems"): "the loader reports problems, which find lines with load/positions",
-    ("grove_gitops.load", "grove_gitops.validation"): "the loader reports field errors with validation's fielderrors",
 }
 
 

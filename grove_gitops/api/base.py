@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grove_gitops.validation.fielderrors import INT32_MAX, INT32_MIN
+from grove_gitops.fields.fielderrors import INT32_MAX, INT32_MIN
 
 #: An ``int32`` field of a Grove type: Grove cannot even decode a larger number, so one is
 #: refused while parsing, before any arithmetic or loop sees it.

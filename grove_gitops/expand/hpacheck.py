@@ -14,7 +14,7 @@ import dataclasses
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.expand.hpa import hpa
 from grove_gitops.expand.scaling import scale_units
-from grove_gitops.validation.fielderrors import FieldError, not_supported
+from grove_gitops.fields.fielderrors import FieldError, not_supported
 from grove_gitops.validation.podspec import object_errors
 
 _SPEC = "spec.metrics"

@@ -40,14 +40,14 @@ from grove_gitops.load.patterns import gitignore_spec
 from grove_gitops.load.schemarepair import Repaired, repair
 from grove_gitops.load.treepaths import component_problem
 from grove_gitops.load.treepaths import shown as shown_path
-from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
 from grove_gitops.problems import cap_document, document_name
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
-from grove_gitops.validation.fielderrors import FieldError, from_pydantic, invalid, required
-from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
-from grove_gitops.validation.suggest import closest
+from grove_gitops.fields.fielderrors import FieldError, from_pydantic, invalid, required
+from grove_gitops.fields.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+from grove_gitops.fields.suggest import closest
 
 PCS_KIND = ("grove.io/v1alpha1", "PodCliqueSet")
 CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from grove_gitops.api.clusterfacts import MAX_ENTRY, ClusterFacts
 from grove_gitops.errors import InputProblem
+from grove_gitops.fields.fielderrors import go_value
+from grove_gitops.fields.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 from grove_gitops.load.source import Sourced
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, more_problems
-from grove_gitops.validation.fielderrors import go_value
-from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 
 #: ``kubectl -o custom-columns`` prints this for a field an object does not have.
 NONE = "<none>"

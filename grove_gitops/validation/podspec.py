@@ -28,10 +28,10 @@ from decimal import Decimal
 from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.fields.fielderrors import FieldError, invalid, join_path, required, type_detail
+from grove_gitops.fields.quantity import QUANTITY_HELP, parse_quantity
+from grove_gitops.fields.suggest import MAX_SUGGESTIONS, did_you_mean
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT
-from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required, type_detail
-from grove_gitops.validation.quantity import QUANTITY_HELP, parse_quantity
-from grove_gitops.validation.suggest import MAX_SUGGESTIONS, did_you_mean
 
 __all__ = [
     "builtin_validator",

@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 
 #: libyaml's composer when PyYAML has it (the same nodes and marks, several times faster).
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
