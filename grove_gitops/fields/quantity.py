@@ -2,7 +2,7 @@
 
 Owns turning a quantity into a number: the pod-spec checks (``validation.podspec``), the node
 inventory's models (``api.inventory``) and the feasibility check's units all read quantities
-here. Standard library only, so the API models below ``validation`` can use it.
+here. Standard library only, so the API models (below ``validation``) can use it.
 """
 
 from __future__ import annotations
