@@ -50,7 +50,7 @@ def unlisted(problem: InputProblem) -> int:
 def cap_document(file: str, problems: Iterable[InputProblem], document: str = "") -> list[InputProblem]:
     """The first :data:`MAX_PROBLEMS_PER_DOCUMENT` of one document's ``problems`` and, when
     there were more, one :func:`more_problems` line. Past the cap a problem is only counted:
-    it is never kept, placed in its file (``load.positions``) or printed."""
+    it is never kept, placed in its file (``yamlfiles.positions``) or printed."""
     it = iter(problems)
     kept = list(islice(it, MAX_PROBLEMS_PER_DOCUMENT))
     rest = sum(1 for _ in it)

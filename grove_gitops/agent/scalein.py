@@ -1,6 +1,6 @@
 """Scale-in and removal: delete the pods no PodGang wants any more.
 
-A managed pod whose slot no current PodGang references is *unwanted* (``snapshot.py``): its
+A managed pod whose slot no current PodGang references is *unwanted* (``readmodel/snapshot.py``): its
 PodClique, scaling-group replica or PodCliqueSet replica was scaled in, or the whole
 PodCliqueSet was removed from Git. The GitOps tool never prunes rendered pods (they carry
 ``Prune=false`` / ``prune: disabled`` so that a rolling update stays in the agent's hands), so

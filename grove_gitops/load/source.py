@@ -123,7 +123,7 @@ class SourceSet:
     render_configs: list[Sourced[RenderConfig]] = field(default_factory=list)
     config_conflicts: list[InputProblem] = field(default_factory=list)
     fleet_problems: list[InputProblem] = field(default_factory=list)
-    #: Every file read, by the name problems give it: where ``load.positions`` finds the
+    #: Every file read, by the name problems give it: where ``yamlfiles.positions`` finds the
     #: line and column of a problem (a path on disk, or the bytes of a tree in memory).
     files: dict[str, FileData] = field(default_factory=dict)
 

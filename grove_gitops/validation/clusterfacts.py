@@ -1,7 +1,7 @@
 """The objects a ClusterFacts lists (``api.clusterfacts``), checked and indexed.
 
 Each entry is ``"apiVersion kind namespace name"``; a malformed one is an error of the facts
-file at that entry (``objects[3]``, placed at its line by ``load.positions``): the file is
+file at that entry (``objects[3]``, placed at its line by ``yamlfiles.positions``): the file is
 untrusted, and a fact that cannot be read would silently stop a check. Names are checked with
 Kubernetes' rules, so a crafted entry cannot carry control characters or Markdown into a
 message.

@@ -35,7 +35,7 @@ from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _SEGMENT = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
-#: The position ``load.yamlio`` writes into a malformed-YAML message.
+#: The position ``yamlfiles.yamlio`` writes into a malformed-YAML message.
 _YAML_MARK = re.compile(r"\bline (\d+), column (\d+): ")
 
 #: A file's documents as node trees, or the (line, column) where parsing failed.
