@@ -3,6 +3,8 @@
 The import graph is computed with ast over every module of grove_gitops and the backends package, counting
 every import: module level, inside functions, and under ``if TYPE_CHECKING`` (a circle hidden behind a
 function-local import is still a circle: the two modules cannot be understood or tested one without the other).
+The same graph, grouped by top-level module or package (a *room*), must stack without climbing back up but
+where ``ALLOWED_CLIMBS`` says why; ``python tests/test_architecture.py`` prints the figures of the house.
 """
 
 from __future__ import annotations
@@ -289,7 +291,9 @@ def fewest_climbs(rooms: dict[str, set[str]]) -> set[tuple[str, str]]:
     for tangle in find_cycles(rooms):
         assert len(tangle) <= 16, f"a tangle of {len(tangle)} rooms is too large to measure: {tangle}"
         n = len(tangle)
-        # cost[mask][v]: arrows from rooms already placed (lower) up to v, placed next above them.
+        # best[mask]: the fewest climbs with the rooms of ``mask`` on the lowest floors (and how it
+        # was reached); placing room v next, above them all, costs one climb for each placed room
+        # that imports v.
         imports = [{tangle.index(t) for t in rooms[r] if t in tangle} for r in tangle]
         best: dict[int, tuple[int, int, int]] = {0: (0, -1, -1)}  # mask -> (climbs, last room, previous mask)
         for mask in range(1 << n):
