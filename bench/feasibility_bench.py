@@ -55,7 +55,7 @@ def node_inventory(nodes: int, gpus: int = 8) -> dict[str, Any]:
 
 def measure(size: int, nodes: int, tmp: Path, gpus: int = 8) -> dict[str, Any]:
     from grove_gitops.feasibility.check import place_gangs
-    from grove_gitops.feasibility.planned import plan_gangs
+    from grove_gitops.planfeasibility import plan_gangs
     from grove_gitops.render import plan_source
 
     root = generate(tmp / f"source-{size}", size)

@@ -131,7 +131,7 @@ def api_floor(server: Any, kube: Any, pods: list[dict[str, Any]]) -> float:
 def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
     from grove_gitops.agent.kube import Kube
     from grove_gitops.agent.loop import Agent, AgentConfig
-    from grove_gitops.gitops.metrics import Registry
+    from grove_gitops.metrics import Registry
     from tests.fakeserver import FakeApiServer
     from tests.fakeserver.server import DEFAULT_NAMESPACES
 

@@ -232,9 +232,11 @@ def _group_of(func: tuple[str, int, str], root: str) -> str | None:
     path = filename.replace(os.sep, "/")
     rel = path[len(root) :] if path.startswith(root) and "/site-packages/" not in path else ""
     if rel.startswith(("grove_gitops/", "backends/", "bench/")):
-        if rel.startswith("grove_gitops/load/"):
+        if rel.startswith(("grove_gitops/load/", "grove_gitops/yamlfiles/")):
             return "load"
-        if rel.startswith(("grove_gitops/validation/", "grove_gitops/api/")):
+        if rel.startswith(("grove_gitops/validation/", "grove_gitops/api/", "grove_gitops/fields/")):
+            return "validate"
+        if rel == "grove_gitops/expand/hpacheck.py":  # the HPAs' schema check, a validation step
             return "validate"
         if rel.startswith("grove_gitops/expand/"):
             return "expand"

@@ -652,8 +652,8 @@ def markdown(results: dict[str, Any]) -> str:
         overhead = f", {prof['profiled_seconds'] / unprofiled:.1f}× the unprofiled median" if unprofiled else ""
         L += [
             f"One full render of the same N={n} source under cProfile ({num(prof['profiled_seconds'], 's')}{overhead}).",
-            "Self time is charged to a stage by where the function lives: `grove_gitops/load` → load;",
-            "`validation/`, `api/`, pydantic → validate; `expand/` → expand; `backends/`, `backendapi.py` → backend;",
+            "Self time is charged to a stage by where the function lives: `grove_gitops/load`, `yamlfiles/` → load;",
+            "`validation/`, `api/`, `fields/`, `expand/hpacheck.py`, pydantic → validate; `expand/` → expand; `backends/`, `backendapi.py` → backend;",
             "`output/` except the writer, and PyYAML's dumper → serialise; `output/writer.py` → write; the rest of",
             "`grove_gitops` (e.g. `render.py`'s orchestration) → other. Time in the stdlib, builtins and PyYAML's C",
             "calls (copy, file I/O, hashing, `yaml.dump`) is charged to the project function that called it, split",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from grove_gitops.cacheentry import CachedShard as CachedShard  # re-exported
 from grove_gitops.cacheentry import ShardMeta as ShardMeta
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import Document
+from grove_gitops.yamlfiles.yamlio import Document
 
 if TYPE_CHECKING:
     from grove_gitops.cachestore import ShardStore

@@ -50,7 +50,7 @@ from typing import Any, BinaryIO, TypeVar
 from grove_gitops import __version__
 from grove_gitops.cacheentry import CachedShard, ShardMeta
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import Document
+from grove_gitops.yamlfiles.yamlio import Document
 
 log = logging.getLogger("grove_gitops.cache")
 T = TypeVar("T")

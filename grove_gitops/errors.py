@@ -19,7 +19,7 @@ class GroveGitopsError(Exception):
 @dataclass(frozen=True, order=True)
 class InputProblem:
     """One problem in one source file, rendered as ``file: field: message``, or
-    ``file:line:col: field: message`` once its position is known (``load.positions``), the
+    ``file:line:col: field: message`` once its position is known (``yamlfiles.positions``), the
     form editors and terminals turn into a link to the spot.
 
     ``field`` is a Kubernetes-style field path (``spec.template.cliques[1].spec.replicas``)

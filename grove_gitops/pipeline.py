@@ -27,12 +27,12 @@ from pathlib import Path
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.feasibility.check import apply_mode, unfit_gangs
-from grove_gitops.feasibility.planned import check_plan
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import SourceSet, load_source
 from grove_gitops.output.layout import Tree, build_tree_from_plan
 from grove_gitops.output.review import build_review_tree
 from grove_gitops.output.writer import write_tree
+from grove_gitops.planfeasibility import check_plan
 from grove_gitops.render import RenderPlan, plan_loaded
 
 

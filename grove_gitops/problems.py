@@ -16,8 +16,8 @@ from itertools import islice
 from typing import Any, Literal
 
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.positions import FileData, locate
 from grove_gitops.warningcodes import UNCODED, code_of
+from grove_gitops.yamlfiles.positions import FileData, locate
 
 Severity = Literal["error", "warning"]
 
@@ -50,7 +50,7 @@ def unlisted(problem: InputProblem) -> int:
 def cap_document(file: str, problems: Iterable[InputProblem], document: str = "") -> list[InputProblem]:
     """The first :data:`MAX_PROBLEMS_PER_DOCUMENT` of one document's ``problems`` and, when
     there were more, one :func:`more_problems` line. Past the cap a problem is only counted:
-    it is never kept, placed in its file (``load.positions``) or printed."""
+    it is never kept, placed in its file (``yamlfiles.positions``) or printed."""
     it = iter(problems)
     kept = list(islice(it, MAX_PROBLEMS_PER_DOCUMENT))
     rest = sum(1 for _ in it)
@@ -126,7 +126,7 @@ def workload_code(warning: str, codes: Mapping[str, frozenset[str]]) -> str | No
 
 def locate_warnings(warnings: Iterable[str], files: Mapping[str, FileData], acknowledged: bool = False) -> list[Problem]:
     """Warnings as JSON problems with their ``line`` and ``column``, found in ``files`` (the
-    source's display name → file) by the lookup errors use (:mod:`grove_gitops.load.positions`):
+    source's display name → file) by the lookup errors use (:mod:`grove_gitops.yamlfiles.positions`):
     an editor or a CI annotation places a warning as it places an error."""
     parsed = [from_warning(w, acknowledged) for w in warnings]
     located = locate([InputProblem(p.file, p.field, p.message) for p in parsed], files)

@@ -28,21 +28,20 @@ from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.gitsplit import git_objects
 from grove_gitops.expand.hpa import hpas
+from grove_gitops.expand.hpacheck import validate_hpas
 from grove_gitops.expand.resourceclaims import validate_templates
 from grove_gitops.expand.scaling import Counts, counts_at
 from grove_gitops.expand.workload import expand_pcs
 from grove_gitops.expand.workloadobject import workload_object
+from grove_gitops.fields.fielderrors import FieldError, invalid
 from grove_gitops.load.memory import MemorySource
-from grove_gitops.load.positions import locate
 from grove_gitops.load.source import Sourced, SourceSet, load_source, parse_pcs, repaired_pcs
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, cap_document, document_name
 from grove_gitops.validation.acknowledge import workload_acknowledgements
-from grove_gitops.validation.autoscaling import validate_hpas
 from grove_gitops.validation.clusterfacts import read_facts
 from grove_gitops.validation.coexistence import coexistence_problems
 from grove_gitops.validation.config import validate_binding, validate_operator_config
 from grove_gitops.validation.defaulting import apply_defaults
-from grove_gitops.validation.fielderrors import FieldError, invalid
 from grove_gitops.validation.kubeversions import kube_version_warnings, validate_kube_version
 from grove_gitops.validation.limits import (
     BYTES_RULE,
@@ -59,6 +58,7 @@ from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind,
 from grove_gitops.validation.references import reference_warnings
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
+from grove_gitops.yamlfiles.positions import locate
 
 CLUSTER_SHARD = "_cluster"
 

@@ -3,6 +3,8 @@
 The import graph is computed with ast over every module of grove_gitops and the backends package, counting
 every import: module level, inside functions, and under ``if TYPE_CHECKING`` (a circle hidden behind a
 function-local import is still a circle: the two modules cannot be understood or tested one without the other).
+The same graph, grouped by top-level module or package (a *room*), must stack without climbing back up but
+where ``ALLOWED_CLIMBS`` says why; ``python tests/test_architecture.py`` prints the figures of the house.
 """
 
 from __future__ import annotations
@@ -239,3 +241,155 @@ def test_every_module_says_what_it_owns() -> None:
         if len(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "") < 40
     ]
     assert missing == []
+
+
+# --- Rooms, floors and the arrows between them ----------------------------------------------------
+#
+# A *room* is a top-level module or sub-package of grove_gitops (``grove_gitops.agent``,
+# ``grove_gitops.render``); the backends package is one room. An *arrow* is a room importing another.
+# With the listed climbs taken out the rooms form a stack: a room's *floor* is one above the highest
+# room it imports, and every arrow points down. An arrow not listed below that closes a circle
+# between rooms (a *climb* back up) fails the build.
+
+
+def room_of(module: str) -> str:
+    """The room ``module`` lives in."""
+    if module.split(".")[0] == "grove_gitops_backends":
+        return "grove_gitops_backends"
+    return ".".join(module.split(".")[:2])
+
+
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """room -> the other rooms its modules import."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        rooms.setdefault(room_of(module), set()).update(room_of(t) for t in targets)
+    for room, targets in rooms.items():
+        targets.discard(room)
+    return rooms
+
+
+def floors(rooms: dict[str, set[str]]) -> dict[str, int]:
+    """The floor of every room of an acyclic room graph: 0 for a room that imports no other."""
+    found: dict[str, int] = {}
+
+    def floor(room: str, path: tuple[str, ...]) -> int:
+        assert room not in path, "a circle between rooms: " + " -> ".join((*path, room))
+        if room not in found:
+            found[room] = 1 + max((floor(t, (*path, room)) for t in rooms[room]), default=-1)
+        return found[room]
+
+    for room in sorted(rooms):
+        floor(room, ())
+    return found
+
+
+def fewest_climbs(rooms: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """A smallest set of arrows whose removal leaves no circle between rooms (exact: per tangle,
+    the best bottom-to-top order of its rooms by dynamic programming over subsets)."""
+    climbs: set[tuple[str, str]] = set()
+    for tangle in find_cycles(rooms):
+        assert len(tangle) <= 16, f"a tangle of {len(tangle)} rooms is too large to measure: {tangle}"
+        n = len(tangle)
+        # best[mask]: the fewest climbs with the rooms of ``mask`` on the lowest floors (and how it
+        # was reached); placing room v next, above them all, costs one climb for each placed room
+        # that imports v.
+        imports = [{tangle.index(t) for t in rooms[r] if t in tangle} for r in tangle]
+        best: dict[int, tuple[int, int, int]] = {0: (0, -1, -1)}  # mask -> (climbs, last room, previous mask)
+        for mask in range(1 << n):
+            if mask not in best:
+                continue
+            for v in range(n):
+                if mask & (1 << v):
+                    continue
+                cost = best[mask][0] + sum(1 for u in range(n) if mask & (1 << u) and v in imports[u])
+                nxt = mask | (1 << v)
+                if nxt not in best or cost < best[nxt][0]:
+                    best[nxt] = (cost, v, mask)
+        order: list[int] = []
+        mask = (1 << n) - 1
+        while mask:
+            _, v, mask = best[mask]
+            order.append(v)
+        order.reverse()  # bottom first
+        position = {v: i for i, v in enumerate(order)}
+        climbs |= {(tangle[u], tangle[v]) for u in range(n) for v in imports[u] if position[v] > position[u]}
+    return climbs
+
+
+def measure(graph: dict[str, set[str]]) -> dict[str, int]:
+    """The figures of the house: rooms, floors (with the fewest climbs taken out), arrows between
+    rooms, climbs (the fewest arrows that must go for no circle between rooms) and circles between
+    modules."""
+    rooms = room_graph(graph)
+    climbs = fewest_climbs(rooms)
+    stacked = {room: {t for t in targets if (room, t) not in climbs} for room, targets in rooms.items()}
+    return {
+        "rooms": len(rooms),
+        "floors": 1 + max(floors(stacked).values()),
+        "arrows": sum(len(targets) for targets in rooms.values()),
+        "climbs": len(climbs),
+        "circles": len(find_cycles(graph)),
+    }
+
+
+#: The arrows between rooms that still climb back up, each with why it stays. The list can only
+#: shrink: a climb not listed here fails, and so does a listed one that no longer climbs.
+ALLOWED_CLIMBS: dict[tuple[str, str], str] = {
+    ("grove_gitops.prcheck", "grove_gitops.cli"): (
+        "prcheck/__main__.py is the `python -m grove_gitops.prcheck` entry point (the GitHub Action's"
+        " documented call): an entry point runs the command, which sits on top by nature"
+    ),
+}
+
+
+def test_the_measure_sees_rooms_floors_and_climbs() -> None:
+    # Guards the measure itself on a small house: a.x and a.y are one room; b <-> c is a tangle
+    # that one climb removes; d sits on top.
+    graph = {
+        "grove_gitops.a.x": {"grove_gitops.a.y"},
+        "grove_gitops.a.y": set(),
+        "grove_gitops.b": {"grove_gitops.a.x", "grove_gitops.c"},
+        "grove_gitops.c": {"grove_gitops.b"},
+        "grove_gitops.d": {"grove_gitops.b"},
+        "grove_gitops_backends.e": {"grove_gitops.a.y"},
+    }
+    rooms = room_graph(graph)
+    assert rooms["grove_gitops.a"] == set() and rooms["grove_gitops.b"] == {"grove_gitops.a", "grove_gitops.c"}
+    assert len(fewest_climbs(rooms)) == 1
+    assert measure(graph) == {"rooms": 5, "floors": 3, "arrows": 5, "climbs": 1, "circles": 1}
+    assert floors({"p": {"q"}, "q": set()}) == {"p": 1, "q": 0}
+
+
+def test_rooms_climb_back_up_only_where_listed() -> None:
+    rooms = room_graph(import_graph())
+    stacked = {room: {t for t in targets if (room, t) not in ALLOWED_CLIMBS} for room, targets in rooms.items()}
+    tangles = [" -> ".join(_a_cycle(stacked, tangle)) for tangle in find_cycles(stacked)]
+    assert tangles == [], "rooms that import each other (move the shared piece down a floor):\n" + "\n".join(tangles)
+
+
+def test_every_listed_climb_still_climbs() -> None:
+    rooms = room_graph(import_graph())
+    stale = [arrow for arrow in ALLOWED_CLIMBS if arrow[1] not in rooms.get(arrow[0], set())
+             or arrow[0] not in _reachable(rooms, arrow[1])]
+    assert stale == [], f"no longer a climb, take it off ALLOWED_CLIMBS: {stale}"
+    # And the list is as short as the house allows.
+    assert len(ALLOWED_CLIMBS) == len(fewest_climbs(rooms))
+
+
+def test_plan_and_the_read_models_do_not_import_the_agent() -> None:
+    # The plan a reviewer reads and the migration's checks share the agent's read models, which sit
+    # below all three in grove_gitops.readmodel; none of them climbs into the agent for them.
+    graph = import_graph()
+    above = ("grove_gitops.agent", "grove_gitops.plan", "grove_gitops.migrate", "grove_gitops.gitops")
+    for room, forbidden in (("grove_gitops.plan", ("grove_gitops.agent",)), ("grove_gitops.readmodel", above)):
+        climbs = sorted(
+            f"{m} -> {t}" for m, targets in graph.items() if room_of(m) == room
+            for t in targets if room_of(t) in forbidden
+        )
+        assert climbs == [], climbs
+    assert "grove_gitops.readmodel" in room_graph(graph)["grove_gitops.plan"]
+
+
+if __name__ == "__main__":
+    print(measure(import_graph()))

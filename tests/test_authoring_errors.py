@@ -187,7 +187,7 @@ def test_json_output_carries_line_and_column(tmp_path: Path) -> None:
 
 
 def test_position_is_looked_up_in_the_document_that_holds_the_path(tmp_path: Path) -> None:
-    from grove_gitops.load.positions import locate
+    from grove_gitops.yamlfiles.positions import locate
 
     text = "a: 1\n---\nspec:\n  template:\n    cliques:\n    - name: x\n      spec: {replicas: -1}\n"
     found = locate([InputProblem("f.yaml", "spec.template.cliques[0].spec.replicas", "bad")], {"f.yaml": text.encode()})
@@ -211,7 +211,7 @@ def test_a_yaml_error_moves_its_position_to_the_front(tmp_path: Path) -> None:
 
 
 def test_a_problem_of_a_file_outside_the_source_gets_no_position(tmp_path: Path) -> None:
-    from grove_gitops.load.positions import locate
+    from grove_gitops.yamlfiles.positions import locate
 
     found = locate([InputProblem("../etc/passwd", "spec", "bad")], {"w.yaml": b"spec: 1\n"})
     assert found[0].line is None and str(found[0]) == "../etc/passwd: spec: bad"
@@ -338,7 +338,7 @@ def test_unknown_pod_spec_field_suggests_the_declared_name(tmp_path: Path) -> No
 
 
 def test_suggestions_are_bounded_per_document(tmp_path: Path) -> None:
-    from grove_gitops.validation.suggest import MAX_SUGGESTIONS
+    from grove_gitops.fields.suggest import MAX_SUGGESTIONS
 
     keys = "".join(f"  replicas{i}: 1\n" for i in range(MAX_SUGGESTIONS + 50))
     found = problems(example(tmp_path, ("spec:\n  replicas: 1\n", "spec:\n  replicas: 1\n" + keys)))

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from grove_gitops.api.clusterfacts import MAX_FACTS, ClusterFacts
 from grove_gitops.cli import main
 from grove_gitops.errors import InvalidInputError
+from grove_gitops.fields.suggest import MAX_REFERENCE_CANDIDATES, MAX_SUGGESTIONS
 from grove_gitops.load.source import Sourced, load_source
 from grove_gitops.render import render_source
 from grove_gitops.validation.clusterfacts import read_facts
-from grove_gitops.validation.suggest import MAX_REFERENCE_CANDIDATES, MAX_SUGGESTIONS
 from tests.support import PROJECT
 from tests.test_authoring_errors import PCS_FILE, example
 

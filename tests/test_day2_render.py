@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+from grove_gitops.fields.k8snames import parse_go_duration
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
-from grove_gitops.validation.k8snames import parse_go_duration
 from tests.schemas import CRDRegistry, validate_any
 from tests.support import PROJECT, pcs_yaml, write_source
 from tests.wiring.helpers import ARGOCD, FLUX, health_script, load_docs, load_one, run_health

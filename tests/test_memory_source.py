@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from grove_gitops.cache import RenderCache
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import SourceSet, load_source
-from grove_gitops.load.yamlio import MAX_FILE_BYTES
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 
 _CONFIGMAP = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  k: v\n"
 _CONTENTS: list[bytes] = [

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from grove_gitops.cli import main
+from grove_gitops.fields.fielderrors import quote_hint
 from grove_gitops.render import render_source
-from grove_gitops.validation.fielderrors import quote_hint
 from tests.test_authoring_errors import PCS_FILE, example, problems
 
 ROUTER_POD = "          podSpec:\n            containers:\n              - name: router\n"

@@ -17,10 +17,10 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from grove_gitops.agent.order import ReplicaRank, SlotRef, order_replicas, steps_for_replica
 from grove_gitops.cli import main
 from grove_gitops.output.layout import build_tree
 from grove_gitops.output.writer import write_tree
+from grove_gitops.readmodel.order import ReplicaRank, SlotRef, order_replicas, steps_for_replica
 from grove_gitops.render import render_source
 from tests.support import PROJECT, plain
 
@@ -122,7 +122,7 @@ def test_image_bump_of_the_example_rolls_in_the_documented_order(tmp_path: Path)
 
 
 def test_steps_are_the_agents_order_function(tmp_path: Path) -> None:
-    """The plan hands agent/order.py what the agent will: the same steps come back."""
+    """The plan hands readmodel/order.py what the agent will: the same steps come back."""
     head = example(tmp_path, "head", bump_images)
     pods = [o.obj for o in render_source(head).objects if o.obj.get("kind") == "Pod"]
     refs = []

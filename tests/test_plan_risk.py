@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from grove_gitops.agent.order import SlotRef, Step
 from grove_gitops.plan.formats import markdown_blocks, outage_blocks
 from grove_gitops.plan.model import Plan, PodCliqueSetPlan
 from grove_gitops.plan.risk import Role, step_risks
+from grove_gitops.readmodel.order import SlotRef, Step
 from tests.test_plan import Edit, bump_images, clique, example, group, on_delete, only, plan_json, run
 
 
@@ -131,8 +131,8 @@ def test_an_autoscaled_role_at_its_floor_is_flagged_with_the_live_count_caveat(t
 
 
 def test_markdown_flags_the_outage_in_the_plan_and_in_a_banner_for_the_top(tmp_path: Path) -> None:
-    from grove_gitops.diff.loading import load_sides
     from grove_gitops.plan.compute import build_plan
+    from grove_gitops.reviewsides import load_sides
 
     base, head, _ = load_sides(
         str(example(tmp_path, "base")), str(example(tmp_path, "head", bump_images)), False, None, None, (None, None)
@@ -250,8 +250,8 @@ def test_an_autoscaled_outage_names_the_floor_not_the_replicas_already_above_it(
     result = run(str(tmp_path / "base"), str(tmp_path / "head"))
     assert fix in " ".join(result.stdout.split())
 
-    from grove_gitops.diff.loading import load_sides
     from grove_gitops.plan.compute import build_plan
+    from grove_gitops.reviewsides import load_sides
 
     base, head, _ = load_sides(str(tmp_path / "base"), str(tmp_path / "head"), False, None, None, (None, None))
     banner = "".join(b.text for b in outage_blocks(build_plan(base, head)))

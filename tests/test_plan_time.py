@@ -79,9 +79,9 @@ def test_no_probe_is_unknown_in_text_and_markdown(tmp_path: Path) -> None:
     assert "then 1 replacement Ready; no probe: unknown" in out
     assert "Time: unknown: no probe in any of the 5 steps" in out
 
-    from grove_gitops.diff.loading import load_sides
     from grove_gitops.plan.compute import build_plan
     from grove_gitops.plan.formats import markdown_blocks
+    from grove_gitops.reviewsides import load_sides
 
     b, h, _ = load_sides(str(base), str(head), False, None, None, (None, None))
     md = "".join(x.text for x in markdown_blocks(build_plan(b, h)))
@@ -115,9 +115,9 @@ def test_crafted_probe_numbers_stay_bounded(fields: dict[str, Any]) -> None:
 
 
 def test_markdown_gives_each_steps_bound(tmp_path: Path) -> None:
-    from grove_gitops.diff.loading import load_sides
     from grove_gitops.plan.compute import build_plan
     from grove_gitops.plan.formats import markdown_blocks
+    from grove_gitops.reviewsides import load_sides
 
     base, head = example(tmp_path, "base", probes), example(tmp_path, "head", probes, bump_images)
     b, h, _ = load_sides(str(base), str(head), False, None, None, (None, None))

@@ -19,8 +19,9 @@ from click.testing import CliRunner
 
 from grove_gitops.cli import main
 from grove_gitops.errors import InvalidInputError
+from grove_gitops.fields.quantity import parse_quantity
 from grove_gitops.validation import podspec
-from grove_gitops.validation.podspec import parse_quantity, pod_spec_errors, resource_errors
+from grove_gitops.validation.podspec import pod_spec_errors, resource_errors
 from tests.backends.test_koordinator import pcs_doc
 from tests.backends.test_koordinator import problems as koord_problems
 from tests.support import SMALL_PCS as BASE

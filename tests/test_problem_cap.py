@@ -23,9 +23,9 @@ from click.testing import CliRunner
 
 from grove_gitops.cli import main
 from grove_gitops.errors import InputProblem
-from grove_gitops.load import positions
+from grove_gitops.fields import suggest
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, cap_document
-from grove_gitops.validation import suggest
+from grove_gitops.yamlfiles import positions
 
 CAP = MAX_PROBLEMS_PER_DOCUMENT
 

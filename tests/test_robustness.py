@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import grove_gitops.output.layout as layout
 from grove_gitops.cli import main
-from grove_gitops.load.yamlio import MAX_OBJECT_BYTES, parse_documents
+from grove_gitops.yamlfiles.yamlio import MAX_OBJECT_BYTES, parse_documents
 from tests.support import PROJECT, plain, write_source
 
 CM = "apiVersion: v1\nkind: ConfigMap\n"

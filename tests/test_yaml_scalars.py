@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from grove_gitops.cli import main
-from grove_gitops.load.yamlio import INT64_MAX, INT64_MIN, parse_documents
+from grove_gitops.yamlfiles.yamlio import INT64_MAX, INT64_MIN, parse_documents
 from tests.support import write_source
 
 HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata:\n  k: v\nx: "

@@ -53,8 +53,8 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import AppliedObject, BackendFinding, K8sObject, PodPlacement, SchedulerBackend
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.fields.fielderrors import FieldError, invalid
 from grove_gitops.output.gitopsmeta import RECREATE_ON_SYNC
-from grove_gitops.validation.fielderrors import FieldError, invalid
 
 NAME = "kai-scheduler"
 QUEUE_KEY = "kai.scheduler/queue"

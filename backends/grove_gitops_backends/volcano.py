@@ -67,7 +67,7 @@ from grove_gitops.api.podcliqueset import PodCliqueSet, TopologyConstraint
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendFinding, K8sObject, PodPlacement, SchedulerBackend
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.validation.k8snames import dns1123_subdomain_problems
+from grove_gitops.fields.k8snames import dns1123_subdomain_problems
 from grove_gitops.validation.topology import explicit_topology_name, has_constraints
 
 NAME = "volcano"

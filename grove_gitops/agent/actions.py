@@ -1,7 +1,7 @@
 """What the agent decided to do, as plain values.
 
 The decision modules (release, rollout, healing, scale-in) are pure functions of a
-:class:`~grove_gitops.agent.snapshot.Snapshot`, the agent's :class:`Memory` and the time;
+:class:`~grove_gitops.readmodel.snapshot.Snapshot`, the agent's :class:`Memory` and the time;
 they return these values, and :mod:`grove_gitops.agent.execute` alone talks to the API
 server. That keeps every rule testable without a server and makes "no step is taken twice"
 a property of one place: the executor guards each delete with the pod's uid.

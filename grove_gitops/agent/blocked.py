@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grove_gitops.agent.actions import SetCondition
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
 

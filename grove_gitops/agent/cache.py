@@ -17,10 +17,10 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 
-from grove_gitops.agent import gangs as G
 from grove_gitops.agent.kube import PODGANG_GROUP, PODGANG_VERSION, Kube, Raw
 from grove_gitops.agent.ratelog import agent_log, describe
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
+from grove_gitops.readmodel import gangs as G
 
 log = logging.getLogger("grove_gitops.agent")
 MANAGED_BY, MANAGER = "app.kubernetes.io/managed-by", "grove-gitops"

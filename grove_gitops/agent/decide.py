@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from grove_gitops.agent import healing, intent, rollout, scalein
 from grove_gitops.agent.actions import Action, Memories
-from grove_gitops.agent.snapshot import Snapshot, Workload
+from grove_gitops.readmodel.snapshot import Snapshot, Workload
 
 
 def day2_actions(snap: Snapshot, memories: Memories, now: float, grace: float,

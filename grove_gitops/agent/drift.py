@@ -21,7 +21,7 @@ from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_backends
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent.drift")
 DRIFT_REASON = "TopologyDriftDetected"

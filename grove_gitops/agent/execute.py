@@ -24,13 +24,13 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from grove_gitops.agent import gangs as G
 from grove_gitops.agent.actions import DeletePod, Event, SetCondition
 from grove_gitops.agent.cache import MANAGED_BY, MANAGER, WatchCache
 from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.expand import ownership
-from grove_gitops.gitops.metrics import Registry
-from grove_gitops.migrate import adoption
+from grove_gitops.metrics import Registry
+from grove_gitops.readmodel import adoption
+from grove_gitops.readmodel import gangs as G
 
 log = logging.getLogger("grove_gitops.agent")
 # Reasons whose deletes get an Event: rare, and worth a person's attention. Rolling-update

@@ -1,6 +1,6 @@
 """Self-healing: Failed pods, ``MinAvailableBreached`` and gang termination.
 
-Pure decisions over a :class:`~grove_gitops.agent.snapshot.Workload` (``spec/grove-day2.md``
+Pure decisions over a :class:`~grove_gitops.readmodel.snapshot.Workload` (``spec/grove-day2.md``
 §5); the loop executes the returned actions. Where Grove has a defect (§8) the sound thing is
 done instead, and documented here:
 
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grove_gitops.agent.actions import Action, DeletePod, Event, Key, Memory, SetCondition
-from grove_gitops.agent.snapshot import MANAGED_BY, MANAGER, Day2, PodView, Slot, Workload
+from grove_gitops.readmodel.snapshot import MANAGED_BY, MANAGER, Day2, PodView, Slot, Workload
 
 FAILED_POD_DELETED = "FailedPodDeleted"
 GANG_TERMINATED = "GangTerminated"

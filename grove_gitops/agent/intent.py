@@ -27,7 +27,7 @@ so a released pod no PodGang wants is behind by construction (scale-in, removal;
 from __future__ import annotations
 
 from grove_gitops.agent.actions import Memory
-from grove_gitops.agent.snapshot import PodView, Workload
+from grove_gitops.readmodel.snapshot import PodView, Workload
 
 #: How long an unlisted gated pod waits when the agent does not know whether it is ahead or
 #: behind (the module docstring): three of the shipped Flux interval of 10 minutes.

@@ -22,8 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
 
-from grove_gitops.agent.gangs import ObjectRef
 from grove_gitops.agent.ratelog import agent_log, describe
+from grove_gitops.readmodel.gangs import ObjectRef
 
 PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL = "scheduler.grove.io", "v1alpha1", "podgangs"
 Raw = dict[str, Any]

@@ -32,7 +32,6 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent import blocked, decide, intent, release, rollout
-from grove_gitops.agent import gangs as G
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memories, SetCondition
 from grove_gitops.agent.cache import Key, WatchCache, WorkloadKey, workload_of
 from grove_gitops.agent.execute import Executor
@@ -40,10 +39,11 @@ from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.agent.scaling.limits import ScalingLimits
 from grove_gitops.agent.scaling.scaler import Scaler
-from grove_gitops.agent.snapshot import Snapshot, Views, Workload, build, unit_of
 from grove_gitops.expand.scaling import API_VERSION as PCS_API_VERSION
 from grove_gitops.expand.scaling import PCS_KIND
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
+from grove_gitops.readmodel import gangs as G
+from grove_gitops.readmodel.snapshot import Snapshot, Views, Workload, build, unit_of
 
 log = logging.getLogger("grove_gitops.agent")
 INITIALIZED = "Initialized"

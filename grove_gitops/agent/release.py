@@ -1,7 +1,7 @@
 """Gate release: which gated pods may run now (``spec/grove-desired-state.md`` §6, day-2 §2.5).
 
 - A PodGang that is not ``Initialized`` is released as a whole, once complete
-  (:func:`~.gangs.decide`: every referenced pod exists, backend objects exist, a scaled gang's
+  (:func:`~grove_gitops.readmodel.gangs.decide`: every referenced pod exists, backend objects exist, a scaled gang's
   base gang is scheduled), as the gate-lifter always did.
 - An ``Initialized`` PodGang (its gang was scheduled before) releases each referenced pod on
   its own, as Grove does for replacements (§2.5 rule 5): rolling updates, failed-pod
@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.agent import gangs as G
-from grove_gitops.agent.snapshot import Key, Snapshot
+from grove_gitops.readmodel import gangs as G
+from grove_gitops.readmodel.snapshot import Key, Snapshot
 
 
 class _Live(Mapping[Key, Mapping[str, Any]]):
@@ -130,7 +130,7 @@ def decide_gang(
     blocked: Mapping[Key, str],
     holders: Mapping[Key, list[Any]] | None = None,
 ) -> GangRelease:
-    """Release decision for one PodGang; raises :class:`~.gangs.MalformedPodGang`."""
+    """Release decision for one PodGang; raises :class:`~grove_gitops.readmodel.gangs.MalformedPodGang`."""
     if key in snap.malformed:
         raise G.MalformedPodGang(snap.malformed[key])
     gang = snap.gangs.get(key)

@@ -8,12 +8,12 @@ the replica being rolled), so a restarted agent resumes where the last one stopp
 
 RollingRecreate, per PodCliqueSet:
 - one replica at a time: the one whose base PodGang says ``RollingUpdate=True`` while it has
-  work left, else the next by :func:`~.order.order_replicas` (Grove's order);
+  work left, else the next by :func:`~grove_gitops.readmodel.order.order_replicas` (Grove's order);
 - in that replica, old pods that are not Ready are retired at once (Grove's pending /
   unhealthy / starting buckets; a Ready pod with an old restart is *not* unhealthy here,
   fixing Grove #697), and a scaling-group replica that is unavailable has all its old pods
   retired at once;
-- Ready old pods go one step at a time (:func:`~.order.steps_for_replica`): a step starts
+- Ready old pods go one step at a time (:func:`~grove_gitops.readmodel.order.steps_for_replica`): a step starts
   only when nothing of the replica is in flight (an old pod still terminating, or a new pod
   not yet Ready) and Grove's guard holds (the PodClique has ≥ minAvailable Ready pods; the
   scaling group ≥ minAvailable available replicas);
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 from grove_gitops.agent import healing, intent
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memory, SetCondition
-from grove_gitops.agent.order import ReplicaRank, SlotRef, Step, order_replicas, steps_for_replica
-from grove_gitops.agent.snapshot import ON_DELETE, PodView, Slot, Workload
+from grove_gitops.readmodel.order import ReplicaRank, SlotRef, Step, order_replicas, steps_for_replica
+from grove_gitops.readmodel.snapshot import ON_DELETE, PodView, Slot, Workload
 
 ROLLING_UPDATE = "RollingUpdate"
 RETIRED = "PodRetired"  # an old pod retired by a rollout step

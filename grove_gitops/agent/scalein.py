@@ -1,6 +1,6 @@
 """Scale-in and removal: delete the pods no PodGang wants any more.
 
-A managed pod whose slot no current PodGang references is *unwanted* (``snapshot.py``): its
+A managed pod whose slot no current PodGang references is *unwanted* (``readmodel/snapshot.py``): its
 PodClique, scaling-group replica or PodCliqueSet replica was scaled in, or the whole
 PodCliqueSet was removed from Git. The GitOps tool never prunes rendered pods (they carry
 ``Prune=false`` / ``prune: disabled`` so that a rolling update stays in the agent's hands), so
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from grove_gitops.agent import intent
 from grove_gitops.agent.actions import Action, DeletePod, Key, Memory
-from grove_gitops.agent.snapshot import MANAGED_BY, MANAGER, PodView, Snapshot, Workload
+from grove_gitops.readmodel.snapshot import MANAGED_BY, MANAGER, PodView, Snapshot, Workload
 
 UNWANTED_POD_DELETED = "UnwantedPodDeleted"
 

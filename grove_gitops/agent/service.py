@@ -32,7 +32,7 @@ from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.agent.scaling.limits import DEFAULT_WRITES_PER_PASS, ScalingLimits
 from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS, DEFAULT_MAX_PODS_PER_RENDER
 from grove_gitops.errors import GroveGitopsError
-from grove_gitops.gitops.metrics import HealthServer, Registry
+from grove_gitops.metrics import HealthServer, Registry
 
 
 class JsonFormatter(logging.Formatter):

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+from grove_gitops.fields.fielderrors import INT32_MAX, INT32_MIN
+
 #: An ``int32`` field of a Grove type: Grove cannot even decode a larger number, so one is
 #: refused while parsing, before any arithmetic or loop sees it.
 Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]

@@ -4,7 +4,7 @@ generated wiring (``_flux/``, ``_argocd/``, :mod:`grove_gitops.output.wiring`).
 One model for both places that ask for wiring: a fleet Cluster's ``spec.gitops`` and a
 single-cluster RenderConfiguration's ``wiring`` (which opts in; absent, nothing is generated).
 Every value is copied into Argo CD / Flux objects, so :func:`wiring_problems` checks each one
-against what reads it (:mod:`grove_gitops.validation.externalrefs`); a URL is never shown with its userinfo.
+against what reads it (:mod:`grove_gitops.fields.externalrefs`); a URL is never shown with its userinfo.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import Field
 
 from grove_gitops.api.base import StrictModel
 from grove_gitops.errors import InputProblem
-from grove_gitops.validation.externalrefs import (
+from grove_gitops.fields.externalrefs import (
     git_ref_problems,
     git_url_problems,
     path_problems,
@@ -24,7 +24,7 @@ from grove_gitops.validation.externalrefs import (
     shown,
     shown_url,
 )
-from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+from grove_gitops.fields.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 
 #: The Flux CRD's pattern for ``spec.interval`` / ``spec.timeout`` (a Go duration).
 _DURATION_RE = re.compile(r"([0-9]+(\.[0-9]+)?(ms|s|m|h))+")

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from grove_gitops.api.base import ObjectMeta, StrictModel
-from grove_gitops.validation.podspec import parse_quantity
+from grove_gitops.fields.quantity import parse_quantity
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 #: The label every node of a pool gets (its node name) unless the pool's labels set it.

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from grove_gitops.api.inventory import HOSTNAME, Node, NodeInventory, NodePool, quantity_value
 from grove_gitops.errors import InputProblem
-from grove_gitops.validation.k8snames import (
+from grove_gitops.fields.k8snames import (
     dns1123_subdomain_problems,
     label_value_problems,
     qualified_name_problems,

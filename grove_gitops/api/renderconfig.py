@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from grove_gitops.api.base import ObjectMeta, StrictModel
 from grove_gitops.api.gitopswiring import GitOpsWiring
-from grove_gitops.validation.k8snames import dns1123_label_problems
+from grove_gitops.fields.k8snames import dns1123_label_problems
 
 #: Grove's init container (chart value ``grove-initc``) at the Grove release we follow.
 DEFAULT_INIT_IMAGE = "ghcr.io/ai-dynamo/grove/grove-initc:v0.1.0"

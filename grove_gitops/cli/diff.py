@@ -27,14 +27,6 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.cli.options import cache_options, deprecated_format_option, output_option, resolve_output
 from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
 from grove_gitops.diff.jsonview import report_dict
-from grove_gitops.diff.loading import (
-    InvalidSidesError,
-    load_sides,
-    plan_blocks,
-    plan_document,
-    plan_text,
-    risk_lines,
-)
 from grove_gitops.diff.markdown import (
     DEFAULT_KEY,
     DEFAULT_MAX_CHARS,
@@ -50,6 +42,14 @@ from grove_gitops.diff.unified import DEFAULT_CONTEXT
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.plan.clusters import changes_per_cluster
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document, locate_warnings
+from grove_gitops.reviewsides import (
+    InvalidSidesError,
+    load_sides,
+    plan_blocks,
+    plan_document,
+    plan_text,
+    risk_lines,
+)
 
 _KEY_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 

@@ -63,7 +63,7 @@ def feasibility(source: str, repo: Path | None, source_path: str | None, output:
     as_json = output == "json"
     try:
         plan = _plan(source, repo, source_path)
-        from grove_gitops.feasibility.planned import check_plan
+        from grove_gitops.planfeasibility import check_plan
 
         result = check_plan(plan)
     except GroveGitopsError as exc:

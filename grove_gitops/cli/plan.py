@@ -2,7 +2,7 @@
 
 It takes the same inputs as ``diff`` (two source trees, two rendered trees with
 ``--rendered``, or two git refs with ``--repo``) through the same code
-(:func:`grove_gitops.diff.loading.load_sides`), and prints per PodCliqueSet the update strategy,
+(:func:`grove_gitops.reviewsides.load_sides`), and prints per PodCliqueSet the update strategy,
 the ordered steps, the most slots unavailable at once and the fields forcing the restart.
 
 ``--output text|markdown|json`` as every report command; ``json`` prints
@@ -24,11 +24,11 @@ import click
 
 from grove_gitops.cli.options import cache_options, output_file_option, output_option, write_output_file
 from grove_gitops.cli.sides import check_modes, report_invalid, side_cache, side_options
-from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.plan.clusters import build_fleet_plan
 from grove_gitops.plan.formats import plan_dict, plan_markdown, render_text
 from grove_gitops.problems import Problem, WarningSink, from_input_problem, json_document, locate_warnings
+from grove_gitops.reviewsides import InvalidSidesError, load_sides
 
 
 @click.command("plan")

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from grove_gitops.diff.model import Change, ObjectKey, TreeObject, compare
 from grove_gitops.diff.semantic import Counts, ShardSummary, summarize
 from grove_gitops.diff.unified import DEFAULT_CONTEXT
-from grove_gitops.load.positions import FileData
 from grove_gitops.problems import workload_code
+from grove_gitops.yamlfiles.positions import FileData
 
 
 @dataclass

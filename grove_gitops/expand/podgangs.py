@@ -30,8 +30,8 @@ from grove_gitops.expand import names
 from grove_gitops.expand.plan import CliqueInstance
 from grove_gitops.expand.scaling import scale_units
 from grove_gitops.expand.topology import Translator
+from grove_gitops.fields.k8snames import parse_go_duration
 from grove_gitops.validation.defaulting import DEFAULT_TERMINATION_DELAY
-from grove_gitops.validation.k8snames import parse_go_duration
 
 #: Grove's strategy when ``spec.updateStrategy`` (or its ``type``) is absent.
 DEFAULT_UPDATE_STRATEGY = "RollingRecreate"

@@ -25,7 +25,7 @@ from grove_gitops.api.podcliqueset import (
 from grove_gitops.expand import labels as L
 from grove_gitops.expand.jsoncopy import json_copy
 from grove_gitops.expand.plan import CliqueInstance
-from grove_gitops.validation.fielderrors import FieldError, not_found
+from grove_gitops.fields.fielderrors import FieldError, not_found
 
 ALL = "AllReplicas"
 PER = "PerReplica"

@@ -4,7 +4,7 @@
 warnings (``feasibility: warn``) or errors (``enforce``) that ``validate``, ``render`` and
 ``diff`` report when the source holds an inventory. Owns placing rendered objects; placing a
 :class:`~grove_gitops.render.RenderPlan` (autoscaled workloads at their floor and their maximum)
-is :mod:`.planned`, above the render plan, so the render can call this module without a circle.
+is :mod:`grove_gitops.planfeasibility`, above the render plan, so the render can call this module without a circle.
 """
 
 from __future__ import annotations

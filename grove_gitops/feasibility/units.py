@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
 
-from grove_gitops.validation.podspec import parse_quantity
+from grove_gitops.fields.quantity import parse_quantity
 
 GPU = "nvidia.com/gpu"
 #: The resources of the capacity table (always tracked, so the table shows the nodes' amounts).

@@ -26,15 +26,15 @@ from grove_gitops.api.gitopswiring import (  # noqa: F401  (re-exported: the fle
     wiring_problems,
 )
 from grove_gitops.errors import InputProblem
-from grove_gitops.problems import cap_document, document_name
-from grove_gitops.validation.externalrefs import (  # noqa: F401  (MAX_PATH re-exported)
+from grove_gitops.fields.externalrefs import (  # noqa: F401  (MAX_PATH re-exported)
     MAX_PATH,
     image_registry_problems,
     path_problems,
     shown,
 )
-from grove_gitops.validation.fielderrors import from_pydantic
-from grove_gitops.validation.k8snames import dns1123_label_problems
+from grove_gitops.fields.fielderrors import from_pydantic
+from grove_gitops.fields.k8snames import dns1123_label_problems
+from grove_gitops.problems import cap_document, document_name
 
 #: ``spec.workloads.paths``: more patterns than any cluster needs would only cost time.
 MAX_PATTERNS = 256

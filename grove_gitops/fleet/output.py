@@ -18,8 +18,8 @@ from grove_gitops import __version__, pipeline
 from grove_gitops.cache import RenderCache
 from grove_gitops.fleet.plan import ClusterPlan, FleetPlan
 from grove_gitops.fleet.wiring import wiring_files
+from grove_gitops.load.marker import META_FILE, META_MARKER
 from grove_gitops.output.layout import Tree
-from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.writer import TreeWriter
 from grove_gitops.pipeline import ClusterTree, Outcome
 

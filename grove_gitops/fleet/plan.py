@@ -26,11 +26,11 @@ from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import available_backends
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError
+from grove_gitops.fields.externalrefs import image_reference_problems, is_registry_host, shown
 from grove_gitops.fleet.model import Cluster, ConfigRef, parse_cluster
 from grove_gitops.load.patterns import gitignore_spec
 from grove_gitops.load.source import Sourced, SourceSet
 from grove_gitops.render import RenderPlan
-from grove_gitops.validation.externalrefs import image_reference_problems, is_registry_host, shown
 
 
 @dataclass

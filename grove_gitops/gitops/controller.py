@@ -37,10 +37,10 @@ from grove_gitops.diff.gitrefs import normalize_source_path
 from grove_gitops.errors import GitError, GitPushRejectedError, GroveGitopsError, InvalidInputError
 from grove_gitops.forge.statuses import failure_description
 from grove_gitops.gitops import hydrator, trailers
-from grove_gitops.gitops.metrics import Registry
 from grove_gitops.gitops.redact import redact
 from grove_gitops.gitops.repo import SourceCommit, Workspace, split_credentials
 from grove_gitops.gitops.status import StatusReporter
+from grove_gitops.metrics import Registry
 from grove_gitops.sourcetree import render_source_tree
 
 log = logging.getLogger("grove_gitops.controller")

@@ -12,10 +12,10 @@ from pathlib import Path
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.forge.statuses import StatusConfigError
 from grove_gitops.gitops.controller import Controller, ControllerConfig, ControllerUsageError
-from grove_gitops.gitops.metrics import HealthServer, Registry
 from grove_gitops.gitops.redact import redact
 from grove_gitops.gitops.repo import WorkdirError
 from grove_gitops.gitops.status import StatusReporter, reporter_from_options
+from grove_gitops.metrics import HealthServer, Registry
 
 
 class _RedactingFormatter(logging.Formatter):

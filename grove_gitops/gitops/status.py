@@ -25,7 +25,7 @@ from typing import Any
 
 from grove_gitops.forge.http import ForgeError
 from grove_gitops.forge.statuses import StatusClient, StatusConfigError, StatusTarget, status_target
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.controller")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES, Document, load_bytes, load_documents
 from grove_gitops.procs import start_method
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES, Document, load_bytes, load_documents
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache

@@ -38,7 +38,7 @@ from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.load.memory import oversize
 from grove_gitops.load.source import IGNORE_FILE, MAX_FILES, OUTPUT_MARKER_FILE
 from grove_gitops.load.treepaths import MAX_PATH_BYTES, hidden, path_problem, shown, symlink_problem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 
 #: Entries (files, folders, links, submodules) one listing may hold; read as a stream, so
 #: this bounds time, not memory. A source tree of 20,000 YAML files is far below it.

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from grove_gitops.load.treepaths import path_problem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 
 
 def bad_path(path: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from grove_gitops.validation.fielderrors import FieldError, join_path, misspellings, user_loc
+from grove_gitops.fields.fielderrors import FieldError, join_path, misspellings, user_loc
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -34,20 +34,20 @@ from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.errors import InputProblem
 from grove_gitops.load.files import FileData, parse_files
+from grove_gitops.load.marker import META_FILE, is_output_dir, is_output_meta
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.patterns import gitignore_spec
 from grove_gitops.load.schemarepair import Repaired, repair
 from grove_gitops.load.treepaths import component_problem
 from grove_gitops.load.treepaths import shown as shown_path
-from grove_gitops.load.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
-from grove_gitops.output.marker import META_FILE, is_output_dir, is_output_meta
 from grove_gitops.problems import cap_document, document_name
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
 
 if TYPE_CHECKING:
     from grove_gitops.cache import RenderCache
-from grove_gitops.validation.fielderrors import FieldError, from_pydantic, invalid, required
-from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
-from grove_gitops.validation.suggest import closest
+from grove_gitops.fields.fielderrors import FieldError, from_pydantic, invalid, required
+from grove_gitops.fields.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+from grove_gitops.fields.suggest import closest
 
 PCS_KIND = ("grove.io/v1alpha1", "PodCliqueSet")
 CTB_KIND = ("grove.io/v1alpha1", "ClusterTopologyBinding")
@@ -61,7 +61,7 @@ HOSTNAME = "kubernetes.io/hostname"
 #: A render target of a fleet (``grove_gitops.fleet``); read raw here, validated there.
 CLUSTER_KIND = ("gitops.grove.io/v1alpha1", "Cluster")
 MAX_FILES = 20_000
-#: Present at the root of every rendered tree (see ``output.marker``).
+#: Present at the root of every rendered tree (see ``load.marker``).
 OUTPUT_MARKER_FILE = META_FILE
 #: gitignore-syntax file at the source root naming files to leave out.
 IGNORE_FILE = ".grove-gitops-ignore"
@@ -123,7 +123,7 @@ class SourceSet:
     render_configs: list[Sourced[RenderConfig]] = field(default_factory=list)
     config_conflicts: list[InputProblem] = field(default_factory=list)
     fleet_problems: list[InputProblem] = field(default_factory=list)
-    #: Every file read, by the name problems give it: where ``load.positions`` finds the
+    #: Every file read, by the name problems give it: where ``yamlfiles.positions`` finds the
     #: line and column of a problem (a path on disk, or the bytes of a tree in memory).
     files: dict[str, FileData] = field(default_factory=dict)
 

@@ -2,9 +2,9 @@
 
 One job per module:
 
-- :mod:`.adoption`: the marker ``migrate apply`` writes on each running Grove pod and the rules
-  by which the agent proves a pod is the slot's Grove pod before it ever deletes it (pure; the
-  agent imports only this module);
+- :mod:`grove_gitops.readmodel.adoption` (below both this package and the agent, which reads
+  it): the marker ``migrate apply`` writes on each running Grove pod and the rules by which the
+  agent proves a pod is the slot's Grove pod before it ever deletes it;
 - :mod:`.live`: reads the live ``grove.io`` PodCliqueSet and its children from the API server;
 - :mod:`.compare`: the live workload against the render of the same PodCliqueSet: a plan, or
   the reasons to refuse (pure);

@@ -30,11 +30,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.agent import gangs as G
-from grove_gitops.agent.snapshot import Day2, parse_day2
 from grove_gitops.expand import ownership
-from grove_gitops.migrate import adoption
 from grove_gitops.migrate.live import Live
+from grove_gitops.readmodel import adoption
+from grove_gitops.readmodel import gangs as G
+from grove_gitops.readmodel.snapshot import Day2, parse_day2
 
 Raw = Mapping[str, Any]
 PODCLIQUE = "grove.io/podclique"

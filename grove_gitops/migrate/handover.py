@@ -6,7 +6,7 @@ Order (every step re-derived from the live state, so an interrupted run is simpl
    Grove's pods before and after step 2 (and the render's pods later): no DNS gap.
 2. **Pods**: each running Grove pod, already verified as its slot's (:mod:`.compare`), gets in
    one PATCH (conditional on the resourceVersion that was checked) the label
-   ``managed-by: grove-gitops``, the adoption record (:mod:`.adoption`) and no ownerReferences.
+   ``managed-by: grove-gitops``, the adoption record (:mod:`grove_gitops.readmodel.adoption`) and no ownerReferences.
    From here Grove's PodClique no longer owns it, and the agent sees it.
 3. **Children of the same name** (PodGangs, ServiceAccount, Role, RoleBinding, token Secret,
    Services): labelled ``managed-by: grove-gitops`` with no ownerReferences, so the GitOps
@@ -36,10 +36,10 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent.kube import Kube
-from grove_gitops.migrate import adoption
 from grove_gitops.migrate.compare import Comparison
 from grove_gitops.migrate.live import GROVE_API, Live, MigrateError, collection
 from grove_gitops.migrate.live import get as live_get
+from grove_gitops.readmodel import adoption
 
 MERGE = "application/merge-patch+json"
 GROVE_FINALIZER_PREFIX = "grove.io/"

@@ -25,7 +25,7 @@ GROVE_API = "grove.io/v1alpha1"
 PODGANG_API = "scheduler.grove.io/v1alpha1"
 PART_OF = "app.kubernetes.io/part-of"
 #: Objects of one kind read at most: far more pods than a PodCliqueSet the agent accepts
-#: (grove_gitops.agent.gangs.MAX_WORKLOAD_PODS) plus terminating ones.
+#: (grove_gitops.readmodel.gangs.MAX_WORKLOAD_PODS) plus terminating ones.
 MAX_OBJECTS = 20_000
 
 #: The children handed over by name (Grove and the render use the same names): apiVersion, plural.

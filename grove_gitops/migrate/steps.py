@@ -2,8 +2,8 @@
 
 The agent retires migrated Grove pods with its rollout rules (grove_gitops/agent/rollout.py),
 so the steps are its steps: one PodCliqueSet replica at a time (by index: every replica of a
-settled workload is scheduled and none is breached, so :func:`~grove_gitops.agent.order.order_replicas`
-orders them by index), inside it :func:`~grove_gitops.agent.order.steps_for_replica` (standalone
+settled workload is scheduled and none is breached, so :func:`~grove_gitops.readmodel.order.order_replicas`
+orders them by index), inside it :func:`~grove_gitops.readmodel.order.steps_for_replica` (standalone
 PodCliques pod by pod, then scaling-group replicas whole). One step is one unit down: a pod, or a
 scaling-group replica.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grove_gitops.agent.order import ReplicaRank, SlotRef, order_replicas, steps_for_replica
 from grove_gitops.migrate.compare import ADOPTED, GROVE, Comparison, SlotPlan
+from grove_gitops.readmodel.order import ReplicaRank, SlotRef, order_replicas, steps_for_replica
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,14 @@ from grove_gitops import __version__
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.cache import CachedShard, RenderCache
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
-from grove_gitops.load.yamlio import MAX_OBJECT_BYTES
+from grove_gitops.fields.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+from grove_gitops.load.marker import META_FILE, META_MARKER
 from grove_gitops.output import autoscaling_readme, diagram, parallel, wiring
 from grove_gitops.output.autoscaling_readme import AgentPicture, agent_picture, gang_row
 from grove_gitops.output.gitopsmeta import annotate, wave_of
-from grove_gitops.output.marker import META_FILE, META_MARKER
 from grove_gitops.output.serialize import dump_object, dump_plain
 from grove_gitops.render import CLUSTER_SHARD, PlannedPCS, RenderedObject, RenderPlan, RenderResult
-from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
+from grove_gitops.yamlfiles.yamlio import MAX_OBJECT_BYTES
 
 KUSTOMIZATION = "kustomization.yaml"
 #: Longest file name most filesystems accept, in bytes.

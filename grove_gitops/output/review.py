@@ -22,12 +22,12 @@ import json
 from typing import Any
 
 from grove_gitops.errors import InvalidInputError, OutputError
-from grove_gitops.load.yamlio import MAX_OBJECT_BYTES
+from grove_gitops.load.marker import META_FILE
 from grove_gitops.output import layout, wiring
 from grove_gitops.output.gitopsmeta import wave_of
-from grove_gitops.output.marker import META_FILE
 from grove_gitops.output.serialize import dump_object
 from grove_gitops.render import CLUSTER_SHARD, RenderedObject, RenderPlan
+from grove_gitops.yamlfiles.yamlio import MAX_OBJECT_BYTES
 
 README = """# Grove workloads for Grove's operator (review-only mode)
 

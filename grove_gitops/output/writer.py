@@ -30,8 +30,8 @@ from typing import cast
 
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import OutputError
+from grove_gitops.load.marker import META_FILE, is_output_dir
 from grove_gitops.output.layout import Tree, build_tree_from_plan
-from grove_gitops.output.marker import META_FILE, is_output_dir
 from grove_gitops.output.parallel import FORK_SAFE_THREAD_PREFIX
 from grove_gitops.render import RenderPlan
 

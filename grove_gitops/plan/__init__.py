@@ -3,7 +3,7 @@
 Pipeline: the two sides ``diff`` builds (:mod:`grove_gitops.diff.sides`) → the rendered pods
 and PodGangs of every PodCliqueSet, grouped into slots (:mod:`.pods`) → per PodCliqueSet the
 changed, added and removed slots, the update strategy and the steps, ordered by
-:mod:`grove_gitops.agent.order` (the same function the agent calls) (:mod:`.compute`), and
+:mod:`grove_gitops.readmodel.order` (the same function the agent calls) (:mod:`.compute`), and
 the fields that force the restart (:mod:`.restart`) → text, Markdown or JSON
 (:mod:`.formats`). ``diff``'s Markdown embeds the same plan.
 """

@@ -1,7 +1,7 @@
 """The plan: per PodCliqueSet, which slots change and in which steps the agent replaces them.
 
-Ordering is not decided here. :func:`grove_gitops.agent.order.order_replicas` picks the
-replica order and :func:`~grove_gitops.agent.order.steps_for_replica` the steps inside a
+Ordering is not decided here. :func:`grove_gitops.readmodel.order.order_replicas` picks the
+replica order and :func:`~grove_gitops.readmodel.order.steps_for_replica` the steps inside a
 replica, the same calls the agent makes, so the plan is what the agent will do. At plan time
 every replica is assumed scheduled and healthy (a reviewer cannot know the cluster's state),
 so replicas go in index order and no pod is retired early for being unready.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from grove_gitops.agent.order import ReplicaRank, Step, order_replicas, steps_for_replica
 from grove_gitops.diff.report import Side
 from grove_gitops.output.gitopsmeta import recreated_on_sync
 from grove_gitops.plan.groveorder import grove_steps
@@ -26,6 +25,7 @@ from grove_gitops.plan.restart import restart_fields
 from grove_gitops.plan.risk import role_totals, step_risks
 from grove_gitops.plan.stranded import stranded_gangs
 from grove_gitops.plan.timing import step_times
+from grove_gitops.readmodel.order import ReplicaRank, Step, order_replicas, steps_for_replica
 
 
 def ordered_steps(changed: list[RenderedPod]) -> list[Step]:

@@ -1,7 +1,7 @@
 """Grove's own rollout order, for a source whose PodCliqueSets Grove's operator reconciles
 (RenderConfiguration ``mode: review``, docs/adoption.md).
 
-The units are the agent's (:func:`grove_gitops.agent.order.steps_for_replica`: one standalone
+The units are the agent's (:func:`grove_gitops.readmodel.order.steps_for_replica`: one standalone
 pod, or one scaling-group replica with all its pods), but Grove does not serialise them
 (spec/grove-day2.md):
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from grove_gitops.agent.order import ReplicaRank, Step, order_replicas, steps_for_replica
 from grove_gitops.plan.pods import RenderedPod
+from grove_gitops.readmodel.order import ReplicaRank, Step, order_replicas, steps_for_replica
 
 #: Grove's availability bound during a RollingRecreate (spec/grove-day2.md §2.6, §8.1-§8.2).
 GROVE_BOUND = (

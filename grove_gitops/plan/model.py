@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from grove_gitops.agent.order import Step
 from grove_gitops.diff.autoscaling import Bounds
 from grove_gitops.plan.risk import Outage, Role, StepRisk
 from grove_gitops.plan.stranded import Stranded
@@ -18,6 +17,7 @@ from grove_gitops.plan.terms import ON_DELETE as ON_DELETE
 from grove_gitops.plan.terms import ROLLING_RECREATE as ROLLING_RECREATE
 from grove_gitops.plan.terms import PlanError as PlanError
 from grove_gitops.plan.timing import StepTime, TotalTime, total_time
+from grove_gitops.readmodel.order import Step
 
 Change = Literal["modified", "added", "removed"]
 

@@ -1,9 +1,9 @@
 """One side's rendered objects, grouped the way the agent groups live ones.
 
 A PodCliqueSet is (namespace, ``app.kubernetes.io/part-of``), as in
-:mod:`grove_gitops.agent.snapshot`; a slot is a pod's ``spec.hostname``. Every pod becomes
-a :class:`~grove_gitops.agent.order.SlotRef` built from the labels the agent reads, so the
-plan hands :func:`~grove_gitops.agent.order.steps_for_replica` exactly what the agent will.
+:mod:`grove_gitops.readmodel.snapshot`; a slot is a pod's ``spec.hostname``. Every pod becomes
+a :class:`~grove_gitops.readmodel.order.SlotRef` built from the labels the agent reads, so the
+plan hands :func:`~grove_gitops.readmodel.order.steps_for_replica` exactly what the agent will.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.agent.gangs import PODCLIQUE_LABEL, MalformedPodGang
-from grove_gitops.agent.order import SlotRef
-from grove_gitops.agent.snapshot import PART_OF, PCS_REPLICA_INDEX, PCSG, PCSG_REPLICA_INDEX, POD_INDEX, parse_day2
 from grove_gitops.diff.autoscaling import Bounds, targets_of
 from grove_gitops.diff.model import ObjectKey, TreeObject
 from grove_gitops.diff.renderinputs import is_workload_object
 from grove_gitops.diff.report import Side
 from grove_gitops.plan.terms import ROLLING_RECREATE, PlanError
+from grove_gitops.readmodel.gangs import PODCLIQUE_LABEL, MalformedPodGang
+from grove_gitops.readmodel.order import SlotRef
+from grove_gitops.readmodel.snapshot import PART_OF, PCS_REPLICA_INDEX, PCSG, PCSG_REPLICA_INDEX, POD_INDEX, parse_day2
 
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from grove_gitops.agent.snapshot import TEMPLATE_HASH
 from grove_gitops.diff.paths import changed_paths, join
 from grove_gitops.expand.ownership import RENDERED_BY
 from grove_gitops.plan.pods import RenderedPod
+from grove_gitops.readmodel.snapshot import TEMPLATE_HASH
 
 NAME_PATH = "metadata.name"
 HASH_PATH = join("metadata.labels", TEMPLATE_HASH)

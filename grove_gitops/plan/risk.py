@@ -11,7 +11,7 @@ out of service. Its only guards are
 minAvailable`` (a scaling group) *before* the deletion, so a role with a single pod or a
 single scaling-group replica is deleted outright: with one PodCliqueSet replica, that role
 has no available pod until its replacement is Ready. The agent's steps
-(:mod:`grove_gitops.agent.order`) retire exactly those units, one per step, so the capacity a
+(:mod:`grove_gitops.readmodel.order`) retire exactly those units, one per step, so the capacity a
 step leaves a role is Grove's number, whether the roles of a replica roll one after another
 (the agent) or side by side (Grove).
 
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from grove_gitops.agent.order import Step
+from grove_gitops.readmodel.order import Step
 
 if TYPE_CHECKING:  # only types: pods -> terms, so no circle either way
     from grove_gitops.diff.autoscaling import Bounds

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from grove_gitops.agent.order import Step
+from grove_gitops.readmodel.order import Step
 
 DEFAULT_GRACE = 30
 PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}

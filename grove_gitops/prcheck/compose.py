@@ -40,7 +40,6 @@ from typing import Any
 import git
 
 from grove_gitops.diff.gitrefs import extract, open_repo, resolve, write_source
-from grove_gitops.diff.loading import InvalidSidesError, load_sides
 from grove_gitops.diff.markdown import MARKER, markdown_blocks, part_header, part_marker
 from grove_gitops.diff.mdescape import md_text
 from grove_gitops.diff.report import Report, build_report
@@ -60,6 +59,7 @@ from grove_gitops.prcheck.sections import (
     problem_blocks,
     text_blocks,
 )
+from grove_gitops.reviewsides import InvalidSidesError, load_sides
 
 #: This installation's grove-gitops, isolated from the working directory (the PR's checkout).
 DEFAULT_CLI: tuple[str, ...] = (sys.executable, "-I", "-m", "grove_gitops")

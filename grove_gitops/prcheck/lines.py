@@ -2,7 +2,7 @@
 
 ``validate --output json`` gives each problem's ``line`` and ``column`` when it knows them;
 an older document, or a problem without one, is placed here with the same lookup the loader
-uses (:mod:`grove_gitops.load.positions`: PyYAML's node marks, the document where the path
+uses (:mod:`grove_gitops.yamlfiles.positions`: PyYAML's node marks, the document where the path
 resolves deepest, line 1 for a file that does not parse).
 
 One file often has many problems (a PodCliqueSet with 400 bad pods): callers parse each file
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from grove_gitops.load import positions
-from grove_gitops.load.positions import Segment, parse_path
+from grove_gitops.yamlfiles import positions
+from grove_gitops.yamlfiles.positions import Segment, parse_path
 
 __all__ = ["Segment", "compose", "find_line", "line_in_documents", "line_in_file", "parse_path", "read_documents"]
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from grove_gitops.fields.fielderrors import go_value
+from grove_gitops.fields.suggest import did_you_mean
 from grove_gitops.load.source import Sourced
-from grove_gitops.validation.fielderrors import go_value
-from grove_gitops.validation.suggest import did_you_mean
 from grove_gitops.warningcodes import known_codes, parse_codes
 
 ANNOTATION = "gitops.grove.io/acknowledge"

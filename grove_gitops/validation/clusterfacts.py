@@ -1,7 +1,7 @@
 """The objects a ClusterFacts lists (``api.clusterfacts``), checked and indexed.
 
 Each entry is ``"apiVersion kind namespace name"``; a malformed one is an error of the facts
-file at that entry (``objects[3]``, placed at its line by ``load.positions``): the file is
+file at that entry (``objects[3]``, placed at its line by ``yamlfiles.positions``): the file is
 untrusted, and a fact that cannot be read would silently stop a check. Names are checked with
 Kubernetes' rules, so a crafted entry cannot carry control characters or Markdown into a
 message.
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from grove_gitops.api.clusterfacts import MAX_ENTRY, ClusterFacts
 from grove_gitops.errors import InputProblem
+from grove_gitops.fields.fielderrors import go_value
+from grove_gitops.fields.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 from grove_gitops.load.source import Sourced
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT, more_problems
-from grove_gitops.validation.fielderrors import go_value
-from grove_gitops.validation.k8snames import dns1123_label_problems, dns1123_subdomain_problems
 
 #: ``kubectl -o custom-columns`` prints this for a field an object does not have.
 NONE = "<none>"

@@ -7,8 +7,8 @@ from collections.abc import Collection, Mapping
 from grove_gitops.api.operatorconfig import DEFAULT_SCHEDULER, OperatorConfiguration
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import SchedulerBackend
-from grove_gitops.validation.fielderrors import FieldError, duplicate, invalid, not_supported, required
-from grove_gitops.validation.k8snames import dns1123_subdomain_problems, qualified_name_problems
+from grove_gitops.fields.fielderrors import FieldError, duplicate, invalid, not_supported, required
+from grove_gitops.fields.k8snames import dns1123_subdomain_problems, qualified_name_problems
 from grove_gitops.validation.opcfgkeys import profile_config_errors, unknown_field_errors
 from grove_gitops.validation.opcfgruntime import operator_runtime_errors
 from grove_gitops.validation.topology import DOMAIN_RE

@@ -25,7 +25,7 @@ declared by the backend in ``backends/``, with :func:`needs_message` for the wor
 from __future__ import annotations
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
-from grove_gitops.validation.fielderrors import FieldError, forbidden
+from grove_gitops.fields.fielderrors import FieldError, forbidden
 from grove_gitops.validation.mnnvl import MNNVL_ANNOTATION
 
 #: The first version that serves ``resource.k8s.io/v1`` with DRA on by default (KEP-4381 GA).

@@ -29,7 +29,7 @@ from grove_gitops.api.podcliqueset import (
     ResourceSharingSpec,
 )
 from grove_gitops.api.renderconfig import RenderLimits
-from grove_gitops.validation.fielderrors import FieldError, invalid
+from grove_gitops.fields.fielderrors import FieldError, invalid
 
 #: Most PodCliques one PodCliqueSet's pods may wait for, summed over its pods: every pod's
 #: Grove init container gets one ``--podcliques`` argument per PodClique it waits for. Real

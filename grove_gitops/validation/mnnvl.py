@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
-from grove_gitops.validation.fielderrors import FieldError, invalid
-from grove_gitops.validation.k8snames import dns1123_label_problems
+from grove_gitops.fields.fielderrors import FieldError, invalid
+from grove_gitops.fields.k8snames import dns1123_label_problems
 
 MNNVL_ANNOTATION = "grove.io/mnnvl-group"
 NOT_ENABLED = (

@@ -15,9 +15,9 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from grove_gitops.api.renderconfig import RenderConfig
+from grove_gitops.fields.fielderrors import go_value
+from grove_gitops.fields.suggest import MAX_CANDIDATES, did_you_mean
 from grove_gitops.load.source import SourceSet
-from grove_gitops.validation.fielderrors import go_value
-from grove_gitops.validation.suggest import MAX_CANDIDATES, did_you_mean
 
 #: Namespaces Kubernetes creates itself.
 BUILT_IN = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})

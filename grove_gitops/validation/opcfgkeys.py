@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from grove_gitops.api.operatorconfig import GroveConfigModel, OperatorConfiguration
 from grove_gitops.backendapi import SchedulerBackend
-from grove_gitops.validation.fielderrors import FieldError
-from grove_gitops.validation.suggest import MAX_SUGGESTIONS
+from grove_gitops.fields.fielderrors import FieldError
+from grove_gitops.fields.suggest import MAX_SUGGESTIONS
 
 UNKNOWN = "field not declared in schema"
 #: Why it is an error although Grove itself accepts the file.

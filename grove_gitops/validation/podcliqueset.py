@@ -15,7 +15,7 @@ from grove_gitops.api.podcliqueset import (
     PodCliqueTemplateSpec,
     ResourceSharingSpec,
 )
-from grove_gitops.validation.fielderrors import (
+from grove_gitops.fields.fielderrors import (
     FieldError,
     duplicate,
     invalid,
@@ -23,7 +23,7 @@ from grove_gitops.validation.fielderrors import (
     not_supported,
     required,
 )
-from grove_gitops.validation.k8snames import (
+from grove_gitops.fields.k8snames import (
     dns1123_label_problems,
     dns1123_subdomain_problems,
     env_var_name_problems,

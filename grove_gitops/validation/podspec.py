@@ -28,76 +28,18 @@ from decimal import Decimal
 from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
+from grove_gitops.fields.fielderrors import FieldError, invalid, join_path, required, type_detail
+from grove_gitops.fields.quantity import QUANTITY_HELP, parse_quantity
+from grove_gitops.fields.suggest import MAX_SUGGESTIONS, did_you_mean
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT
-from grove_gitops.validation.fielderrors import FieldError, invalid, join_path, required, type_detail
-from grove_gitops.validation.suggest import MAX_SUGGESTIONS, did_you_mean
 
 __all__ = [
     "builtin_validator",
     "object_errors",
-    "parse_quantity",
     "pod_spec_errors",
     "resource_errors",
     "validate_pod_specs",
 ]
-
-# --------------------------------------------------------------------------------------------------
-# Quantity grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go):
-#   <quantity> ::= <signedNumber><suffix>
-#   <number>   ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
-#   <suffix>   ::= <binarySI> | <decimalExponent> | <decimalSI>
-#   binarySI Ki Mi Gi Ti Pi Ei; decimalSI n u m "" k M G T P E; decimalExponent e/E <signedNumber>
-# --------------------------------------------------------------------------------------------------
-
-_QUANTITY = re.compile(
-    r"(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-    r"(?:[eE](?P<exponent>[+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?"
-)
-_MULTIPLIERS: dict[str, Decimal] = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-}
-_QUANTITY_HELP = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' "
-    "(a number with an optional suffix: Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or an exponent e3)"
-)
-# An exponent this large is no real resource amount; refusing it keeps Decimal arithmetic cheap.
-_MAX_EXPONENT = 30
-
-
-def parse_quantity(value: object) -> Decimal | None:
-    """The value of a Kubernetes quantity (``"500m"`` -> 0.5, ``"1Gi"`` -> 1073741824), ``None`` if
-    it does not follow the grammar.  YAML numbers (``memory: 512``) are quantities too."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        return Decimal(repr(value)) if value == value and abs(value) != float("inf") else None
-    if not isinstance(value, str):
-        return None
-    match = _QUANTITY.fullmatch(value)
-    if match is None:
-        return None
-    number = Decimal(match["number"])
-    if match["sign"] == "-":
-        number = -number
-    if match["exponent"] is not None:
-        exponent = int(match["exponent"])
-        if abs(exponent) > _MAX_EXPONENT:
-            return None
-        return number.scaleb(exponent)
-    return number * _MULTIPLIERS[match["suffix"] or ""]
-
 
 def _is_extended(name: str) -> bool:
     """``v1helper.IsExtendedResourceName``: a domain-prefixed name outside ``kubernetes.io``."""
@@ -117,7 +59,7 @@ def _quantity_map(resources: Mapping[str, Any], key: str, path: str) -> tuple[di
         where = f"{path}.{key}[{name}]"
         quantity = parse_quantity(value)
         if quantity is None:
-            errs.append(invalid(where, value, _QUANTITY_HELP))
+            errs.append(invalid(where, value, QUANTITY_HELP))
             continue
         if quantity < 0:
             errs.append(invalid(where, value, "must be greater than or equal to 0"))

@@ -20,11 +20,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from grove_gitops.backendapi import SchedulerBackend
+from grove_gitops.fields.fielderrors import go_value
+from grove_gitops.fields.suggest import MAX_LISTED, MAX_SUGGESTIONS, did_you_mean, likely_candidates
 from grove_gitops.load.source import SourceSet
 from grove_gitops.problems import MAX_PROBLEMS_PER_DOCUMENT
 from grove_gitops.validation.clusterfacts import Facts
-from grove_gitops.validation.fielderrors import go_value
-from grove_gitops.validation.suggest import MAX_LISTED, MAX_SUGGESTIONS, did_you_mean, likely_candidates
 
 PRIORITY = ("scheduling.k8s.io", "PriorityClass")
 ACCOUNT = ("", "ServiceAccount")

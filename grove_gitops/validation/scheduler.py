@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
-from grove_gitops.validation.fielderrors import FieldError, invalid
-from grove_gitops.validation.suggest import MAX_LISTED, did_you_mean
+from grove_gitops.fields.fielderrors import FieldError, invalid
+from grove_gitops.fields.suggest import MAX_LISTED, did_you_mean
 
 NOT_ENABLED = (
     "schedulerName must be an enabled scheduler backend; this scheduler is not enabled in OperatorConfiguration"

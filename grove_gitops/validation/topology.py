@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from grove_gitops.api.podcliqueset import PodCliqueSet, TopologyConstraint
 from grove_gitops.api.topology import ClusterTopologyBinding
-from grove_gitops.validation.fielderrors import FieldError, forbidden, invalid, required
-from grove_gitops.validation.suggest import did_you_mean, known_listing
+from grove_gitops.fields.fielderrors import FieldError, forbidden, invalid, required
+from grove_gitops.fields.suggest import did_you_mean, known_listing
 
 T = "spec.template"
 DOMAIN_RE = re.compile(r"^[a-z][a-z0-9-]*$")

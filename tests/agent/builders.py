@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.agent.gangs import GATE
-from grove_gitops.agent.snapshot import Snapshot, Workload, build
 from grove_gitops.expand import ownership
+from grove_gitops.readmodel.gangs import GATE
+from grove_gitops.readmodel.snapshot import Snapshot, Workload, build
 
 Key = tuple[str, str]
 NS = "ml"

@@ -14,7 +14,7 @@ from typing import Any
 
 from grove_gitops.agent.cache import WatchCache
 from grove_gitops.agent.kube import Kube
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 
 
 def _pod(uid: str, rv: int, *, terminating: bool = False) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from grove_gitops.agent import decide, intent, release, rollout, scalein
 from grove_gitops.agent.actions import Action, DeletePod, Event, Memories, Memory, SetCondition
-from grove_gitops.agent.snapshot import build
 from grove_gitops.expand import ownership
+from grove_gitops.readmodel.snapshot import build
 from tests.agent.builders import NS, T0, Clique, Group, World, world
 
 GRACE = 30.0

@@ -14,7 +14,7 @@ import copy
 from grove_gitops.agent.actions import DeletePod
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.loop import Agent, AgentConfig
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from tests.agent.builders import NS, Clique, world
 from tests.fakeserver import FakeApiServer
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from grove_gitops.agent import gangs as G
 from grove_gitops.agent.actions import DeletePod
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.loop import Agent, AgentConfig
-from grove_gitops.agent.snapshot import parse_day2
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
+from grove_gitops.readmodel import gangs as G
+from grove_gitops.readmodel.snapshot import parse_day2
 from tests.fakeserver import FakeApiServer
 
 

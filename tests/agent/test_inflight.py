@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from grove_gitops.agent import rollout
 from grove_gitops.agent.actions import DeletePod, Memory
-from grove_gitops.agent.snapshot import Views, build
+from grove_gitops.readmodel.snapshot import Views, build
 from tests.agent.builders import NS, Clique, world
 
 NOW = 1_900_000_000.0

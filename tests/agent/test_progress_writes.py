@@ -11,7 +11,7 @@ from grove_gitops.agent import execute
 from grove_gitops.agent.actions import SetCondition
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.loop import Agent, AgentConfig
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from tests.fakeserver import FakeApiServer
 from tests.gatelifter.support import rendered_objects
 from tests.support import PROJECT

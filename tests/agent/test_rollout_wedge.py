@@ -17,7 +17,7 @@ from grove_gitops.agent import rollout
 from grove_gitops.agent.actions import DeletePod
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.loop import Agent, AgentConfig
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from tests.agent.builders import NS, Clique, set_state, world
 from tests.fakeserver import FakeApiServer
 

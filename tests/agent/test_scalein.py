@@ -6,7 +6,7 @@ import pytest
 
 from grove_gitops.agent import intent, scalein
 from grove_gitops.agent.actions import Action, DeletePod, Memories, Memory
-from grove_gitops.agent.snapshot import pod_view
+from grove_gitops.readmodel.snapshot import pod_view
 from tests.agent.builders import NS, T0, Clique, World, day2, pod, podgang, set_state, world
 
 GRACE = 30.0

@@ -16,7 +16,7 @@ from grove_gitops.agent import blocked
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.expand.scaling import API_VERSION, PCS_KIND
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from tests.agent.builders import NS, T0, Clique, set_state, world
 from tests.agent.test_rollout_wedge import _create
 from tests.fakeserver import FakeApiServer

@@ -94,7 +94,7 @@ def start_agent(server: FakeApiServer, namespace: str | None = None, **config: A
     """
     from grove_gitops.agent.kube import Kube
     from grove_gitops.agent.loop import Agent, AgentConfig
-    from grove_gitops.gitops.metrics import Registry
+    from grove_gitops.metrics import Registry
 
     settings: dict[str, Any] = {"namespace": namespace, "recheck": 0.05, "resync": 0.2, "grace": 1.0,
                                 "watch_read_timeout": 0.5}

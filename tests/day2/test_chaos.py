@@ -46,8 +46,8 @@ import pytest
 
 from grove_gitops.agent import decide, rollout
 from grove_gitops.agent.actions import DeletePod, Memories
-from grove_gitops.agent.snapshot import build
 from grove_gitops.expand.scaling import PCLQ_KIND, PCSG_KIND
+from grove_gitops.readmodel.snapshot import build
 from tests.day2 import scaling as S
 from tests.day2.harness import Day2Env
 from tests.day2.observer import PodView, Slot, Unit, rolling_bound_problem

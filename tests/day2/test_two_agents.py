@@ -11,7 +11,7 @@ import kubernetes
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.leader import LeaderElector
 from grove_gitops.agent.loop import Agent, AgentConfig
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from tests.day2.harness import Day2Env, describe
 
 

@@ -175,10 +175,10 @@ def test_namespaced_overlay_watches_its_own_namespace(namespaced_objs: Objects, 
 
 
 def test_probe_paths_are_served() -> None:
-    """/healthz, /readyz and /metrics are what HealthServer answers (grove_gitops/gitops/metrics.py)."""
+    """/healthz, /readyz and /metrics are what HealthServer answers (grove_gitops/metrics.py)."""
     import urllib.request
 
-    from grove_gitops.gitops.metrics import HealthServer, Registry
+    from grove_gitops.metrics import HealthServer, Registry
 
     server = HealthServer(Registry(), "127.0.0.1", 0, healthy=lambda: True, ready=lambda: True).start()
     try:

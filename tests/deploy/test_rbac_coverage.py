@@ -23,13 +23,13 @@ import grove_gitops_backends.koordinator
 import grove_gitops_backends.volcano
 import grove_gitops_backends.workload_api
 from grove_gitops.agent.drift import DriftChecker
-from grove_gitops.agent.gangs import ObjectRef
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.leader import LeaderElector
 from grove_gitops.agent.loop import Agent, AgentConfig
 from grove_gitops.expand import ownership
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
+from grove_gitops.readmodel.gangs import ObjectRef
 from grove_gitops.render import render_source
 from tests.fakeserver import FakeApiServer
 from tests.fakeserver.server import DEFAULT_NAMESPACES

@@ -3,7 +3,7 @@
 ``repoURL: "ext::sh -c ..."``, URLs with credentials (copied into the output branch),
 ``targetRevision: --upload-pack=...``, a 5,000-character or ``../`` image registry: each is
 ``file: field: message``, exit 1, no traceback, nothing written, a credential never printed.
-The checks of :mod:`grove_gitops.validation.externalrefs` are fuzzed with hypothesis, the git ref rules
+The checks of :mod:`grove_gitops.fields.externalrefs` are fuzzed with hypothesis, the git ref rules
 against ``git check-ref-format`` itself.
 """
 
@@ -23,10 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grove_gitops.cli import main
+from grove_gitops.fields import externalrefs as refs
 from grove_gitops.fleet.plan import rewrite_image
 from grove_gitops.fleet.wiring import shard_name
 from grove_gitops.load.patterns import gitignore_spec
-from grove_gitops.validation import externalrefs as refs
 from tests.support import PROJECT
 
 FLEET = PROJECT / "examples-fleet"

@@ -13,7 +13,7 @@ import yaml
 
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.loop import Agent, AgentConfig
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
 from tests.fakeserver import FakeApiServer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from grove_gitops.agent.drift import DRIFT_REASON, DriftChecker
 from grove_gitops.agent.kube import Kube
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from tests.fakeserver import FakeApiServer
 
 CTB = {

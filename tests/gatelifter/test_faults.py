@@ -19,7 +19,7 @@ import pytest
 
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.loop import Agent, AgentConfig
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 from tests.fakeserver import FakeApiServer
 from tests.gatelifter.support import apply, gated
 from tests.gatelifter.test_lifter import kai_objects, pods_of_gang

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from grove_gitops.agent import gangs as G
 from grove_gitops.agent.kube import Kube
-from grove_gitops.agent.snapshot import MAX_PROBLEMS_PER_GANG, build, parse_day2
+from grove_gitops.readmodel import gangs as G
+from grove_gitops.readmodel.snapshot import MAX_PROBLEMS_PER_GANG, build, parse_day2
 from tests.fakeserver import FakeApiServer
 from tests.gatelifter.support import apply, gated, rendered_objects, running_lifter
 from tests.support import write_source
@@ -220,7 +220,7 @@ def test_a_pass_takes_the_small_workloads_first_and_one_large_one(monkeypatch: p
     """The pass planner: a small workload's event never waits behind every large workload."""
     from grove_gitops.agent import loop
     from grove_gitops.agent.loop import Agent, AgentConfig
-    from grove_gitops.gitops.metrics import Registry
+    from grove_gitops.metrics import Registry
 
     monkeypatch.setattr(loop, "PASS_SLICE", 100)
     with FakeApiServer() as server:

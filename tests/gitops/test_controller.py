@@ -18,8 +18,8 @@ import pytest
 from grove_gitops.errors import GitError
 from grove_gitops.gitops import trailers
 from grove_gitops.gitops.controller import Controller, ControllerConfig
-from grove_gitops.gitops.metrics import HealthServer, Registry
 from grove_gitops.gitops.redact import redact
+from grove_gitops.metrics import HealthServer, Registry
 from grove_gitops.output.layout import build_tree
 from grove_gitops.render import render_source
 from tests.support import PROJECT, pcs_yaml, plain

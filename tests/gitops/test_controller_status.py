@@ -23,9 +23,9 @@ from grove_gitops.forge.statuses import (
     status_target,
 )
 from grove_gitops.gitops.controller import Controller
-from grove_gitops.gitops.metrics import HealthServer, Registry
 from grove_gitops.gitops.service import run_controller
 from grove_gitops.gitops.status import StatusReporter, reporter_from_options
+from grove_gitops.metrics import HealthServer, Registry
 from tests.gitops.test_controller import Remote, config
 from tests.prcheck.fakegithub import FakeGitHub
 from tests.prcheck.fakegitlab import FakeGitLab

@@ -29,7 +29,7 @@ from grove_gitops.errors import GitError
 from grove_gitops.gitops.controller import Controller, ControllerConfig, IterationResult
 from grove_gitops.load import gittree
 from grove_gitops.load.treepaths import component_problem, path_problem, shown, symlink_problem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 from tests.gitops.crafting import Blob, Gitlink, Link, Tree, blob, commit, configmap, craft, git, push
 
 REFUSED = "refusing the tree"

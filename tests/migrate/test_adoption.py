@@ -3,7 +3,7 @@
 The cluster is the fake API server after `migrate apply` and the GitOps tool's sync: every slot
 holds its handed-over Grove pod (old) and its gated rendered pod (new). The agent's own
 decision code (snapshot + rollout) is asked, pass after pass; a pod that fails any rule of
-grove_gitops/migrate/adoption.py is never among the pods it deletes, and holds its slot.
+grove_gitops/readmodel/adoption.py is never among the pods it deletes, and holds its slot.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove_gitops.agent import rollout, snapshot
+from grove_gitops.agent import rollout
 from grove_gitops.agent.actions import DeletePod, Memories
-from grove_gitops.migrate import adoption
+from grove_gitops.readmodel import adoption, snapshot
 from tests.fakeserver import FakeApiServer
 from tests.migrate.fake import kubeconfig, migrate_args, run_cli, running, sync
 from tests.migrate.workload import NS, PCS

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from grove_gitops.agent.kube import Kube
-from grove_gitops.migrate import adoption
+from grove_gitops.readmodel import adoption
 from tests.fakeserver import FakeApiServer
 from tests.migrate.fake import kubeconfig, migrate_args, run_cli, running, writes
 from tests.migrate.workload import NS, PCS, GroveState, render, source

@@ -205,8 +205,8 @@ def test_many_problems_in_one_file_parse_it_once(tmp_path: Path, monkeypatch: py
 
 
 def test_a_file_outside_the_tree_or_over_the_size_limit_is_never_read(tmp_path: Path) -> None:
-    from grove_gitops.load.yamlio import MAX_FILE_BYTES
     from grove_gitops.prcheck.annotations import to_annotations
+    from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 
     tree = tmp_path / "tree"
     tree.mkdir()

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grove_gitops.agent.order import SlotRef
 from grove_gitops.cli import main
 from grove_gitops.plan.groveorder import grove_steps
 from grove_gitops.plan.pods import RenderedPod
+from grove_gitops.readmodel.order import SlotRef
 from tests.review.reviewsource import SERVE, bump_both, write_source
 from tests.support import PROJECT
 

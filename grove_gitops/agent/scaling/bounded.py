@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Deep enough for every record a render writes: source documents are at most 100 levels
-#: (``load.yamlio.MAX_DEPTH``), under ``items[i].spec.source[j]`` of a list.
+#: (``yamlfiles.yamlio.MAX_DEPTH``), under ``items[i].spec.source[j]`` of a list.
 MAX_DEPTH = 128
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
 _OPEN = frozenset(b"[{")

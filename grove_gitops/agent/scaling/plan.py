@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.agent.kube import PODGANG_GROUP, PODGANG_VERSION
-from grove_gitops.agent.snapshot import hostname_of
 from grove_gitops.expand import labels as L
 from grove_gitops.expand import ownership
 from grove_gitops.expand.gitsplit import ObjectKey, object_key
+from grove_gitops.readmodel.snapshot import hostname_of
 
 Raw = Mapping[str, Any]
 POD = ("v1", "Pod")

@@ -50,7 +50,7 @@ from grove_gitops.agent.scaling.workload import UNREADABLE, BadWorkload, ScaledW
 from grove_gitops.expand import labels as L
 from grove_gitops.expand.gitsplit import ObjectKey, object_key
 from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
-from grove_gitops.gitops.metrics import Registry
+from grove_gitops.metrics import Registry
 
 log = logging.getLogger("grove_gitops.agent")
 WorkloadKey = tuple[str, str]

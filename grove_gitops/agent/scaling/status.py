@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.agent.scaling.plan import gang_members
-from grove_gitops.agent.snapshot import hostname_of
+from grove_gitops.readmodel.snapshot import hostname_of
 
 Raw = Mapping[str, Any]
 DAY2 = "gitops.grove.io/day2"

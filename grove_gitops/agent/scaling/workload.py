@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from grove_gitops.agent.gangs import MAX_NAME
 from grove_gitops.api.renderconfig import DEFAULT_MAX_PODS_PER_PCS
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.expand.scaling import API_VERSION, PCLQ_KIND, PCS_KIND, PCSG_KIND
-from grove_gitops.validation.k8snames import dns1123_subdomain_problems
+from grove_gitops.fields.k8snames import dns1123_subdomain_problems
+from grove_gitops.readmodel.gangs import MAX_NAME
 
 #: Scale targets per workload: one per PodCliqueSet replica and autoscaled unit. A render
 #: writes at most one per PodClique, and a PodCliqueSet has at most this many pods.

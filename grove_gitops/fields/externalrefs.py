@@ -20,7 +20,7 @@ against the grammar of what reads it, and refused otherwise:
   valid), not option-like;
 * a repository path: relative, ``/``-separated, no ``.``/``..`` or option-like component.
 
-Every check returns the list of reasons (empty: valid), like :mod:`grove_gitops.validation.k8snames`.
+Every check returns the list of reasons (empty: valid), like :mod:`grove_gitops.fields.k8snames`.
 Owns these grammars only; it lives with validation (not in ``fleet/``) because the API models of
 both a fleet's Cluster and a single cluster's RenderConfiguration wiring check with it.
 """

@@ -2,7 +2,8 @@
 
 Kept out of the CLI so the PR check's composer (:mod:`grove_gitops.prcheck.compose`) and the
 commands share one implementation: two source trees rendered in memory, two rendered trees,
-or two git refs of a repository read from its object database.
+or two git refs of a repository read from its object database. It sits above both ``diff`` and
+``plan`` (it asks each for its part), outside either package, so neither imports the other back.
 """
 
 from __future__ import annotations

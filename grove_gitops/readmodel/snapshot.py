@@ -24,9 +24,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove_gitops.agent import gangs as G
 from grove_gitops.expand import ownership
-from grove_gitops.migrate import adoption
+from grove_gitops.readmodel import adoption
+from grove_gitops.readmodel import gangs as G
 
 Key = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
@@ -113,7 +113,7 @@ def _str(value: Any, where: str) -> str:
 def parse_day2(podgang: Raw) -> Day2 | None:
     """The ``gitops.grove.io/day2`` annotation, or None when absent (an older render).
 
-    Raises :class:`~grove_gitops.agent.gangs.MalformedPodGang` when present but not
+    Raises :class:`~grove_gitops.readmodel.gangs.MalformedPodGang` when present but not
     readable: guessing a strategy or minAvailable could retire pods Grove would keep.
     """
     raw = ((podgang.get("metadata") or {}).get("annotations") or {}).get(DAY2_ANNOTATION)
@@ -561,7 +561,7 @@ def build(
         slot = by_host.get((pod.namespace, pod.hostname))
         if not pod.owned and slot is not None and _adopted(pod, slot, wl_of_host[(pod.namespace, pod.hostname)]):
             # A running Grove pod handed over by `grove-gitops migrate apply`, verified as the
-            # slot's (grove_gitops/migrate/adoption.py): an old pod the rollout may retire.
+            # slot's (grove_gitops/readmodel/adoption.py): an old pod the rollout may retire.
             slot.old.append(dataclasses.replace(pod, owned=True))
             continue
         if not pod.owned:

@@ -3,7 +3,8 @@
 Grove copies ``metrics`` into its HPAs unchecked; the API server then refuses the HPA and
 Grove's whole PodCliqueSet stops reconciling (``spec/grove-autoscaling.md`` §6.2). Here the
 HPA is judged against Kubernetes' own schema of the target version at render time, and a bad
-metric is an input error on the source field.
+metric is an input error on the source field. It checks what :mod:`.hpa` renders, so it lives
+beside it in ``expand``, above the field-level checks of ``validation`` it uses.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import dataclasses
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.expand.hpa import hpa
 from grove_gitops.expand.scaling import scale_units
-from grove_gitops.validation.fielderrors import FieldError, not_supported
+from grove_gitops.fields.fielderrors import FieldError, not_supported
 from grove_gitops.validation.podspec import object_errors
 
 _SPEC = "spec.metrics"

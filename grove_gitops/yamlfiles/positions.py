@@ -29,13 +29,13 @@ from pathlib import Path
 import yaml
 
 from grove_gitops.errors import InputProblem
-from grove_gitops.load.yamlio import MAX_FILE_BYTES
+from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES
 
 #: libyaml's composer when PyYAML has it (the same nodes and marks, several times faster).
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _SEGMENT = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
-#: The position ``load.yamlio`` writes into a malformed-YAML message.
+#: The position ``yamlfiles.yamlio`` writes into a malformed-YAML message.
 _YAML_MARK = re.compile(r"\bline (\d+), column (\d+): ")
 
 #: A file's documents as node trees, or the (line, column) where parsing failed.

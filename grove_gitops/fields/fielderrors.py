@@ -17,8 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from grove_gitops.api.base import INT32_MAX, INT32_MIN
-from grove_gitops.validation.suggest import MAX_SUGGESTIONS, closest
+from grove_gitops.fields.suggest import MAX_SUGGESTIONS, closest
+
+#: The bounds of Go's ``int32``, the type of Grove's integer fields (``api.base.Int32``).
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 _NO_VALUE = object()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from grove_gitops.validation.fielderrors import FieldError, invalid
+from grove_gitops.fields.fielderrors import FieldError, invalid
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")

@@ -1,9 +1,11 @@
 """Feasibility of a render plan: every PodCliqueSet expanded one at a time, its gangs placed.
 
 :func:`check_plan` places autoscaled workloads at their floor and, a second time, at their
-maximum (:mod:`.scaled`): only the floor is enforced. Owns the step from a validated
-:class:`~grove_gitops.render.RenderPlan` to :mod:`.check`'s placement; it sits above both (the
-render plan never imports it), which keeps ``render`` -> ``feasibility.check`` one way.
+maximum (:mod:`grove_gitops.feasibility.scaled`): only the floor is enforced. Owns the step
+from a validated :class:`~grove_gitops.render.RenderPlan` to
+:mod:`grove_gitops.feasibility.check`'s placement. It sits above both, outside the feasibility
+package: the render calls ``feasibility.check`` and the render plan never imports this module,
+so ``feasibility`` stays below ``render`` and this module above it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The marker of a grove-gitops output directory, in a module without heavy imports.
 
 Both the writer (refuse to replace a foreign directory) and the source loader (do not read an
-earlier render back in) ask the same question, so they share one answer.
+earlier render back in) ask the same question, so they share one answer. It lives in ``load``,
+below ``output``: the loader never imports the output package.
 """
 
 from __future__ import annotations
