@@ -13,7 +13,7 @@ is 10 or 5), with Grove's field paths (``clientConnection.burst``, not the JSON 
 from __future__ import annotations
 
 from grove_gitops.api.operatorconfig import ControllerConfiguration, LeaderElectionConfiguration, OperatorConfiguration
-from grove_gitops.validation.fielderrors import FieldError, invalid
+from grove_gitops.fields.fielderrors import FieldError, invalid
 from grove_gitops.validation.goduration import DurationError, format_go_duration, parse_go_duration
 
 #: ``SetDefaults_LeaderElectionConfiguration``: the value a zero duration becomes.
