@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bench.generate import generate
+from bench.generate import generate, generate_disaggregated
 from grove_gitops.cache import RenderCache
 from grove_gitops.cli import main
 from grove_gitops.errors import InvalidInputError
@@ -154,3 +154,24 @@ def test_fork_only_when_single_threaded_on_linux(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(threading, "enumerate", threads())
     monkeypatch.setattr(sys, "platform", "darwin")
     assert parallel.start_method() == "spawn"
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_give_autoscaled_workloads_the_same_render_inputs(
+    method: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each copy autoscales its prefill group: its gitops PodCliqueSet object carries the render's
+    # inputs (spec.source, the agent's input). Workers once got a plan without the source's
+    # configurations, so --jobs 2 wrote another spec.source than --jobs 1 (issue 35.4).
+    source = generate_disaggregated(tmp_path / "src", 3)
+    serial = build_tree_from_plan(plan_source(source), jobs=1)
+    monkeypatch.setattr(parallel, "start_method", lambda: method)
+    used: list[int] = []
+    real = parallel.worker_count
+    monkeypatch.setattr(parallel, "worker_count", lambda *a: used.append(real(*a)) or used[-1])
+    par = build_tree_from_plan(plan_source(source), jobs=2, min_pods=0)
+    assert used == [2]
+    workload = "inference/llama-0001/30-podcliqueset.gitops.grove.io--llama-0001.yaml"
+    assert b"kind: RenderConfiguration" in serial.files[workload]
+    assert par.files[workload] == serial.files[workload]
+    assert par.files == serial.files

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from grove_gitops.cache import RenderCache
-from grove_gitops.cli.mdreport import problems_markdown
 from grove_gitops.cli.report import fail
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.output.parallel import default_jobs
@@ -65,6 +64,10 @@ def check(
         files = {name: data for plan in plans for name, data in plan.inputs.source.files.items()}
         problems = locate_warnings(shown, files) + locate_warnings(sink.acknowledged, files, acknowledged=True)
         if output == "markdown":
+            # Imported here: the Markdown sections import the PR comment's (and diff's) modules,
+            # which a plain render does not need at start-up (issue 35.4).
+            from grove_gitops.cli.mdreport import problems_markdown
+
             click.echo(problems_markdown(title, f"✅ {line}", problems), nl=False)
             return
         summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}

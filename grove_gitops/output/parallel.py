@@ -70,8 +70,13 @@ def worker_count(jobs: int, items: list[PlannedPCS], min_pods: int = MIN_PODS) -
 
 
 def _slim(plan: RenderPlan) -> RenderPlan:
-    """The plan without what expansion does not read (the source documents, the items)."""
-    inputs = dataclasses.replace(plan.inputs, source=SourceSet(), problems=[], warnings=[])
+    """The plan without what expansion does not read (the PodCliqueSet documents, the items,
+    the files). It keeps what :meth:`RenderPlan.render_inputs` copies into an autoscaled
+    workload's object: the render and operator configurations and the pass-through objects
+    (an empty source there gave ``--jobs 2`` another ``spec.source`` than ``--jobs 1``)."""
+    src = plan.inputs.source
+    kept = SourceSet(render_config=src.render_config, operator_config=src.operator_config, passthrough=src.passthrough)
+    inputs = dataclasses.replace(plan.inputs, source=kept, problems=[], warnings=[])
     return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs)
 
 
