@@ -133,7 +133,11 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["inprocess_jobs1_s"] = col(lambda r: r["inprocess_jobs1"]["seconds"])
     out["floor_s"] = col(lambda r: r["floor"]["seconds"])
     out["io_floor_s"] = col(lambda r: r["io_floor"]["seconds"])
+    out["floor_cpu_s"] = col(lambda r: r["floor"]["cpu_s"])
     out["floor_ratio"] = col(lambda r: r["default"]["seconds"] / r["floor"]["seconds"])
+    # CPU seconds of the whole render (start-up and workers included) / the CDumper floor's:
+    # what a loaded machine cannot blur (wall time there depends on who else runs).
+    out["floor_cpu_ratio"] = col(lambda r: r["default"]["cpu_s"] / r["floor"]["cpu_s"])
     out["io_floor_ratio"] = col(lambda r: r["default"]["seconds"] / r["io_floor"]["seconds"])
     out["jobs2_over_jobs1"] = col(lambda r: r["jobs2"]["seconds"] / r["jobs1"]["seconds"])
     out["default_over_jobs1"] = col(lambda r: r["default"]["seconds"] / r["jobs1"]["seconds"])

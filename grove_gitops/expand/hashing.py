@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -19,6 +20,23 @@ _MASK = (1 << 64) - 1
 
 def canonical_json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# Canonical JSON by parts (issue 35.4): the pods of a PodClique share every spec member but
+# the hostname, so each member's text is encoded once and the pods' texts are joined from it.
+# ``json.dumps(sort_keys=True)`` writes a mapping as ``{`` + its members sorted by key, joined
+# by ``,`` + ``}``, each member ``"key":value`` with the value encoded alone the same way, so
+# the joined text is byte for byte the text of the whole mapping (tests/test_hashing.py).
+
+
+def canonical_member(key: str, value: Any) -> str:
+    """``"key":value`` as it stands in the canonical JSON of a mapping holding it."""
+    return json.dumps(key, ensure_ascii=False) + ":" + json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_mapping(members: Mapping[str, str]) -> str:
+    """The canonical JSON of a mapping of string keys, from its :func:`canonical_member` texts."""
+    return "{" + ",".join(members[key] for key in sorted(members)) + "}"
 
 
 def fnv64a(data: bytes) -> int:
@@ -40,7 +58,12 @@ def pod_template_hash(template: Any) -> str:
 
 def short_hash(obj: Any, length: int = 8) -> str:
     """A ``length``-character suffix from the SafeEncode alphabet (no vowels, no words)."""
-    value = int.from_bytes(hashlib.sha256(canonical_json(obj)).digest()[:8], "big")
+    return short_hash_of(canonical_json(obj), length)
+
+
+def short_hash_of(canonical: bytes, length: int = 8) -> str:
+    """:func:`short_hash` of an object whose canonical JSON is ``canonical``."""
+    value = int.from_bytes(hashlib.sha256(canonical).digest()[:8], "big")
     out = []
     for _ in range(length):
         value, rem = divmod(value, len(_SAFE_ALPHABET))
