@@ -10,7 +10,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove_gitops.expand.hashing import canonical_json, canonical_mapping, canonical_member, short_hash, short_hash_of
+from grove_gitops.expand.hashing import (
+    CanonicalWithout,
+    canonical_json,
+    canonical_mapping,
+    canonical_member,
+    short_hash,
+    short_hash_of,
+)
 from grove_gitops.output.diagram import escape_label
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
@@ -26,6 +33,11 @@ def test_a_mapping_joined_from_its_members_is_its_canonical_json(obj: dict[str, 
     members = {key: canonical_member(key, value) for key, value in obj.items()}
     assert canonical_mapping(members).encode() == canonical_json(obj)
     assert short_hash_of(canonical_mapping(members).encode()) == short_hash(obj)
+
+
+@given(st.dictionaries(st.text(max_size=8), _values, max_size=8), st.text(max_size=8), _values)
+def test_a_shared_mapping_plus_one_key_is_its_canonical_json(shared: dict[str, Any], key: str, value: Any) -> None:
+    assert CanonicalWithout(shared, key).text(value).encode() == canonical_json({**shared, key: value})
 
 
 def test_members_keep_unicode_and_order_keys_as_json_does() -> None:

@@ -23,10 +23,10 @@ def canonical_json(obj: Any) -> bytes:
 
 
 # Canonical JSON by parts (issue 35.4): the pods of a PodClique share every spec member but
-# the hostname, so each member's text is encoded once and the pods' texts are joined from it.
-# ``json.dumps(sort_keys=True)`` writes a mapping as ``{`` + its members sorted by key, joined
-# by ``,`` + ``}``, each member ``"key":value`` with the value encoded alone the same way, so
-# the joined text is byte for byte the text of the whole mapping (tests/test_hashing.py).
+# the hostname, so the shared members' text is encoded once and the pods' texts are joined from
+# it. ``json.dumps(sort_keys=True)`` writes a mapping as ``{`` + its members sorted by key,
+# joined by ``,`` + ``}``, each member ``"key":value`` with the value encoded alone the same way,
+# so the joined text is byte for byte the text of the whole mapping (tests/test_hashing.py).
 
 
 def canonical_member(key: str, value: Any) -> str:
@@ -37,6 +37,24 @@ def canonical_member(key: str, value: Any) -> str:
 def canonical_mapping(members: Mapping[str, str]) -> str:
     """The canonical JSON of a mapping of string keys, from its :func:`canonical_member` texts."""
     return "{" + ",".join(members[key] for key in sorted(members)) + "}"
+
+
+class CanonicalWithout:
+    """The canonical JSON of mappings that are ``shared`` plus one key of their own (``key``),
+    ``shared``'s members encoded once: two runs of members, those sorted before ``key`` and
+    those after, and the one member of each mapping spliced between them."""
+
+    def __init__(self, shared: Mapping[str, Any], key: str) -> None:
+        self.key = key
+        below = {k: v for k, v in shared.items() if k < key}
+        above = {k: v for k, v in shared.items() if k > key}
+        self._below = canonical_json(below).decode()[1:-1]
+        self._above = canonical_json(above).decode()[1:-1]
+
+    def text(self, value: Any) -> str:
+        """The canonical JSON of ``shared`` with ``key`` set to ``value``."""
+        parts = [p for p in (self._below, canonical_member(self.key, value), self._above) if p]
+        return "{" + ",".join(parts) + "}"
 
 
 def fnv64a(data: bytes) -> int:

@@ -39,6 +39,8 @@ class PodMemo:
 
     def __init__(self) -> None:
         self._pods: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+        #: Each clique's pod-template hash (a function of the PodCliqueSet alone).
+        self.template_hashes: dict[str, str] | None = None
 
     def build(
         self,
@@ -84,7 +86,11 @@ def expand_pcs(
     planner = Planner(pcs, counts)
     claims = ClaimPlanner(pcs, ctx.claim_templates)
     translator = Translator(pcs, ctx)
-    hashes = {c.name: _template_hash(pcs, c) for c in pcs.cliques}
+    hashes = memo.template_hashes if memo is not None else None
+    if hashes is None:
+        hashes = {c.name: _template_hash(pcs, c) for c in pcs.cliques}
+        if memo is not None:
+            memo.template_hashes = hashes
     by_name = {c.name: c for c in pcs.cliques}
     group_pods = {
         g.name: sum(by_name[c].spec.replicas for c in g.cliqueNames if c in by_name) for g in pcs.scaling_groups
