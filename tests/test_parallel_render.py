@@ -17,7 +17,7 @@ from grove_gitops.errors import InvalidInputError
 from grove_gitops.output import layout, parallel
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import render_to, write_tree
-from grove_gitops.render import plan_source
+from grove_gitops.render import PlannedPCS, plan_source
 from tests.support import PROJECT
 
 
@@ -175,3 +175,24 @@ def test_workers_give_autoscaled_workloads_the_same_render_inputs(
     assert b"kind: RenderConfiguration" in serial.files[workload]
     assert par.files[workload] == serial.files[workload]
     assert par.files == serial.files
+
+
+def _items(pods: list[int]) -> list[PlannedPCS]:
+    return [PlannedPCS(f"w{i}.yaml", ("ns", f"w{i}"), f"d{i}", None, [], n) for i, n in enumerate(pods)]
+
+
+def test_the_worker_count_follows_the_work_not_only_the_cpus() -> None:
+    # Issue 35.4: each worker must get MIN_PODS pods to pay for its start-up; --jobs (the CPUs by
+    # default) is only the upper bound. 150 PodCliqueSets of 36 pods (5,400 pods):
+    midsize = _items([36] * 150)
+    assert parallel.worker_count(2, midsize) == 2
+    assert parallel.worker_count(8, midsize) == 5400 // parallel.MIN_PODS
+    assert parallel.worker_count(64, midsize) < 64
+    # Too little work for two workers: no pool at all (not a pool of one).
+    assert parallel.worker_count(8, _items([parallel.MIN_PODS - 1, parallel.MIN_PODS])) == 0
+    assert parallel.worker_count(8, _items([parallel.MIN_PODS, parallel.MIN_PODS])) == 2
+    # One PodCliqueSet is never split, whatever its size; --jobs 1 never starts workers.
+    assert parallel.worker_count(8, _items([100_000])) == 0
+    assert parallel.worker_count(1, midsize) == 0
+    # min_pods=0 (the tests' way to force a pool): jobs, bounded by the items.
+    assert parallel.worker_count(8, _items([1, 1, 1]), min_pods=0) == 3
