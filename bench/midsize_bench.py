@@ -66,6 +66,21 @@ def timed_cli(*args: str, project: Path = PROJECT) -> dict[str, float]:
     return {"seconds": wall, "cpu_s": cpu}
 
 
+#: What ``grove-gitops render`` imports before it reads a file, timed in a fresh process.
+IMPORTS = (
+    "import time; t = time.perf_counter(); import grove_gitops.cli.main, grove_gitops.cli.render, "
+    "grove_gitops.output.writer, grove_gitops.output.layout; print(time.perf_counter() - t)"
+)
+
+
+def import_seconds(project: Path = PROJECT) -> float:
+    """The render path's own import time (the interpreter's start-up excluded)."""
+    proc = subprocess.run([sys.executable, "-c", IMPORTS], cwd=project, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"imports exited {proc.returncode}: {proc.stderr.strip()[-1500:]}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
 def bench_child(*args: str) -> dict[str, Any]:
     """One ``python -m bench.render_bench ARGS`` in a fresh interpreter: its JSON line."""
     proc = subprocess.run(
@@ -85,7 +100,9 @@ def _summary(values: list[float]) -> dict[str, Any]:
 def one_run(source: Path, tmp: Path, r: int, before: Path | None = None) -> dict[str, Any]:
     """Every measurement of repeat ``r``, side by side; with ``before`` (another checkout, e.g.
     main's) also its default render and start-up, for before/after ratios in the same run."""
-    entry: dict[str, Any] = {"version": timed_cli("--version")}
+    entry: dict[str, Any] = {"version": timed_cli("--version"), "imports_s": import_seconds()}
+    if before is not None:
+        entry["before_imports_s"] = import_seconds(before)
     labels = [*RENDERS, *(["before"] if before is not None else [])]
     order = labels[r % len(labels) :] + labels[: r % len(labels)]
     kept = tmp / "out-default"
@@ -131,6 +148,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
     out.update({f"{label}_cpu_s": col(lambda r, label=label: r[label]["cpu_s"]) for label in RENDERS})
     out["inprocess_jobs1_s"] = col(lambda r: r["inprocess_jobs1"]["seconds"])
+    out["imports_s"] = col(lambda r: r["imports_s"])
     out["floor_s"] = col(lambda r: r["floor"]["seconds"])
     out["io_floor_s"] = col(lambda r: r["io_floor"]["seconds"])
     out["floor_cpu_s"] = col(lambda r: r["floor"]["cpu_s"])
@@ -145,6 +163,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         out["before_s"] = col(lambda r: r["before"]["seconds"])
         out["before_cpu_s"] = col(lambda r: r["before"]["cpu_s"])
         out["before_version_s"] = col(lambda r: r["before_version"]["seconds"])
+        out["before_imports_s"] = col(lambda r: r["before_imports_s"])
         out["before_floor_ratio"] = col(lambda r: r["before"]["seconds"] / r["floor"]["seconds"])
         out["before_io_floor_ratio"] = col(lambda r: r["before"]["seconds"] / r["io_floor"]["seconds"])
         out["after_over_before"] = col(lambda r: r["default"]["seconds"] / r["before"]["seconds"])

@@ -298,6 +298,7 @@ def midsize_section(mid: dict[str, Any]) -> list[str]:
             row("render --jobs 1", "jobs1_s", "s"),
             row("render --jobs 2", "jobs2_s", "s"),
             row("grove-gitops --version", "version_s", "s"),
+            row("the render path's imports (python -c, interpreter start excluded)", "imports_s", "s"),
             row("render in process, imports off the clock, --jobs 1", "inprocess_jobs1_s", "s"),
             row("CDumper floor (dump + write of the same objects)", "floor_s", "s"),
             row("I/O floor (the same bytes into the same files)", "io_floor_s", "s"),
