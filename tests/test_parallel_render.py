@@ -17,6 +17,7 @@ from grove_gitops.errors import InvalidInputError
 from grove_gitops.output import layout, parallel
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import render_to, write_tree
+from grove_gitops.procs import free_cpus
 from grove_gitops.render import PlannedPCS, plan_source
 from tests.support import PROJECT
 
@@ -196,3 +197,14 @@ def test_the_worker_count_follows_the_work_not_only_the_cpus() -> None:
     assert parallel.worker_count(1, midsize) == 0
     # min_pods=0 (the tests' way to force a pool): jobs, bounded by the items.
     assert parallel.worker_count(8, _items([1, 1, 1]), min_pods=0) == 3
+
+
+def test_the_default_jobs_leave_out_cpus_other_processes_keep_busy() -> None:
+    # /proc/loadavg's fourth field counts the runnable tasks, this process included (issue 35.4:
+    # on a loaded machine a pool of two was slower than one process).
+    assert free_cpus("0.10 0.20 0.30 1/250 31463", cpus=2) == 2
+    assert free_cpus("1.90 1.20 0.90 2/250 31463", cpus=2) == 1
+    assert free_cpus("12.57 12.57 11.21 19/250 31463", cpus=2) == 1
+    assert free_cpus("3.00 2.00 1.00 3/250 31463", cpus=8) == 6
+    assert free_cpus("garbage", cpus=4) == free_cpus("1 2 3 x/250 1", cpus=4) == 4
+    assert 1 <= free_cpus() <= parallel.default_jobs()

@@ -14,6 +14,7 @@ from grove_gitops.errors import GroveGitopsError
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.problems import WarningSink, json_document, locate_warnings
+from grove_gitops.procs import free_cpus
 from grove_gitops.sourcetree import render_source_tree
 
 
@@ -31,7 +32,9 @@ def check(
     as_json = output == "json"
     title = f"grove-gitops {'render' if out is not None else 'validate'}"
     md_title = title if output == "markdown" else None
-    n_jobs = default_jobs() if jobs is None else jobs
+    # Without --jobs: the CPUs no other process is busy on (a pool on busy CPUs is slower than
+    # one process), and the work decides how many of them pay (parallel.worker_count).
+    n_jobs = min(default_jobs(), free_cpus()) if jobs is None else jobs
     if cache is not None:
         cache.start()
     try:
