@@ -122,5 +122,144 @@ def generate(root: Path, count: int) -> Path:
     return root
 
 
+# -- the mid-size tree (issue 35.4): copies of one disaggregated workload -------------------
+#: A disaggregated prefill/decode stack like examples/workloads/llm-inference (router, an
+#: autoscaled prefill tier of leader + 6 workers, a decode tier), 2 replicas: 53 objects per copy,
+#: so 150 copies are the 7,950 objects an outside run measured the render on.
+DISAGG_RENDER_CONFIG = {
+    "apiVersion": "gitops.grove.io/v1alpha1",
+    "kind": "RenderConfiguration",
+    "metadata": {"name": "render"},
+    "kubernetesVersion": "1.35",
+    "defaultNamespace": "default",
+    "initContainerImage": "ghcr.io/ai-dynamo/grove/grove-initc:v0.1.0",
+    "gitops": "both",
+}
+DISAGG_OPERATOR_CONFIG = {
+    "apiVersion": "operator.config.grove.io/v1alpha1",
+    "kind": "OperatorConfiguration",
+    "topologyAwareScheduling": {"enabled": True},
+    "scheduler": {"defaultProfileName": "kai-scheduler", "profiles": [{"name": "kai-scheduler"}, {"name": "default-scheduler"}]},
+}
+DISAGG_BINDING = {
+    "apiVersion": "grove.io/v1alpha1",
+    "kind": "ClusterTopologyBinding",
+    "metadata": {"name": "gpu-fabric"},
+    "spec": {
+        "levels": [
+            {"domain": "zone", "key": "topology.kubernetes.io/zone"},
+            {"domain": "block", "key": "network.example.com/block"},
+            {"domain": "rack", "key": "network.example.com/rack"},
+            {"domain": "host", "key": "kubernetes.io/hostname"},
+        ]
+    },
+}
+
+
+def _disagg_clique(name: str, role: str, replicas: int, args: list[str], after: list[str] | None = None) -> dict[str, Any]:
+    container = {
+        "name": name,
+        "image": "ghcr.io/example/vllm:0.9.1",
+        "args": args,
+        "resources": {"limits": {"nvidia.com/gpu": "8"}},
+    }
+    spec: dict[str, Any] = {"roleName": role, "replicas": replicas, "podSpec": {"containers": [container]}}
+    if after:
+        spec["startsAfter"] = after
+    return {"name": name, "spec": spec}
+
+
+def disaggregated_pcs(i: int) -> dict[str, Any]:
+    """Copy ``i`` of the disaggregated workload (only its name differs)."""
+    name = f"llama-{i:04d}"
+    router = {
+        "name": "router",
+        "labels": {"role": "router"},
+        "spec": {
+            "roleName": "router",
+            "replicas": 2,
+            "minAvailable": 1,
+            "startsAfter": ["pleader", "dleader"],
+            "podSpec": {
+                "containers": [
+                    {
+                        "name": "router",
+                        "image": "ghcr.io/example/llm-router:1.4.2",
+                        "args": ["--prefill-service=$(GROVE_HEADLESS_SERVICE)"],
+                        "ports": [{"containerPort": 8000, "name": "http"}],
+                        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
+                    }
+                ]
+            },
+        },
+    }
+    pworker = _disagg_clique("pworker", "prefill-worker", 6, ["--role=prefill-worker", "--leader=$(GROVE_PCLQ_NAME)"], ["pleader"])
+    pworker["topologyConstraint"] = {"pack": {"preferred": "host"}}
+    template: dict[str, Any] = {
+        "cliqueStartupType": "CliqueStartupTypeExplicit",
+        "priorityClassName": "inference-high",
+        "terminationDelay": "30m",
+        "topologyConstraint": {"topologyName": "gpu-fabric", "pack": {"required": "zone"}},
+        "cliques": [
+            router,
+            _disagg_clique("pleader", "prefill-leader", 1, ["--role=prefill-leader", "--tensor-parallel-size=8"]),
+            pworker,
+            _disagg_clique("dleader", "decode-leader", 1, ["--role=decode-leader", "--tensor-parallel-size=8"]),
+            _disagg_clique("dworker", "decode-worker", 1, ["--role=decode-worker"], ["dleader"]),
+        ],
+        "podCliqueScalingGroups": [
+            {
+                "name": "prefill",
+                "cliqueNames": ["pleader", "pworker"],
+                "replicas": 2,
+                "minAvailable": 1,
+                "scaleConfig": {
+                    "maxReplicas": 4,
+                    "metrics": [
+                        {
+                            "type": "External",
+                            "external": {
+                                "metric": {"name": "vllm_prefill_queue_depth", "selector": {"matchLabels": {"model": "llama-3-70b"}}},
+                                "target": {"type": "AverageValue", "averageValue": "8"},
+                            },
+                        }
+                    ],
+                },
+                "topologyConstraint": {"pack": {"required": "rack"}},
+            },
+            {
+                "name": "decode",
+                "cliqueNames": ["dleader", "dworker"],
+                "replicas": 1,
+                "minAvailable": 1,
+                "topologyConstraint": {"pack": {"required": "block"}},
+            },
+        ],
+    }
+    labels = {"app": name, "team": "serving", "kai.scheduler/queue": "inference"}
+    meta = {"name": name, "namespace": "inference", "labels": labels}
+    return {"apiVersion": "grove.io/v1alpha1", "kind": "PodCliqueSet", "metadata": meta, "spec": {"replicas": 2, "template": template}}
+
+
+def generate_disaggregated(root: Path, copies: int) -> Path:
+    """Write a source tree of ``copies`` copies of :func:`disaggregated_pcs` (one file each,
+    one namespace) under ``root``: the mid-size tree of issue 35.4 at 150 copies."""
+    root.mkdir(parents=True, exist_ok=True)
+    for folder in ("config", "topology", "workloads"):
+        (root / folder).mkdir(exist_ok=True)
+    dump = lambda data: yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False)  # noqa: E731
+    (root / "config" / "render.yaml").write_text(dump(DISAGG_RENDER_CONFIG))
+    (root / "config" / "operator.yaml").write_text(dump(DISAGG_OPERATOR_CONFIG))
+    (root / "topology" / "gpu-fabric.yaml").write_text(dump(DISAGG_BINDING))
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "inference"}}
+    (root / "workloads" / "namespace.yaml").write_text(dump(namespace))
+    for i in range(copies):
+        (root / "workloads" / f"llama-{i:04d}.yaml").write_text(dump(disaggregated_pcs(i)))
+    return root
+
+
 if __name__ == "__main__":
-    generate(Path(sys.argv[1]), int(sys.argv[2]))
+    if len(sys.argv) == 4 and sys.argv[3] == "--disaggregated":
+        generate_disaggregated(Path(sys.argv[1]), int(sys.argv[2]))
+    else:
+        generate(Path(sys.argv[1]), int(sys.argv[2]))

@@ -273,6 +273,44 @@ def autoscale_section(au: dict[str, Any]) -> list[str]:
     )
 
 
+def midsize_section(mid: dict[str, Any]) -> list[str]:
+    """The mid-size render (issue 35.4): whole ``grove-gitops render`` processes beside the floors."""
+    L = ["", "## Mid-size render (issue 35.4)", ""]
+    s = mid.get("summary") or {}
+    if "error" in mid or not s:
+        return [*L, f"Not measured: {mid.get('error', 'no data')}"]
+    L += [
+        f"`bench/midsize_bench.py`: {mid['copies']} copies of one disaggregated workload ({s['objects']:,} objects,",
+        f"{s['files']:,} files), each measurement a fresh process, {len(mid['runs'])} run(s) side by side. Render times are",
+        "whole `python -m grove_gitops.cli render` processes (start-up included); the floors time their writes only.",
+        "CPU: the process and its workers (`wait4`).",
+        "",
+    ]
+
+    def row(label: str, key: str, unit: str = "", target: str = "") -> list[str]:
+        v = s.get(key)
+        return [label, num(v["median"], unit), runs(v, unit), target] if v else [label, "n/a", "", target]
+
+    return L + _table(
+        ["measure", "median", "runs", "target"],
+        [
+            row("render (default --jobs)", "default_s", "s"),
+            row("render --jobs 1", "jobs1_s", "s"),
+            row("render --jobs 2", "jobs2_s", "s"),
+            row("grove-gitops --version", "version_s", "s"),
+            row("the render path's imports (python -c, interpreter start excluded)", "imports_s", "s"),
+            row("render in process, imports off the clock, --jobs 1", "inprocess_jobs1_s", "s"),
+            row("CDumper floor (dump + write of the same objects)", "floor_s", "s"),
+            row("I/O floor (the same bytes into the same files)", "io_floor_s", "s"),
+            row("render / CDumper floor", "floor_ratio", "", "≤ 0.25"),
+            row("render CPU / CDumper floor CPU", "floor_cpu_ratio"),
+            row("render / I/O floor", "io_floor_ratio", "", "≤ 5"),
+            row("--jobs 2 / --jobs 1", "jobs2_over_jobs1", "", "≤ 1"),
+            row("default / --jobs 1", "default_over_jobs1", "", "≤ 1"),
+        ],
+    )
+
+
 #: Issue 11's target for 1,000 PodCliqueSets on 2,000 nodes.
 FEASIBILITY_TARGET_S = 10.0
 
@@ -635,6 +673,7 @@ def markdown(results: dict[str, Any]) -> str:
         if "error" in run:
             L += ["", f"Run {i} failed: {run['error'][:500]}"]
 
+    L += midsize_section(results.get("midsize") or {})
     L += fresh_section(results.get("fresh") or {}, s, n)
     L += _rollout_section(results.get("rollout") or {})
     L += server_section(results.get("server_fake"), results.get("server_real"))

@@ -248,6 +248,14 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
                 "(it is not retried in later repeats; raise --kustomize-timeout to wait longer)."
             )
 
+        log("mid-size render: whole render processes vs the floors (issue 35.4)")
+        copies = "150" if args.size >= 100 else "3"  # the issue's size; the smoke run checks the harness only
+        mid = stage("midsize", "bench.midsize_bench", "--copies", copies, "--repeat", str(args.repeat), "--workdir", str(tmp))
+        if mid is not None and mid.get("summary"):
+            top = mid["summary"]
+            log(f"mid-size: render {top['default_s']['median']:.2f} s, / CDumper {top['floor_ratio']['median']:.2f}, "
+                f"/ I/O floor {top['io_floor_ratio']['median']:.2f}, --jobs 2 / --jobs 1 {top['jobs2_over_jobs1']['median']:.2f}")
+
         log("incremental controller benchmark")
         inc = stage("incremental", "bench.incremental_bench", "--source", str(source), "--repeat", str(args.repeat))
         if inc is not None:

@@ -26,13 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grove_gitops.cache import RenderCache
-from grove_gitops.feasibility.check import apply_mode, unfit_gangs
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import SourceSet, load_source
 from grove_gitops.output.layout import Tree, build_tree_from_plan
 from grove_gitops.output.review import build_review_tree
 from grove_gitops.output.writer import write_tree
-from grove_gitops.planfeasibility import check_plan
 from grove_gitops.render import RenderPlan, plan_loaded
 
 
@@ -120,6 +118,11 @@ def check_feasibility(loaded: SourceSet, plan: RenderPlan) -> Validated:
     ``feasibility: enforce`` a gang that does not fit raises; under ``warn`` it is reported."""
     if not loaded.has_inventory:
         return Validated(plan)
+    # Imported only with an inventory: placement is a package of its own that a render without
+    # one never needs at start-up (issue 35.4).
+    from grove_gitops.feasibility.check import apply_mode, unfit_gangs
+    from grove_gitops.planfeasibility import check_plan
+
     # The placement needs every PodCliqueSet expanded: a cache hit carries only bytes.
     full = plan if all(item.pcs is not None for item in plan.items) else plan_loaded(loaded)
     result = check_plan(full)

@@ -12,15 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grove_gitops import pipeline
 from grove_gitops.cache import RenderCache
-from grove_gitops.fleet.output import build_fleet, write_fleet
-from grove_gitops.fleet.plan import FleetPlan, plan_fleet
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.output.layout import Tree
 from grove_gitops.pipeline import Outcome, Validated
 from grove_gitops.render import RenderPlan
+
+if TYPE_CHECKING:
+    from grove_gitops.fleet.plan import FleetPlan
 
 
 @dataclass
@@ -63,6 +65,11 @@ def render_source_tree(
     loaded = pipeline.load(source, cache, jobs)
     if not loaded.clusters:
         return pipeline.render_loaded(loaded, out, jobs, cache, single, feasibility, fsync)
+    # The fleet's modules are imported only for a tree with Cluster objects: a single-cluster
+    # render does not pay for them at start-up (issue 35.4).
+    from grove_gitops.fleet.output import build_fleet, write_fleet
+    from grove_gitops.fleet.plan import plan_fleet
+
     fleet = plan_fleet(loaded, cache)
     if out is None:
         return build_fleet(fleet, cache, jobs)
@@ -80,6 +87,8 @@ def plan_source_tree(
     """
     loaded = pipeline.load(source, cache, jobs)
     if loaded.clusters:
+        from grove_gitops.fleet.plan import plan_fleet
+
         return SourcePlan(None, plan_fleet(loaded, cache))
     validated = pipeline.plan_single(loaded, cache, feasibility)
     return SourcePlan(validated.plan, None, validated.feasibility_warnings, validated.unfit_gangs)
@@ -101,6 +110,8 @@ def build_source_tree(
     """
     if planned.plan is None:
         assert planned.fleet is not None
+        from grove_gitops.fleet.output import build_fleet
+
         return build_fleet(planned.fleet, cache, jobs)
     validated = Validated(planned.plan, planned.feasibility_warnings, planned.unfit_gangs)
     return pipeline.build(validated, cache, jobs, single, skip, keep_objects)

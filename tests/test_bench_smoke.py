@@ -258,3 +258,17 @@ def test_unknown_fields_figures_are_reported(smoke: tuple[dict[str, Any], str]) 
         assert 0 < found[key]["lines_largest_file"] <= 101 and positive(found[key]["seconds"]), found[key]
     assert found["template"]["lines_largest_file"] == 101  # 2,000 keys: capped
     assert "## Unknown fields: bounded time, memory and output (issue 31.1)" in smoke[1]
+
+
+def test_midsize_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
+    # Issue 35.4: whole render processes beside the CDumper and I/O floors of the same output.
+    mid = smoke[0]["midsize"]
+    assert mid["copies"] == 3 and len(mid["runs"]) == 1
+    run = mid["runs"][0]
+    for key in ("default", "jobs1", "jobs2", "version"):
+        assert positive(run[key]["seconds"]) and positive(run[key]["cpu_s"]), key
+    assert run["objects"] == 3 * 53 + 3  # 53 per copy, the Namespace, binding and KAI Topology
+    s = mid["summary"]
+    assert s["floor_ratio"]["runs"] == [run["default"]["seconds"] / run["floor"]["seconds"]]
+    assert s["jobs2_over_jobs1"]["runs"] == [run["jobs2"]["seconds"] / run["jobs1"]["seconds"]]
+    assert "## Mid-size render (issue 35.4)" in smoke[1]

@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bench.generate import generate
+from bench.generate import generate, generate_disaggregated
 from grove_gitops.cache import RenderCache
 from grove_gitops.cli import main
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.output import layout, parallel
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import render_to, write_tree
-from grove_gitops.render import plan_source
+from grove_gitops.procs import free_cpus
+from grove_gitops.render import PlannedPCS, plan_source
 from tests.support import PROJECT
 
 
@@ -154,3 +155,56 @@ def test_fork_only_when_single_threaded_on_linux(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(threading, "enumerate", threads())
     monkeypatch.setattr(sys, "platform", "darwin")
     assert parallel.start_method() == "spawn"
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_give_autoscaled_workloads_the_same_render_inputs(
+    method: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each copy autoscales its prefill group: its gitops PodCliqueSet object carries the render's
+    # inputs (spec.source, the agent's input). Workers once got a plan without the source's
+    # configurations, so --jobs 2 wrote another spec.source than --jobs 1 (issue 35.4).
+    source = generate_disaggregated(tmp_path / "src", 3)
+    serial = build_tree_from_plan(plan_source(source), jobs=1)
+    monkeypatch.setattr(parallel, "start_method", lambda: method)
+    used: list[int] = []
+    real = parallel.worker_count
+    monkeypatch.setattr(parallel, "worker_count", lambda *a: used.append(real(*a)) or used[-1])
+    par = build_tree_from_plan(plan_source(source), jobs=2, min_pods=0)
+    assert used == [2]
+    workload = "inference/llama-0001/30-podcliqueset.gitops.grove.io--llama-0001.yaml"
+    assert b"kind: RenderConfiguration" in serial.files[workload]
+    assert par.files[workload] == serial.files[workload]
+    assert par.files == serial.files
+
+
+def _items(pods: list[int]) -> list[PlannedPCS]:
+    return [PlannedPCS(f"w{i}.yaml", ("ns", f"w{i}"), f"d{i}", None, [], n) for i, n in enumerate(pods)]
+
+
+def test_the_worker_count_follows_the_work_not_only_the_cpus() -> None:
+    # Issue 35.4: each worker must get MIN_PODS pods to pay for its start-up; --jobs (the CPUs by
+    # default) is only the upper bound. 150 PodCliqueSets of 36 pods (5,400 pods):
+    midsize = _items([36] * 150)
+    assert parallel.worker_count(2, midsize) == 2
+    assert parallel.worker_count(8, midsize) == 5400 // parallel.MIN_PODS
+    assert parallel.worker_count(64, midsize) < 64
+    # Too little work for two workers: no pool at all (not a pool of one).
+    assert parallel.worker_count(8, _items([parallel.MIN_PODS - 1, parallel.MIN_PODS])) == 0
+    assert parallel.worker_count(8, _items([parallel.MIN_PODS, parallel.MIN_PODS])) == 2
+    # One PodCliqueSet is never split, whatever its size; --jobs 1 never starts workers.
+    assert parallel.worker_count(8, _items([100_000])) == 0
+    assert parallel.worker_count(1, midsize) == 0
+    # min_pods=0 (the tests' way to force a pool): jobs, bounded by the items.
+    assert parallel.worker_count(8, _items([1, 1, 1]), min_pods=0) == 3
+
+
+def test_the_default_jobs_leave_out_cpus_other_processes_keep_busy() -> None:
+    # /proc/loadavg's fourth field counts the runnable tasks, this process included (issue 35.4:
+    # on a loaded machine a pool of two was slower than one process).
+    assert free_cpus("0.10 0.20 0.30 1/250 31463", cpus=2) == 2
+    assert free_cpus("1.90 1.20 0.90 2/250 31463", cpus=2) == 1
+    assert free_cpus("12.57 12.57 11.21 19/250 31463", cpus=2) == 1
+    assert free_cpus("3.00 2.00 1.00 3/250 31463", cpus=8) == 6
+    assert free_cpus("garbage", cpus=4) == free_cpus("1 2 3 x/250 1", cpus=4) == 4
+    assert 1 <= free_cpus() <= parallel.default_jobs()

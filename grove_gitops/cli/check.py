@@ -9,12 +9,12 @@ from typing import Any
 import click
 
 from grove_gitops.cache import RenderCache
-from grove_gitops.cli.mdreport import problems_markdown
 from grove_gitops.cli.report import fail
 from grove_gitops.errors import GroveGitopsError
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.problems import WarningSink, json_document, locate_warnings
+from grove_gitops.procs import free_cpus
 from grove_gitops.sourcetree import render_source_tree
 
 
@@ -32,7 +32,9 @@ def check(
     as_json = output == "json"
     title = f"grove-gitops {'render' if out is not None else 'validate'}"
     md_title = title if output == "markdown" else None
-    n_jobs = default_jobs() if jobs is None else jobs
+    # Without --jobs: the CPUs no other process is busy on (a pool on busy CPUs is slower than
+    # one process), and the work decides how many of them pay (parallel.worker_count).
+    n_jobs = min(default_jobs(), free_cpus()) if jobs is None else jobs
     if cache is not None:
         cache.start()
     try:
@@ -65,6 +67,10 @@ def check(
         files = {name: data for plan in plans for name, data in plan.inputs.source.files.items()}
         problems = locate_warnings(shown, files) + locate_warnings(sink.acknowledged, files, acknowledged=True)
         if output == "markdown":
+            # Imported here: the Markdown sections import the PR comment's (and diff's) modules,
+            # which a plain render does not need at start-up (issue 35.4).
+            from grove_gitops.cli.mdreport import problems_markdown
+
             click.echo(problems_markdown(title, f"✅ {line}", problems), nl=False)
             return
         summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}

@@ -16,29 +16,32 @@ from typing import ClassVar
 import click
 
 from grove_gitops import __version__
-from grove_gitops.cli.agent import agent, gate_lifter
-from grove_gitops.cli.controller import controller
-from grove_gitops.cli.diff import diff_command
 from grove_gitops.cli.envvars import ENV_PREFIX, name_envvars
-from grove_gitops.cli.feasibility import feasibility
-from grove_gitops.cli.plan import plan_command
-from grove_gitops.cli.render import render
-from grove_gitops.cli.validate import validate
-from grove_gitops.cli.watch import watch
 
 
 class _Group(click.Group):
-    """Imports ``pr-check`` (GitHub's HTTP client and the comment logic) only when it runs
-    or help lists it: every other command, ``diff`` from a CI job first of all, starts
-    without it."""
+    """Imports a command's module only when that command runs (or help lists it): ``render``
+    starts without the agent, the controller's Git client, ``diff`` or ``pr-check``'s HTTP
+    client, ``--version`` without any of them (issue 35.4: start-up is a visible share of a
+    mid-size render). The table is the whole command set; ``name_envvars`` names each
+    command's environment variables when it is loaded."""
 
     _LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "render": ("grove_gitops.cli.render", "render"),
+        "validate": ("grove_gitops.cli.validate", "validate"),
+        "watch": ("grove_gitops.cli.watch", "watch"),
+        "controller": ("grove_gitops.cli.controller", "controller"),
+        "agent": ("grove_gitops.cli.agent", "agent"),
+        "gate-lifter": ("grove_gitops.cli.agent", "gate_lifter"),
+        "feasibility": ("grove_gitops.cli.feasibility", "feasibility"),
+        "diff": ("grove_gitops.cli.diff", "diff_command"),
+        "plan": ("grove_gitops.cli.plan", "plan_command"),
         "pr-check": ("grove_gitops.cli.prcheck", "pr_check"),
         "migrate": ("grove_gitops.cli.migrate", "migrate"),  # the Kubernetes client, only when it runs
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *self._LAZY])
+        return sorted({*super().list_commands(ctx), *self._LAZY})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self._LAZY and cmd_name not in self.commands:
@@ -56,11 +59,6 @@ class _Group(click.Group):
 def main() -> None:
     """Render Grove PodCliqueSets into GitOps manifests."""
 
-
-for _command in (render, validate, watch, controller, agent, gate_lifter, feasibility, diff_command, plan_command):
-    assert _command.name is not None
-    name_envvars(_command, (_command.name,))
-    main.add_command(_command)
 
 
 if __name__ == "__main__":

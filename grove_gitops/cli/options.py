@@ -163,8 +163,8 @@ JOBS_OPTION = click.option(
     "-j",
     type=Count(1, MAX_WORKERS),
     default=None,
-    help="Worker processes expanding and serialising PodCliqueSets (default: the number of CPUs). "
-    "The output is the same for every value; small renders run in one process.",
+    help="Worker processes expanding and serialising PodCliqueSets (default: the CPUs no other process is busy on). "
+    "The output is the same for every value; a worker per 1,000 pods at most, so small renders run in one process.",
 )
 NO_FSYNC_OPTION = click.option(
     "--no-fsync",

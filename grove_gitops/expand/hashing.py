@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -19,6 +20,41 @@ _MASK = (1 << 64) - 1
 
 def canonical_json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# Canonical JSON by parts (issue 35.4): the pods of a PodClique share every spec member but
+# the hostname, so the shared members' text is encoded once and the pods' texts are joined from
+# it. ``json.dumps(sort_keys=True)`` writes a mapping as ``{`` + its members sorted by key,
+# joined by ``,`` + ``}``, each member ``"key":value`` with the value encoded alone the same way,
+# so the joined text is byte for byte the text of the whole mapping (tests/test_hashing.py).
+
+
+def canonical_member(key: str, value: Any) -> str:
+    """``"key":value`` as it stands in the canonical JSON of a mapping holding it."""
+    return json.dumps(key, ensure_ascii=False) + ":" + json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_mapping(members: Mapping[str, str]) -> str:
+    """The canonical JSON of a mapping of string keys, from its :func:`canonical_member` texts."""
+    return "{" + ",".join(members[key] for key in sorted(members)) + "}"
+
+
+class CanonicalWithout:
+    """The canonical JSON of mappings that are ``shared`` plus one key of their own (``key``),
+    ``shared``'s members encoded once: two runs of members, those sorted before ``key`` and
+    those after, and the one member of each mapping spliced between them."""
+
+    def __init__(self, shared: Mapping[str, Any], key: str) -> None:
+        self.key = key
+        below = {k: v for k, v in shared.items() if k < key}
+        above = {k: v for k, v in shared.items() if k > key}
+        self._below = canonical_json(below).decode()[1:-1]
+        self._above = canonical_json(above).decode()[1:-1]
+
+    def text(self, value: Any) -> str:
+        """The canonical JSON of ``shared`` with ``key`` set to ``value``."""
+        parts = [p for p in (self._below, canonical_member(self.key, value), self._above) if p]
+        return "{" + ",".join(parts) + "}"
 
 
 def fnv64a(data: bytes) -> int:
@@ -40,7 +76,12 @@ def pod_template_hash(template: Any) -> str:
 
 def short_hash(obj: Any, length: int = 8) -> str:
     """A ``length``-character suffix from the SafeEncode alphabet (no vowels, no words)."""
-    value = int.from_bytes(hashlib.sha256(canonical_json(obj)).digest()[:8], "big")
+    return short_hash_of(canonical_json(obj), length)
+
+
+def short_hash_of(canonical: bytes, length: int = 8) -> str:
+    """:func:`short_hash` of an object whose canonical JSON is ``canonical``."""
+    value = int.from_bytes(hashlib.sha256(canonical).digest()[:8], "big")
     out = []
     for _ in range(length):
         value, rem = divmod(value, len(_SAFE_ALPHABET))

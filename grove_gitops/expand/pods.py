@@ -17,7 +17,7 @@ from grove_gitops.backendapi import PodPlacement
 from grove_gitops.expand import labels as L
 from grove_gitops.expand import mnnvl, names, ownership
 from grove_gitops.expand.context import ExpandContext
-from grove_gitops.expand.hashing import short_hash
+from grove_gitops.expand.hashing import CanonicalWithout, canonical_member, short_hash, short_hash_of
 from grove_gitops.expand.jsoncopy import json_copy
 from grove_gitops.expand.plan import CliqueInstance
 from grove_gitops.expand.resourceclaims import ClaimRef
@@ -118,6 +118,7 @@ def build_pods(
     if not proto_meta["annotations"]:
         del proto_meta["annotations"]
     shared_spec: dict[str, Any] | None = None
+    shared_text: CanonicalWithout | None = None  # the shared spec's canonical JSON but the hostname
     pods = []
     for k in range(inst.pods):
         claims = claims_for_pod[k] if k < len(claims_for_pod) else []
@@ -132,6 +133,7 @@ def build_pods(
                 if inst.starts_after:
                     _add_init_container(spec, pcs.name, inst, ctx.render.initContainerImage)
                 shared_spec = share_values(spec)
+                shared_text = CanonicalWithout(shared_spec, "hostname")
             spec = dict(shared_spec)
         spec["hostname"] = names.pod_hostname(inst.fqn, k)
         labels = dict(proto_labels)
@@ -140,7 +142,18 @@ def build_pods(
         if "annotations" in proto_meta:
             meta["annotations"] = dict(proto_meta["annotations"])
         pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-        pod["metadata"] = {"name": f"{inst.fqn}-{k}-{short_hash(pod)}", **meta}
+        if shared_text is None or claims:
+            suffix = short_hash(pod)
+        else:  # short_hash(pod), the shared spec members encoded once for the clique
+            canonical = (
+                '{"apiVersion":"v1","kind":"Pod",'
+                + canonical_member("metadata", meta)
+                + ',"spec":'
+                + shared_text.text(spec["hostname"])
+                + "}"
+            )
+            suffix = short_hash_of(canonical.encode())
+        pod["metadata"] = {"name": f"{inst.fqn}-{k}-{suffix}", **meta}
         ownership.stamp(pod)  # after naming: the proof binds the name (docs/day2.md)
         pods.append(pod)
     return pods

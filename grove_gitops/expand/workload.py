@@ -20,12 +20,44 @@ from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.hashing import pod_template_hash
 from grove_gitops.expand.hpa import unit_warnings
 from grove_gitops.expand.mnnvl import compute_domains
-from grove_gitops.expand.plan import Planner
+from grove_gitops.expand.plan import CliqueInstance, Planner
 from grove_gitops.expand.podgangs import build_podgangs, day2_annotation
 from grove_gitops.expand.pods import build_pods
-from grove_gitops.expand.resourceclaims import ClaimPlanner
+from grove_gitops.expand.resourceclaims import ClaimPlanner, ClaimRef
 from grove_gitops.expand.scaling import Counts
 from grove_gitops.expand.topology import Translator
+
+
+class PodMemo:
+    """The pods of each PodClique instance built so far in expansions of ONE PodCliqueSet with
+    one context, so that a second expansion at other counts (:mod:`.gitsplit` expands every
+    autoscaled PodCliqueSet twice) reuses the pods of every instance whose inputs are equal
+    instead of building, naming and hashing them again (issue 35.4: half of a mid-size
+    render's expansion time). :func:`.pods.build_pods` is a function of exactly the inputs
+    compared here, so a reused pod is the pod that would have been built; the two expansions
+    then share those pod objects, which nothing mutates afterwards."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+        #: Each clique's pod-template hash (a function of the PodCliqueSet alone).
+        self.template_hashes: dict[str, str] | None = None
+
+    def build(
+        self,
+        pcs: PodCliqueSet,
+        inst: CliqueInstance,
+        ctx: ExpandContext,
+        template_hash: str,
+        num: int,
+        claims: list[list[ClaimRef]],
+    ) -> list[dict[str, Any]]:
+        inputs = (inst, template_hash, num, claims)
+        known = self._pods.get(inst.fqn)
+        if known is not None and known[0] == inputs:
+            return known[1]
+        pods = build_pods(pcs, inst, ctx, template_hash, num, claims)
+        self._pods[inst.fqn] = (inputs, pods)
+        return pods
 
 
 @dataclass
@@ -44,14 +76,21 @@ def _template_hash(pcs: PodCliqueSet, template: PodCliqueTemplateSpec) -> str:
     return pod_template_hash({"labels": template.labels, "annotations": template.annotations, "spec": spec})
 
 
-def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext, counts: Counts | None = None) -> Expansion:
-    """Every workload object at ``counts`` (default: autoscaled units at their floor); no HPAs."""
+def expand_pcs(
+    pcs: PodCliqueSet, ctx: ExpandContext, counts: Counts | None = None, memo: PodMemo | None = None
+) -> Expansion:
+    """Every workload object at ``counts`` (default: autoscaled units at their floor); no HPAs.
+    ``memo``: shared by the expansions of this PodCliqueSet with ``ctx`` (see :class:`PodMemo`)."""
     result = Expansion(warnings=unit_warnings(pcs))
     result.objects.extend(rbac_objects(pcs))
     planner = Planner(pcs, counts)
     claims = ClaimPlanner(pcs, ctx.claim_templates)
     translator = Translator(pcs, ctx)
-    hashes = {c.name: _template_hash(pcs, c) for c in pcs.cliques}
+    hashes = memo.template_hashes if memo is not None else None
+    if hashes is None:
+        hashes = {c.name: _template_hash(pcs, c) for c in pcs.cliques}
+        if memo is not None:
+            memo.template_hashes = hashes
     by_name = {c.name: c for c in pcs.cliques}
     group_pods = {
         g.name: sum(by_name[c].spec.replicas for c in g.cliqueNames if c in by_name) for g in pcs.scaling_groups
@@ -65,7 +104,11 @@ def expand_pcs(pcs: PodCliqueSet, ctx: ExpandContext, counts: Counts | None = No
         pod_names: dict[str, list[str]] = {}
         for inst in instances:
             num = group_pods.get(inst.group.name, 0) if inst.group is not None else 0
-            pods = build_pods(pcs, inst, ctx, hashes[inst.template.name], num, claims.claims_for(inst))
+            template_hash, pod_claims = hashes[inst.template.name], claims.claims_for(inst)
+            if memo is not None:
+                pods = memo.build(pcs, inst, ctx, template_hash, num, pod_claims)
+            else:
+                pods = build_pods(pcs, inst, ctx, template_hash, num, pod_claims)
             pod_names[inst.fqn] = [p["metadata"]["name"] for p in pods]
             result.objects.extend(pods)
         day2 = day2_annotation(pcs, replica)  # the agent's PodCliqueSet facts (docs/day2.md)

@@ -215,8 +215,8 @@ def build_tree_from_plan(
     the bytes of every PodCliqueSet the cache already rendered with the same inputs.
 
     With ``jobs`` > 1 the PodCliqueSets the cache does not have are expanded and serialised
-    in that many worker processes (when there are at least ``min_pods`` pods to expand,
-    default :data:`parallel.MIN_PODS`). Results are merged in plan order, so the tree is the
+    in at most that many worker processes, each given at least ``min_pods`` pods to expand
+    (default :data:`parallel.MIN_PODS`; :func:`parallel.worker_count`). Results are merged in plan order, so the tree is the
     same as with ``jobs=1``, and the cache is filled in the parent as the serial path fills it.
 
     ``on_files`` receives each PodCliqueSet's files as soon as they are merged (the CLI

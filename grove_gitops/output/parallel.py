@@ -28,8 +28,13 @@ from grove_gitops.load.source import SourceSet
 from grove_gitops.procs import FORK_SAFE_THREAD_PREFIX, default_jobs, start_method
 from grove_gitops.render import PlannedPCS, RenderPlan
 
-#: Below this many pods to expand, starting workers costs more than it saves.
-MIN_PODS = 2000
+#: Pods each worker must get to pay for itself (issue 35.4). A worker costs a fork, its share
+#: of the pool's start (about 50 ms on the 2-core bench machine) and about 20 % more CPU for
+#: the same shards than the parent would spend (first touches of a copy-on-write heap, results
+#: sent back as bytes); at about 0.25 ms of expansion and serialisation per pod, 1,000 pods are
+#: about 0.25 s of work, so a pool of two starts at 2,000 pods, as measured in issue 10, and each
+#: further worker needs another 1,000 (BENCHMARKS.md, "Mid-size render").
+MIN_PODS = 1000
 
 __all__ = ["FORK_SAFE_THREAD_PREFIX", "MIN_PODS", "default_jobs", "render_shards", "start_method", "worker_count"]
 
@@ -63,15 +68,23 @@ def _work(item: PlannedPCS) -> CachedShard | _Failure:
 
 
 def worker_count(jobs: int, items: list[PlannedPCS], min_pods: int = MIN_PODS) -> int:
-    """How many workers pay for themselves: none (serial) for small renders."""
-    if jobs <= 1 or len(items) < 2 or sum(max(item.pods, 1) for item in items) < min_pods:
-        return 0
-    return min(jobs, len(items))
+    """How many workers pay for themselves, from the work as well as ``jobs`` (the CPUs by
+    default): at most one per PodCliqueSet and one per ``min_pods`` pods to expand; none
+    (serial) when fewer than two would (``min_pods`` 0: ``jobs``, as long as there are items)."""
+    workers = min(jobs, len(items))
+    if min_pods > 0:
+        workers = min(workers, sum(max(item.pods, 1) for item in items) // min_pods)
+    return workers if workers >= 2 else 0
 
 
 def _slim(plan: RenderPlan) -> RenderPlan:
-    """The plan without what expansion does not read (the source documents, the items)."""
-    inputs = dataclasses.replace(plan.inputs, source=SourceSet(), problems=[], warnings=[])
+    """The plan without what expansion does not read (the PodCliqueSet documents, the items,
+    the files). It keeps what :meth:`RenderPlan.render_inputs` copies into an autoscaled
+    workload's object: the render and operator configurations and the pass-through objects
+    (an empty source there gave ``--jobs 2`` another ``spec.source`` than ``--jobs 1``)."""
+    src = plan.inputs.source
+    kept = SourceSet(render_config=src.render_config, operator_config=src.operator_config, passthrough=src.passthrough)
+    inputs = dataclasses.replace(plan.inputs, source=kept, problems=[], warnings=[])
     return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs)
 
 
