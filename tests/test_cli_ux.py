@@ -245,8 +245,12 @@ def test_json_diff(tmp_path: Path) -> None:
 
 
 def _commands(group: click.Group, prefix: list[str]) -> list[list[str]]:
+    # Through click's own listing: the top-level group loads its commands lazily (cli/main.py).
     out = [prefix]
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             out += _commands(command, [*prefix, name])
         else:
