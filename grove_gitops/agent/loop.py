@@ -824,6 +824,8 @@ class Agent:
                 self.registry.set(
                     "grove_gitops_lifter_gangs_waiting", "Gangs not yet complete", float(len(self._waiting))
                 )
+                self.registry.set("grove_gitops_agent_cached_pods", "Managed pods in the agent's watch cache",
+                                  float(len(self.cache.pods)))
         finally:
             stop.set()
             with self.cache.lock:
