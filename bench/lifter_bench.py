@@ -174,6 +174,8 @@ class _InProcess:
 
         self._context = _agent_process(server, tmp / "kubeconfig", 2.0)
         self.proc: Any = None
+        self.expected = 0
+        self._passes: tuple[float, float] | None = None
 
     def __enter__(self) -> _InProcess:
         self.proc = self._context.__enter__()
@@ -183,7 +185,17 @@ class _InProcess:
         self._context.__exit__(None, None, None)
 
     def cached_pods(self) -> int:
-        return int(self.proc.metrics().get("grove_gitops_agent_cached_pods", -1))
+        metrics = self.proc.metrics()
+        if "grove_gitops_agent_cached_pods" in metrics:
+            return int(metrics["grove_gitops_agent_cached_pods"])
+        # An agent from before the gauge (a before/after pair): its cache is taken as full once
+        # its passes stopped for a second (every pod's ADDED event ends in a pass).
+        passes = metrics.get("grove_gitops_agent_pass_seconds_count", 0.0)
+        now = time.monotonic()
+        if self._passes is None or passes != self._passes[0]:
+            self._passes = (passes, now)
+            return -1
+        return self.expected if passes and now - self._passes[1] >= 1.0 else -1
 
     def patch_counter(self) -> int:
         return -1  # counted on the server (pod_patches)
@@ -221,6 +233,8 @@ def measure(gangs: int, pods: int, timeout: float, agent: str = "thread") -> dic
         kube = Kube(server.api_client())
         floor_s = api_floor(server, kube, [o for o in objs if o["kind"] == "Pod"])
         lifter: _InThread | _InProcess = _InThread(server) if agent == "thread" else _InProcess(server, Path(agent_tmp))
+        if isinstance(lifter, _InProcess):
+            lifter.expected = pods
         with lifter:
             t_apply = time.perf_counter()
             for obj in rest:

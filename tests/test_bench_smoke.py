@@ -20,6 +20,7 @@ from tests.support import PROJECT
 SMOKE = [
     "--size", "3", "--repeat", "1", "--lifter-gangs", "4", "--lifter-pods", "40", "--rollout-gangs", "2",
     "--rollout-pods", "10", "--feasibility-nodes", "16", "--fresh-repeat", "2", "--autoscale-high", "4",
+    "--release-points", "40",
 ]
 
 
@@ -233,6 +234,25 @@ def test_fleet_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_release_point_runs_the_agent_as_a_process_and_reports_its_peak_rss(
+        smoke: tuple[dict[str, Any], str]) -> None:
+    """Issue 35.3: the release benchmark with the agent in its own process, at each point."""
+    rel = smoke[0]["release_40"]
+    assert rel["agent"] == "process" and rel["released_pods"] == 40 and rel["gangs"] == 2
+    for key in ("agent_peak_rss_mib", "api_floor_s", "release_after_last_s", "release_after_last_over_floor"):
+        assert positive(rel[key]), (key, rel)
+
+
+def test_rollout_reports_the_step_tail_and_the_collector_pauses(smoke: tuple[dict[str, Any], str]) -> None:
+    """Issue 35.1: the slow steps' distribution, and the agent's and the world's collector pauses."""
+    rollout = smoke[0]["rollout"]
+    assert 0 <= rollout["ready_to_next_s_median"] <= rollout["ready_to_next_s_p95"] <= rollout["ready_to_next_s_p99"] \
+        <= rollout["ready_to_next_s_max"]
+    assert rollout["ready_to_next_over_300ms"] >= rollout["ready_to_next_over_1s"] >= 0
+    assert positive(rollout["agent_gc_pause_ms_max"]), rollout  # the agent's own metric, read back
+    assert rollout["world_gc_pause_ms_max"] >= 0 and rollout["world_gc_pauses_over_100ms"] >= 0
+
+
 def test_autoscale_figures_are_reported(smoke: tuple[dict[str, Any], str]) -> None:
     """The autoscaling benchmark scaled 2 -> 4 -> 2 with one /scale write each way and read
     the agent's writes and CPU back; its section is in the report."""
