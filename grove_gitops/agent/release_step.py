@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from concurrent.futures import Future
 
@@ -257,16 +258,59 @@ class ReleaseStep(Day2Dispatch):
                     continue
                 futures = [self._pool.submit(self.executor.ungate, key[0], name, uid) for name, uid in decision.to_ungate]
                 releasing[key] = (complete_at, decision.whole_gang and decision.complete, futures, held)
+        # Each whole gang's Initialized is written on the pool as soon as its own pods are
+        # released, gangs side by side (issue 35.3: written one after the other by this thread,
+        # 500 gangs' ends queued behind each other and behind the next pass's releases).
+        ends = {key: self._initialize_after(key, futures) for key, (_, whole, futures, _) in releasing.items() if whole}
         for key, (complete_at, whole, futures, held) in releasing.items():
             try:  # the gang's Initialized too is written before the autoscaling loop may delete it
-                self._released(key, complete_at, whole, futures, done)
+                self._released(key, complete_at, whole, futures, done, ends.get(key))
             finally:
                 self.guard.end(held)
         return done
 
+    def _initialize_after(self, key: Key, futures: list[Future[bool]]) -> Future[None]:
+        """``Initialized=True`` written on the pool once every one of ``futures`` (the gang's
+        gate patches) has ended, all of them lifted; else nothing is written. The future ends
+        when that is done (with the write's exception, if it raised)."""
+        end: Future[None] = Future()
+        left = [len(futures)]
+        lock = threading.Lock()
+
+        def written(write: Future[bool]) -> None:
+            error = write.exception()
+            if error is not None:
+                end.set_exception(error)
+            else:
+                end.set_result(None)
+
+        def ended(_: Future[bool] | None = None) -> None:
+            with lock:
+                left[0] -= 1
+                if left[0] > 0:
+                    return
+            if not all(not f.cancelled() and f.exception() is None and f.result() for f in futures):
+                end.set_result(None)  # a failed patch: the gang is tried again, not marked
+                return
+            try:
+                write = self._pool.submit(self.executor.set_condition, SetCondition(
+                    key, INITIALIZED, "True", "PodGangPodsCreated", "PodGang is fully initialized"))
+            except RuntimeError as exc:  # the pool is shut down: the agent is stopping
+                end.set_exception(exc)
+                return
+            write.add_done_callback(written)
+
+        if not futures:
+            left[0] = 1
+            ended()
+        for f in futures:
+            f.add_done_callback(ended)
+        return end
+
     def _released(self, key: Key, complete_at: float, whole: bool, futures: list[Future[bool]],
-                  done: dict[Key, bool]) -> None:
-        """The end of one gang's release: count it, and mark a whole gang ``Initialized``."""
+                  done: dict[Key, bool], initialized: Future[None] | None = None) -> None:
+        """The end of one gang's release: count it, and wait for a whole gang's ``Initialized``
+        (``initialized``, :meth:`_initialize_after`)."""
         results = [f.result() for f in futures]
         lifted = sum(1 for r in results if r)
         if lifted:
@@ -283,7 +327,9 @@ class ReleaseStep(Day2Dispatch):
             self._wait(key, time.monotonic(), poll=True)  # a failed patch: try again
             return
         self._complete_since.pop(key, None)
-        if whole:
+        if whole and initialized is not None:
+            initialized.result()
+        elif whole:
             self.executor.set_condition(
                 SetCondition(key, INITIALIZED, "True", "PodGangPodsCreated", "PodGang is fully initialized")
             )
