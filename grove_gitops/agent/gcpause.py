@@ -104,6 +104,7 @@ class GcPauses:
 
     def run(self, stop: threading.Event) -> None:
         self.install()
+        self.report()  # the metrics exist from the start (a short-lived agent is read too)
         try:
             while not stop.wait(self.interval):
                 self.tick()

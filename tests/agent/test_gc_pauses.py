@@ -77,3 +77,18 @@ def test_every_pause_is_reported(pauses: tuple[GcPauses, Registry, Clock]) -> No
 def test_the_bounds_are_checked() -> None:
     with pytest.raises(ValueError):
         GcPauses(Registry(), interval=10.0, full_every=5.0)
+
+
+def test_the_metrics_exist_before_the_first_round() -> None:
+    """A short-lived agent's pauses are read too: the loop reports once as it starts."""
+    import threading
+
+    registry, stop = Registry(), threading.Event()
+    p = GcPauses(registry, interval=60.0, full_every=600.0)
+    stop.set()  # the loop ends at once, before any round
+    try:
+        p.run(stop)
+    finally:
+        gc.unfreeze()
+    assert registry.get("grove_gitops_agent_gc_pause_longest_seconds") is not None
+    assert p._hook not in gc.callbacks  # uninstalled on the way out
