@@ -241,6 +241,7 @@ def test_release_point_runs_the_agent_as_a_process_and_reports_its_peak_rss(
     assert rel["agent"] == "process" and rel["released_pods"] == 40 and rel["gangs"] == 2
     for key in ("agent_peak_rss_mib", "api_floor_s", "release_after_last_s", "release_after_last_over_floor"):
         assert positive(rel[key]), (key, rel)
+    assert "## Release near the API floor (issue 35.3)" in smoke[1] and "| 40 |" in smoke[1]
 
 
 def test_rollout_reports_the_step_tail_and_the_collector_pauses(smoke: tuple[dict[str, Any], str]) -> None:
