@@ -13,5 +13,5 @@ bench:
 bench-smoke:
 	@test -x $(PYTHON) || { echo "$(PYTHON) not found: run 'bash scripts/setup.sh' first" >&2; exit 2; }
 	mkdir -p build
-	$(PYTHON) -m bench.run --size 3 --repeat 1 --lifter-gangs 4 --lifter-pods 40 --fresh-repeat 2 \
+	$(PYTHON) -m bench.run --size 3 --repeat 1 --lifter-gangs 4 --lifter-pods 40 --release-points 40 --fresh-repeat 2 \
 		--out build/BENCHMARKS.smoke.md --json build/bench-smoke.json

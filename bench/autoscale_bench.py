@@ -32,6 +32,11 @@ fresh world:
    scale-out per new gang.
 
 One JSON line on stdout: every run, and the median and worst of each figure.
+
+``--world-gc`` (issue 35): this process (server and simulators) keeps its collector pauses short
+as the agent does (``freeze``, the default) or runs CPython's defaults (``python``); either
+way ``world_gc_pause_ms_max`` reports its longest pause in the scale-out (see
+``bench.rollout_bench``: full collections of this process paused every request of the agent).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from typing import Any
 
 import yaml
 
-from bench.rollout_bench import _agent_process
+from bench.rollout_bench import _agent_process, world_collector
 
 NS = "bench"
 #: The floor's namespace: the agent (``--namespace bench``) never sees its objects.
@@ -197,7 +202,12 @@ def _snapshot(env: Any, new_pods: set[str], new_gangs: set[str]) -> dict[str, li
     }
 
 
-def run_once(low: int, high: int) -> dict[str, Any]:
+def run_once(low: int, high: int, world_gc: str = "freeze") -> dict[str, Any]:
+    with world_collector(world_gc) as world:
+        return _run_once(low, high, world)
+
+
+def _run_once(low: int, high: int, world: Any) -> dict[str, Any]:
     from kubernetes.client import CustomObjectsApi
     from kubernetes.client.exceptions import ApiException
 
@@ -230,6 +240,8 @@ def run_once(low: int, high: int) -> dict[str, Any]:
             gangs_at_low = {o["metadata"]["name"] for o in env.objects_at(env.counts) if o["kind"] == "PodGang"}
             env.set_counts({(0, GROUP): high})
             wanted_gangs = {o["metadata"]["name"] for o in env.objects_at(env.counts) if o["kind"] == "PodGang"}
+            world.report()
+            world.longest = 0.0
             started = time.monotonic()
             api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS, "podcliquescalinggroups",
                                                      TARGET, {"spec": {"replicas": high}})
@@ -248,6 +260,8 @@ def run_once(low: int, high: int) -> dict[str, Any]:
                         and m.before is not None and m.after is not None and m.before.gated and not m.after.gated]
             release_s = max(releases) - started
             time.sleep(QUIET)
+            world.report()
+            world_pause = world.longest
             cpu = agent.cpu() - cpu_before
             writes_after = _writes(env)
             writes = _agent_writes(writes_before, writes_after)
@@ -292,6 +306,7 @@ def run_once(low: int, high: int) -> dict[str, Any]:
                 "release_over_floor": round(release_s / floor_s, 3),
                 "floor_writes": {f"{verb} {resource}": k for (verb, resource), k in sorted(floor_writes.items()) if k},
                 "invariant_problems": len(problems),
+                "world_gc_pause_ms_max": round(1000 * world_pause, 1),
             }
 
 
@@ -299,10 +314,10 @@ FIGURES = ("release_s", "scale_in_s", "cpu_ms_per_gang", "pod_creates_per_pod", 
            "pod_writes_per_pod", "writes_per_pod", "status_writes_per_gang", "api_floor_s", "release_over_floor")
 
 
-def run(low: int, high: int, repeat: int) -> dict[str, Any]:
+def run(low: int, high: int, repeat: int, world_gc: str = "freeze") -> dict[str, Any]:
     if not 1 <= low < high <= 500:
         raise ValueError(f"need 1 <= low < high <= 500, got {low} and {high}")
-    runs = [run_once(low, high) for _ in range(repeat)]
+    runs = [run_once(low, high, world_gc) for _ in range(repeat)]
     summary = {k: {"median": statistics.median(r[k] for r in runs), "worst": max(r[k] for r in runs)}
                for k in FIGURES}
     return {"low": low, "high": high, "pods_per_replica": PODS_PER_REPLICA, "repeat": repeat, "runs": runs,
@@ -314,11 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--low", type=int, default=2, help="the floor (Git's count) and the count scaled back to")
     parser.add_argument("--high", type=int, default=50, help="the count of the one /scale write")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--world-gc", choices=("freeze", "python"), default="freeze",
+                        help="this process's collector: kept short as the agent's (default) or CPython's defaults")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     try:
-        print(json.dumps(run(args.low, args.high, args.repeat), sort_keys=True))
+        print(json.dumps(run(args.low, args.high, args.repeat, args.world_gc), sort_keys=True))
     except ValueError as exc:
         parser.error(str(exc))
     return 0

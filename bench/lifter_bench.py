@@ -15,6 +15,14 @@ from the first PodGang's creation (the strict figure) and from the last one's, t
 requests to pods per released pod, and the CPU time of this process (server, lifter and
 client share it) over that window. For scale, the same pod patches sent one by one by a bare
 client to the same server (before the lifter starts) give the API floor.
+
+``--agent process`` (issue 35.3) runs the agent as it runs in a cluster instead: its own
+process (``grove-gitops agent``, every loop on, as ``bench.rollout_bench`` starts it), every
+object in namespace ``bench``, so the agent does not share the server's interpreter; the
+lifter's cache is known full from the agent's ``grove_gitops_agent_cached_pods`` gauge.
+Reported besides: ``release_after_last_over_floor`` (last PodGang -> all released over the
+floor of the same number of bare PATCHes) and ``agent_peak_rss_mib`` (the agent process's
+``VmHWM``). ``--pods 10000 --gangs 500`` is the large point, 20 pods per gang as at 1,000.
 """
 
 from __future__ import annotations
@@ -128,14 +136,86 @@ def api_floor(server: Any, kube: Any, pods: list[dict[str, Any]]) -> float:
     return seconds
 
 
-def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
+class _InThread:
+    """The agent in a thread of this process (the default: server, agent and client share it)."""
+
+    def __init__(self, server: Any) -> None:
+        from grove_gitops.agent.kube import Kube
+        from grove_gitops.agent.loop import Agent, AgentConfig
+        from grove_gitops.metrics import Registry
+
+        self.agent = Agent(Kube(server.api_client()), AgentConfig(), Registry())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.agent.run, args=(self._stop,), name="lifter", daemon=True)
+
+    def __enter__(self) -> _InThread:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def cached_pods(self) -> int:
+        return len(self.agent.pods) if self.agent.ready() else -1
+
+    def patch_counter(self) -> int:
+        return self.agent.patches
+
+    def peak_rss_mib(self) -> float | None:
+        return None  # shared with the server: not the agent's own
+
+
+class _InProcess:
+    """``grove-gitops agent`` in its own process (``bench.rollout_bench``'s way of starting it)."""
+
+    def __init__(self, server: Any, tmp: Path) -> None:
+        from bench.rollout_bench import _agent_process
+
+        self._context = _agent_process(server, tmp / "kubeconfig", 2.0)
+        self.proc: Any = None
+        self.expected = 0
+        self._passes: tuple[float, float] | None = None
+
+    def __enter__(self) -> _InProcess:
+        self.proc = self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._context.__exit__(None, None, None)
+
+    def cached_pods(self) -> int:
+        metrics = self.proc.metrics()
+        if "grove_gitops_agent_cached_pods" in metrics:
+            return int(metrics["grove_gitops_agent_cached_pods"])
+        # An agent from before the gauge (a before/after pair): its cache is taken as full once
+        # its passes stopped for a second (every pod's ADDED event ends in a pass).
+        passes = metrics.get("grove_gitops_agent_pass_seconds_count", 0.0)
+        now = time.monotonic()
+        if self._passes is None or passes != self._passes[0]:
+            self._passes = (passes, now)
+            return -1
+        return self.expected if passes and now - self._passes[1] >= 1.0 else -1
+
+    def patch_counter(self) -> int:
+        return -1  # counted on the server (pod_patches)
+
+    def peak_rss_mib(self) -> float | None:
+        for line in Path(f"/proc/{self.proc.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+        return None
+
+
+def measure(gangs: int, pods: int, timeout: float, agent: str = "thread") -> dict[str, Any]:
     from grove_gitops.agent.kube import Kube
-    from grove_gitops.agent.loop import Agent, AgentConfig
-    from grove_gitops.metrics import Registry
     from tests.fakeserver import FakeApiServer
     from tests.fakeserver.server import DEFAULT_NAMESPACES
 
     pcss = workload(gangs, pods)
+    if agent == "process":
+        for pcs in pcss:
+            pcs["metadata"]["namespace"] = "bench"  # the agent process watches this namespace
     tmp = Path(tempfile.mkdtemp(prefix="grove-bench-lifter-"))
     try:
         objs = rendered_objects(write_source(tmp / "src", pcss))
@@ -148,20 +228,20 @@ def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
         raise RuntimeError(f"rendered {len(podgangs)} PodGangs and {len(pod_names)} pods, wanted {gangs} and {pods}")
     namespaces = sorted({o["metadata"]["namespace"] for o in objs if o["metadata"].get("namespace")})
 
-    with FakeApiServer(namespaces=(*DEFAULT_NAMESPACES, *namespaces)) as server:
+    with FakeApiServer(namespaces=(*DEFAULT_NAMESPACES, *namespaces)) as server, \
+            tempfile.TemporaryDirectory(prefix="grove-bench-lifter-agent-") as agent_tmp:
         kube = Kube(server.api_client())
         floor_s = api_floor(server, kube, [o for o in objs if o["kind"] == "Pod"])
-        lifter = Agent(Kube(server.api_client()), AgentConfig(), Registry())
-        stop = threading.Event()
-        thread = threading.Thread(target=lifter.run, args=(stop,), name="lifter", daemon=True)
-        thread.start()
-        try:
+        lifter: _InThread | _InProcess = _InThread(server) if agent == "thread" else _InProcess(server, Path(agent_tmp))
+        if isinstance(lifter, _InProcess):
+            lifter.expected = pods
+        with lifter:
             t_apply = time.perf_counter()
             for obj in rest:
                 kube.raw("POST", _path(kube, obj), obj)
             apply_s = time.perf_counter() - t_apply
-            if not server.wait_for(lambda: lifter.ready() and len(lifter.pods) == pods, timeout=timeout):
-                raise RuntimeError(f"the lifter's cache never held all {pods} pods ({len(lifter.pods)})")
+            if not server.wait_for(lambda: lifter.cached_pods() == pods, timeout=timeout, interval=0.1):
+                raise RuntimeError(f"the lifter's cache never held all {pods} pods ({lifter.cached_pods()})")
             early = server.requests_count(verb="patch", resource="pods")
             if early:
                 raise RuntimeError(f"{early} pods were patched before any PodGang existed")
@@ -185,9 +265,7 @@ def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
             if not done or gated:
                 raise RuntimeError(f"{len(gated)} of {pods} pods still gated after {timeout}s")
             records = server.requests
-        finally:
-            stop.set()
-            thread.join(timeout=15)
+            rss = lifter.peak_rss_mib()
         patches = [r for r in records if r.verb == "patch" and r.resource == "pods"]
         released = len({(r.namespace, r.name) for r in patches if r.status < 300} & pod_names)
         statuses = Counter(str(r.status) for r in patches)
@@ -207,11 +285,14 @@ def measure(gangs: int, pods: int, timeout: float) -> dict[str, Any]:
         "cpu_s": cpu_end - cpu0,
         "api_floor_s": floor_s,
         "release_over_api_floor": (t_end - t0) / floor_s,
+        "release_after_last_over_floor": (t_end - t_last) / floor_s,
+        "agent": agent,
+        "agent_peak_rss_mib": rss,
         "pod_patches": len(patches),
         "pod_patch_statuses": dict(statuses),
         "released_pods": released,
         "patches_per_released_pod": len(patches) / released if released else float("inf"),
-        "lifter_patch_counter": lifter.patches,
+        "lifter_patch_counter": lifter.patch_counter(),
     }
 
 
@@ -220,8 +301,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gangs", type=int, default=50)
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=120.0, help="give up on the release after this many seconds")
+    parser.add_argument("--agent", choices=("thread", "process"), default="thread",
+                        help="the agent in a thread of this process, or in its own (issue 35.3)")
+    parser.add_argument("--world-gc", choices=("freeze", "python"), default="python",
+                        help="this process's collector (bench.rollout_bench): CPython's defaults (default) or kept short")
     args = parser.parse_args(argv)
-    result = measure(args.gangs, args.pods, args.timeout)
+    from bench.rollout_bench import world_collector
+
+    with world_collector(args.world_gc) as world:
+        result = measure(args.gangs, args.pods, args.timeout, args.agent)
+        world.report()
+    result["world_gc"] = args.world_gc
+    result["world_gc_pause_ms_max"] = round(1000 * world.longest, 1)
     result["mode"] = "lifter"
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0

@@ -185,12 +185,34 @@ def _rollout_section(ro: dict[str, Any]) -> list[str]:
             [
                 "replacement Ready → next step",
                 f"median {num(ro['ready_to_next_s_median'], 's')}, p95 {num(ro['ready_to_next_s_p95'], 's')}, "
-                f"max {num(ro['ready_to_next_s_max'], 's')}",
-                "≤ 1 s",
+                f"p99 {num(ro.get('ready_to_next_s_p99', float('nan')), 's')}, max {num(ro['ready_to_next_s_max'], 's')}",
+                "p99 ≤ 150 ms, max ≤ 300 ms",
             ],
+            ["collector pauses, longest: agent / this benchmark's world",
+             f"{num(ro.get('agent_gc_pause_ms_max', float('nan')), 'ms')} / {num(ro.get('world_gc_pause_ms_max', float('nan')), 'ms')}", ""],
             ["whole rollout", num(ro["rollout_s"], "s"), ""],
         ],
     )
+
+
+def _release_points_section(results: dict[str, Any]) -> list[str]:
+    """Issue 35.3: the release with the agent in its own process, at each point of ``--release-points``."""
+    points = sorted((int(k.split("_", 1)[1]), v) for k, v in results.items()
+                    if k.startswith("release_") and k.split("_", 1)[1].isdigit())
+    if not points:
+        return []
+    L = ["", "## Release near the API floor (issue 35.3)", "",
+         "`bench/lifter_bench.py --agent process`: the agent in its own process, 20 pods per gang; last PodGang",
+         "created → every gate gone, over the floor of the same JSON patches sent one after the other by one client.",
+         ""]
+    rows = []
+    for pods, r in points:
+        if "error" in r:
+            rows.append([f"{pods:,}", "failed", r["error"][:200], "", ""])
+            continue
+        rows.append([f"{pods:,}", num(r["release_after_last_s"], "s"), num(r["api_floor_s"], "s"),
+                     num(r["release_after_last_over_floor"]), num(r.get("agent_peak_rss_mib") or float("nan"), "MiB")])
+    return L + _table(["pods", "release", "floor", "× floor (goal ≤ 1.5)", "agent peak RSS"], rows)
 
 
 _SERVER_ROWS = (
@@ -675,6 +697,7 @@ def markdown(results: dict[str, Any]) -> str:
 
     L += midsize_section(results.get("midsize") or {})
     L += fresh_section(results.get("fresh") or {}, s, n)
+    L += _release_points_section(results)
     L += _rollout_section(results.get("rollout") or {})
     L += server_section(results.get("server_fake"), results.get("server_real"))
     L += autoscale_section(results.get("autoscale") or {})

@@ -280,6 +280,15 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
                 log(f"lifter {r}/{args.repeat} FAILED: {exc}")
             results["lifter"]["runs"].append(lift)
 
+        # Issue 35.3: the agent in its own process, last PodGang -> all released over the floor
+        # of the same bare PATCHes, at each size (20 pods per gang), with its peak RSS.
+        for pods in (int(p) for p in args.release_points.split(",") if p.strip()):
+            rel = stage(f"release_{pods}", "bench.lifter_bench", "--agent", "process", "--pods", str(pods),
+                        "--gangs", str(max(1, pods // 20)), "--timeout", "600")
+            if rel is not None:
+                log(f"release {pods} pods: {rel['release_after_last_s']:.2f} s after the last PodGang, "
+                    f"{rel['release_after_last_over_floor']:.2f}x the floor, agent peak RSS {rel['agent_peak_rss_mib']} MiB")
+
         ro = stage("rollout", "bench.rollout_bench", "--gangs", str(args.rollout_gangs), "--pods", str(args.rollout_pods))
         if ro is not None:
             log(f"rollout: {ro['cpu_ms']} ms CPU/step, {ro['step_ms']} ms pass/step, {ro['pod_writes_per_pod']} pod writes/pod, "
@@ -342,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the raw results as JSON here")
     parser.add_argument("--lifter-gangs", type=int, default=50)
     parser.add_argument("--lifter-pods", type=int, default=1000)
+    parser.add_argument("--release-points", default="1000,10000",
+                        help="pod counts of the release benchmark with the agent in its own process (issue 35.3; '' skips)")
     parser.add_argument("--rollout-gangs", type=int, default=50)
     parser.add_argument("--rollout-pods", type=int, default=1000)
     parser.add_argument("--server", choices=("fake", "real", "both", "none"), default="none",

@@ -26,6 +26,7 @@ import urllib3
 
 from grove_gitops.agent import intent
 from grove_gitops.agent.drift import DriftChecker
+from grove_gitops.agent.gcpause import GcPauses
 from grove_gitops.agent.kube import Kube
 from grove_gitops.agent.leader import LeaderElector
 from grove_gitops.agent.loop import Agent, AgentConfig
@@ -155,6 +156,8 @@ def run_agent(opts: ServiceOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     election = threading.Thread(target=elector.run, args=(stop,), name="leader-election", daemon=True)
+    # This process is the agent's alone: its collector pauses are measured and kept short (gcpause.py).
+    pauses = threading.Thread(target=GcPauses(registry).run, args=(stop,), name="gc-pauses", daemon=True)
     worker: threading.Thread | None = None
     stale_after = max(lifter.config.stale_after, 2 * opts.lease_duration)
 
@@ -172,6 +175,7 @@ def run_agent(opts: ServiceOptions) -> int:
         # agent with exit 1 and one line saying why, not a traceback beside live threads.
         try:
             election.start()
+            pauses.start()
             if opts.metrics_address:
                 host, _, port = opts.metrics_address.rpartition(":")
                 server = HealthServer(

@@ -238,3 +238,32 @@ def test_a_pass_takes_the_small_workloads_first_and_one_large_one(monkeypatch: p
             assert agent._this_pass(set()) == set()
         finally:
             agent._pool.shutdown()
+
+
+def test_a_resync_is_spread_over_short_passes_and_events_go_between(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35.1: a resync re-derives every workload; taken whole by one pass, it held every
+    event that came meanwhile (the next rollout step) for that long. A pass now takes at most
+    ``RESYNC_SLICE`` of it, and a dirty workload goes into the very next pass."""
+    from grove_gitops.agent import loop
+    from grove_gitops.agent.loop import Agent, AgentConfig
+    from grove_gitops.metrics import Registry
+
+    monkeypatch.setattr(loop, "RESYNC_SLICE", 25)
+    with FakeApiServer() as server:
+        agent = Agent(Kube(server.api_client()), AgentConfig(), Registry())
+        try:
+            gangs = [gang(f"w-{i}", ghosts(f"p{i}", 9)) for i in range(10)]  # cost 10 each
+            agent.cache.replace("podgangs", gangs)
+            agent.cache.dirty.clear()
+            wl = [("evil", f"w-{i}") for i in range(10)]
+            agent._resync.extend(wl)
+            first = agent._this_pass(set())
+            assert first == set(wl[:3])  # 10 + 10 + 10: the slice is spent after the third
+            second = agent._this_pass({wl[9]})
+            assert second == {wl[9], *wl[3:6]}  # the event, and the next slice
+            taken = first | second
+            while agent._resync:
+                taken |= agent._this_pass(set())
+            assert taken == set(wl)
+        finally:
+            agent._pool.shutdown()

@@ -197,3 +197,50 @@ def test_apply_helper_uses_discovery(tmp_path: Path) -> None:
         pg = {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": {"name": "x", "namespace": "default"}}
         assert path_of(kube, pg) == "/apis/scheduling.run.ai/v2alpha2/namespaces/default/podgroups"
         assert kube.plural("example.com/v1", "Nope") is None
+
+
+def test_the_initialized_writes_of_gangs_released_together_run_side_by_side(tmp_path: Path) -> None:
+    """Issue 35.3: a pass that releases many whole gangs wrote their ``Initialized`` one after
+    the other from the loop thread, so at 10,000 pods 500 gangs' ends queued behind each other
+    (and the next pass's releases behind them). Each is now written on the pool as soon as its
+    own pods are released: with every status write held a moment, two are seen at once. Each
+    gang is still marked once, and only after all of its pods were released."""
+    import threading
+
+    from tests.support import pcs_yaml
+
+    files = {f"{n}.yaml": pcs_yaml(n).replace("namespace: ml", "namespace: default") for n in ("a", "b", "c", "d", "e")}
+    objs = rendered_objects(write_source(tmp_path / "src", files))
+    gangs = [o for o in objs if o["kind"] == "PodGang"]
+    assert len(gangs) == 5
+    with FakeApiServer() as server:
+        kube = Kube(server.api_client())
+        with running_lifter(server) as lifter:
+            apply(kube, [o for o in objs if o["kind"] != "PodGang"])
+            pods = sum(1 for o in objs if o["kind"] == "Pod")
+            assert server.wait_for(lambda: len(lifter.pods) == pods, timeout=20)
+            writing, most, order = [0], [0], []
+            lock = threading.Lock()
+            real = lifter.executor.set_condition
+            released = set(lifter.pods)
+
+            def held(action: Any) -> bool:
+                with lock:
+                    writing[0] += 1
+                    most[0] = max(most[0], writing[0])
+                    gated_now = set(gated(server)) & {k[1] for k in released}
+                    order.append((action.gang[1], sorted(gated_now)))
+                try:
+                    time.sleep(0.3)  # long enough for the next gang's end to begin meanwhile
+                    return real(action)
+                finally:
+                    with lock:
+                        writing[0] -= 1
+
+            lifter.executor.set_condition = held  # type: ignore[method-assign]
+            apply(kube, gangs)
+            assert server.wait_for(lambda: gated(server) == [] and len(order) == 5, timeout=30), order
+            assert most[0] >= 2, order
+            assert sorted(name for name, _ in order) == sorted(g["metadata"]["name"] for g in gangs)
+            for name, still_gated in order:  # its own pods were released before its mark
+                assert not [p for p in still_gated if p.startswith(name.rsplit("-", 1)[0] + "-")], (name, still_gated)
