@@ -263,11 +263,14 @@ def loop(installed: Plane, agent_kubeconfig: Path, tmp_path_factory: pytest.Temp
         (tmp / "workload.yaml").write_text(workload.read_text())
         workload.unlink()
         loop.push("cluster-wide objects")
-        apply_all(kube, flux_objects(forge))
         controller_log, agent_log = tmp / "controller.log", tmp / "agent.log"
         loop.logs += [controller_log, agent_log, forge.root.parent / "gitserver.log"]
         controller = controller_process(loop, controller_log)
         try:
+            # The GitRepository once the branch exists: a first fetch of a missing branch would
+            # put source-controller into its failure backoff.
+            loop.wait("the first render pushed", lambda: bool(loop.rendered_head()), timeout=60)
+            apply_all(kube, flux_objects(forge))
             with running_agent(agent_kubeconfig, agent_log, "--namespace", NS, "--resync", "1"):
                 loop.wait("the cluster shard Ready", lambda: len(kustomizations(kube)) == 2
                           and all(is_ready(k) for k in kustomizations(kube).values()), timeout=90)
