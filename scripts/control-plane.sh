@@ -119,9 +119,14 @@ flux_crds() {
   done
 }
 
+# cmd_build: every binary the tier needs (CI's scripts/test.sh); `up` needs only kube and kwok.
 cmd_build() {
-  build_kwok >/dev/null
   build_flux >/dev/null
+  build_plane
+}
+
+build_plane() {
+  build_kwok >/dev/null
   local bin; bin=$(binary_path)
   if [ -x "$bin" ]; then echo "$bin"; return; fi
   mkdir -p "$(dirname "$bin")"
@@ -213,7 +218,7 @@ cmd_up() {
   cd "$ROOT"  # the node registrar is the module tests.controlplane.nodesim
   [ -x "$PY" ] || die "$PY missing: run bash scripts/setup.sh first (the node registrar is Python)"
   command -v openssl >/dev/null || die "openssl is needed for the certificates"
-  local bin kwok; bin=$(cmd_build); kwok=$(build_kwok)
+  local bin kwok; bin=$(build_plane); kwok=$(build_kwok)
   [ ! -e "$DIR/pids" ] || [ -z "$(ls -A "$DIR/pids")" ] || die "$DIR already has a running control plane (down it first)"
   PKI="$DIR/pki"; mkdir -p "$PKI" "$DIR/logs" "$DIR/pids" && mkdir -p -m 700 "$DIR/etcd"
   local t0=$SECONDS
