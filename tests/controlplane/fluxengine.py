@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +27,9 @@ from grove_gitops.agent.kube import Kube
 from tests.controlplane.plane import SCRIPT, Obj, Plane, stop_process, wait_until
 from tests.support import PROJECT
 
-FLUX_NS = "flux-system"
+#: Flux's own namespace in this tier: not ``flux-system``, where test_examples.py leaves the shipped
+#: overlay's Kustomizations (their sources are unreachable), which these controllers would reconcile.
+FLUX_NS = "cp-flux-system"
 SOURCE = "/apis/source.toolkit.fluxcd.io/v1"
 KUSTOMIZE = "/apis/kustomize.toolkit.fluxcd.io/v1"
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
@@ -50,8 +53,7 @@ def flux_crds() -> list[Obj]:
 
 
 def free_port() -> int:
-    import socket
-
+    """A loopback port free now (the controllers bind it a moment later, as control-plane.sh does)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

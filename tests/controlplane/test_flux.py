@@ -19,7 +19,10 @@ pods. Then, on the same loop:
 - the workload removed from Git: Flux prunes the shard, the agent's objects are garbage
   collected, the agent retires the rendered pods (Flux never prunes a pod: prune protection).
 
-At every observed moment no pod is bound before its gang's minimum is released (GangInvariant).
+At every observed moment the agent releases a pod only while its whole gang exists, and no pod
+is bound gated (PodWatch). That the real scheduler then places the gang whole cannot hold here:
+Flux drops the pods' ``spec.workloadRef`` on 1.35, which
+:func:`test_flux_drops_the_pods_workload_ref_so_the_scheduler_sees_no_gang` pins.
 """
 
 from __future__ import annotations
@@ -288,6 +291,7 @@ def loop(installed: Plane, agent_kubeconfig: Path, tmp_path_factory: pytest.Temp
             kube.raw("PATCH", path, {"metadata": {"finalizers": None}}, "application/merge-patch+json")
             kube.raw("DELETE", path)
     kube.raw("DELETE", f"/api/v1/namespaces/{NS}")
+    kube.raw("DELETE", f"/api/v1/namespaces/{FLUX_NS}")
 
 
 @pytest.fixture
