@@ -6,7 +6,9 @@
 # the kubelets of the nodes tests/controlplane/nodesim.py registers. Why real: the project's fake
 # API server accepted Events and owner references a real server refuses (issue 32).
 #
-#   bash scripts/control-plane.sh build            # build (or find) the binaries (kube, kwok); prints kube's path
+#   bash scripts/control-plane.sh build            # build (or find) the binaries (kube, kwok, flux); prints kube's path
+#   bash scripts/control-plane.sh flux             # build (or find) Flux's controllers; prints their directory
+#   bash scripts/control-plane.sh flux-crds        # Flux's CRD directories (config/crd/bases) in GOMODCACHE
 #   bash scripts/control-plane.sh up DIR [--nodes N]   # start; DIR/kubeconfig is the admin's; N nodes
 #                                                  # of examples/cluster/node-inventory.yaml (default all 22)
 #   bash scripts/control-plane.sh down DIR         # stop everything started in DIR
@@ -15,11 +17,17 @@
 # the Go version: ${GROVE_GITOPS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/grove-gitops}/controlplane/<key>/kube.
 # The first build downloads the modules and compiles Kubernetes (15-30 min on 2 cores). KWOK is a
 # module of its own (its k8s.io/* v0.36 would lift the pinned build's dependencies), cached the same
-# way under .../controlplane/kwok-<key>/kwok (a few minutes more the first time).
+# way under .../controlplane/kwok-<key>/kwok (a few minutes more the first time). Flux's
+# source-controller and kustomize-controller (tests/controlplane/flux/go.mod, the GitOps engine of
+# tests/controlplane/test_flux.py) likewise under .../controlplane/flux-<key>/ (about 8 min of CPU
+# and 390 MB of modules the first time); their CRDs are read from the same release's module files in
+# GOMODCACHE at test time, never copied into the repository.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MOD="$ROOT/tests/controlplane"
 KWOK_MOD="$MOD/kwok"
+FLUX_MOD="$MOD/flux"
+FLUX_MODULES="github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller"
 PY="${PYTHON_FOR_NODESIM:-$ROOT/.venv/bin/python}"
 
 die() { echo "control-plane: $*" >&2; exit 1; }
@@ -68,7 +76,56 @@ build_kwok() {
   echo "$bin"
 }
 
+flux_dir() {
+  local key
+  key=$( (cat "$FLUX_MOD/go.mod" "$FLUX_MOD/go.sum"; go version) | sha256sum | cut -c1-16)
+  echo "${GROVE_GITOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/grove-gitops}/controlplane/flux-$key"
+}
+
+# build_flux: source-controller and kustomize-controller (the Go tools of tests/controlplane/flux/go.mod)
+# into one cached directory; prints it.
+build_flux() {
+  command -v go >/dev/null || die "Go is not installed (Flux's controllers are built from their Go modules; install Go >= 1.26)"
+  local dir; dir=$(flux_dir)
+  if [ -x "$dir/source-controller" ] && [ -x "$dir/kustomize-controller" ]; then echo "$dir"; return; fi
+  mkdir -p "$dir"
+  exec 7>"$dir/.lock"
+  flock 7
+  if [ ! -x "$dir/source-controller" ] || [ ! -x "$dir/kustomize-controller" ]; then
+    echo "control-plane: building Flux's controllers into $dir (first time: several minutes)" >&2
+    local start=$SECONDS
+    rm -rf "$dir/tmp"; mkdir -p "$dir/tmp"
+    # shellcheck disable=SC2086  # two package paths
+    if ! (cd "$FLUX_MOD" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags="-s -w" -o "$dir/tmp/" $FLUX_MODULES >&2); then
+      rm -rf "$dir/tmp"
+      die "building Flux's controllers failed (see the Go errors above; the module proxy must be reachable on a fresh machine)"
+    fi
+    mv "$dir/tmp/source-controller" "$dir/tmp/kustomize-controller" "$dir/" && rmdir "$dir/tmp"
+    echo "control-plane: Flux built in $((SECONDS - start)) s" >&2
+  fi
+  exec 7>&-
+  echo "$dir"
+}
+
+# flux_crds: the config/crd/bases directory of each Flux module at the pinned release (GOMODCACHE).
+flux_crds() {
+  local dirs d
+  # shellcheck disable=SC2086
+  dirs=$(cd "$FLUX_MOD" && go mod download $FLUX_MODULES && go list -m -f '{{.Dir}}' $FLUX_MODULES) \
+    || die "Flux's modules are not in GOMODCACHE and could not be downloaded"
+  for d in $dirs; do
+    [ -d "$d/config/crd/bases" ] || die "$d has no config/crd/bases"
+    echo "$d/config/crd/bases"
+  done
+}
+
+# cmd_build: every binary the tier needs (CI's scripts/test.sh); `up` needs only kube and kwok.
 cmd_build() {
+  build_flux >/dev/null
+  build_plane
+}
+
+build_plane() {
   build_kwok >/dev/null
   local bin; bin=$(binary_path)
   if [ -x "$bin" ]; then echo "$bin"; return; fi
@@ -161,7 +218,7 @@ cmd_up() {
   cd "$ROOT"  # the node registrar is the module tests.controlplane.nodesim
   [ -x "$PY" ] || die "$PY missing: run bash scripts/setup.sh first (the node registrar is Python)"
   command -v openssl >/dev/null || die "openssl is needed for the certificates"
-  local bin kwok; bin=$(cmd_build); kwok=$(build_kwok)
+  local bin kwok; bin=$(build_plane); kwok=$(build_kwok)
   [ ! -e "$DIR/pids" ] || [ -z "$(ls -A "$DIR/pids")" ] || die "$DIR already has a running control plane (down it first)"
   PKI="$DIR/pki"; mkdir -p "$PKI" "$DIR/logs" "$DIR/pids" && mkdir -p -m 700 "$DIR/etcd"
   local t0=$SECONDS
@@ -255,7 +312,9 @@ cmd_down() {
 
 case ${1:-} in
   build) cmd_build ;;
+  flux) build_flux ;;
+  flux-crds) flux_crds ;;
   up)   [ $# -ge 2 ] || die "usage: up DIR [--nodes N]"; DIR=$(mkdir -p "$2" && cd "$2" && pwd); shift 2; cmd_up "$@" ;;
   down) [ $# -ge 2 ] || die "usage: down DIR"; DIR=$(cd "$2" && pwd); cmd_down ;;
-  *) die "usage: $0 {build | up DIR [--nodes N] | down DIR}" ;;
+  *) die "usage: $0 {build | flux | flux-crds | up DIR [--nodes N] | down DIR}" ;;
 esac

@@ -83,6 +83,16 @@ COMPOSITE_REQUIREMENT = (
     "created and the gate-lifter never releases those gangs' pods"
 )
 
+#: Found with the real Flux (tests/controlplane/test_flux.py): kustomize-controller normalises every
+#: pod through client-go's typed PodSpec before its server-side apply, and the k8s.io/api of Flux
+#: 2.9+ (v0.36) has no ``workloadRef``: the field never reaches a 1.35 server.
+FLUX_DROPS_WORKLOAD_REF = (
+    "gitops: flux on Kubernetes 1.35: Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods "
+    "(its server-side apply passes them through client-go's typed PodSpec, which no longer has the field), so "
+    "kube-scheduler sees no gang and places the pods one by one; apply with Argo CD, or use another gang backend "
+    "on 1.35 (docs/backends/default-scheduler.md, GitOps notes)"
+)
+
 
 class DefaultSchedulerBackend(SchedulerBackend):
     name: ClassVar[str] = "default-scheduler"
@@ -92,6 +102,7 @@ class DefaultSchedulerBackend(SchedulerBackend):
         "workload-api-topology": r"(Workload API has (required topology constraints only|no topology constraints)"
         r"|Kubernetes 1\.36 renders .* as one PodGroup with a single topology key)",
         "workload-api-min-count": r"cannot make several pod groups all-or-nothing together",
+        "workload-api-flux": r"Flux \(2\.9 and later\) drops pod spec\.workloadRef",
     }
     #: Grove's ``KubeSchedulerConfig``: a misspelt ``gangScheduling`` would render no gangs.
     config_keys: ClassVar[frozenset[str] | None] = frozenset({"gangScheduling"})
@@ -134,6 +145,8 @@ class DefaultSchedulerBackend(SchedulerBackend):
             wanted.append(TOPOLOGY_REQUIREMENT)
         if composite:
             wanted.append(COMPOSITE_REQUIREMENT)
+        if self.version == "1.35" and self.context.render.gitops == "flux":
+            wanted.append(FLUX_DROPS_WORKLOAD_REF)
         for message in wanted:
             if message not in self._announced:
                 self._announced.add(message)

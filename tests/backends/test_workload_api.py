@@ -476,6 +476,26 @@ def test_requirement_warning_once_per_render(tmp_path: Path, version: str, expec
     assert without_namespace_warnings(result.warnings) == [expected]  # two PodCliqueSets, one warning, no topology / composite extras
 
 
+def test_flux_on_1_35_warns_that_flux_drops_the_pods_workload_ref(tmp_path: Path) -> None:
+    """Real Flux strips spec.workloadRef from 1.35 pods (tests/controlplane/test_flux.py pins it
+    on the real control plane): a flux-only render for 1.35 says so once; Argo CD renders, 1.36+
+    (spec.schedulingGroup, which Flux keeps) and renders without gang scheduling do not."""
+    def flux_warnings(version: str, gitops: str, gang: Any = True) -> list[str]:
+        result = render(tmp_path, version, SOLO, SOLO.replace("name: solo", "name: solo2"), gang=gang, gitops=gitops)
+        return [w for w in result.warnings if "spec.workloadRef when it applies" in w]
+
+    assert flux_warnings("1.35", "flux") == [
+        "pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: gitops: flux on Kubernetes 1.35: "
+        "Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods (its server-side apply passes "
+        "them through client-go's typed PodSpec, which no longer has the field), so kube-scheduler sees no gang "
+        "and places the pods one by one; apply with Argo CD, or use another gang backend on 1.35 "
+        "(docs/backends/default-scheduler.md, GitOps notes)"
+    ]
+    assert flux_warnings("1.35", "argocd") == []
+    assert flux_warnings("1.36", "flux") == []
+    assert flux_warnings("1.35", "flux", gang=False) == []
+
+
 def test_merged_gang_warns_when_per_clique_minimum_is_lost(tmp_path: Path) -> None:
     text = DISAGG.replace("replicas: 4, podSpec", "replicas: 4, minAvailable: 3, podSpec")
     for version in ("1.35", "1.36"):

@@ -85,9 +85,9 @@ class FakeGitHub:
                     self._send(401, {"message": f"Bad credentials{echo}", "documentation_url": auth})
                     return
                 if method in fake.replies:
-                    status, raw = fake.replies[method]
+                    code, raw = fake.replies[method]
                     self._drain()
-                    self._send(status, raw=raw)
+                    self._send(code, raw=raw)
                     return
                 if method != "GET" and fake.deny_writes:
                     self._send(403, {"message": "Resource not accessible by integration"})
