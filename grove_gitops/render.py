@@ -328,6 +328,20 @@ class RenderPlan:
                 docs.append(obj)
         return docs
 
+    def context_for(self, pcs: PodCliqueSet) -> ExpandContext:
+        """What expanding ``pcs`` needs from the whole source: its backend (the profile it
+        selects), the render and topology settings, the bindings and the claim templates."""
+        opcfg = self.inputs.opcfg
+        backend = self.inputs.backends[selected_scheduler(pcs, opcfg.scheduler.defaultProfileName)]
+        return ExpandContext(
+            self.inputs.render,
+            backend,
+            opcfg.topologyAwareScheduling.enabled,
+            self.inputs.bindings,
+            self.claim_templates,
+            mnnvl_enabled=opcfg.network.autoMNNVLEnabled,
+        )
+
     def expand(
         self, item: PlannedPCS, counts: Counts | None = None, floor: list[RenderedObject] | None = None
     ) -> tuple[list[RenderedObject], list[str]]:
@@ -339,16 +353,7 @@ class RenderPlan:
         pcs = item.pcs
         if pcs is None:
             raise ValueError(f"{item.file}: PodCliqueSet {item.key} is only in the cache")
-        opcfg = self.inputs.opcfg
-        backend = self.inputs.backends[selected_scheduler(pcs, opcfg.scheduler.defaultProfileName)]
-        ctx = ExpandContext(
-            self.inputs.render,
-            backend,
-            opcfg.topologyAwareScheduling.enabled,
-            self.inputs.bindings,
-            self.claim_templates,
-            mnnvl_enabled=opcfg.network.autoMNNVLEnabled,
-        )
+        ctx = self.context_for(pcs)
         from grove_gitops import __version__
 
         memo = PodMemo()  # the floor's pods, reused by gitsplit's render one above the floor

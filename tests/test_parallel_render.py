@@ -15,7 +15,7 @@ from grove_gitops.cache import RenderCache
 from grove_gitops.cli import main
 from grove_gitops.errors import InvalidInputError
 from grove_gitops.output import layout, parallel
-from grove_gitops.output.layout import build_tree_from_plan
+from grove_gitops.output.layout import Tree, build_tree_from_plan
 from grove_gitops.output.writer import render_to, write_tree
 from grove_gitops.procs import free_cpus
 from grove_gitops.render import PlannedPCS, plan_source
@@ -31,8 +31,9 @@ def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_workers_give_the_same_tree_as_one_process(source: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _serial_and_two_workers(source: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Tree, Tree]:
+    """The tree of one process, and the same source's tree from two workers started by
+    ``method`` (checked to be two: the work alone would not start a pool this small)."""
     serial = build_tree_from_plan(plan_source(source), jobs=1)
     monkeypatch.setattr(parallel, "start_method", lambda: method)
     used: list[int] = []
@@ -40,6 +41,12 @@ def test_workers_give_the_same_tree_as_one_process(source: Path, method: str, mo
     monkeypatch.setattr(parallel, "worker_count", lambda *a: used.append(real(*a)) or used[-1])
     par = build_tree_from_plan(plan_source(source), jobs=2, min_pods=0)
     assert used == [2]
+    return serial, par
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_give_the_same_tree_as_one_process(source: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    serial, par = _serial_and_two_workers(source, method, monkeypatch)
     assert list(par.files) == list(serial.files)
     assert par.files == serial.files
     assert (par.objects, par.warnings, par.shards) == (serial.objects, serial.warnings, serial.shards)
@@ -165,13 +172,7 @@ def test_workers_give_autoscaled_workloads_the_same_render_inputs(
     # inputs (spec.source, the agent's input). Workers once got a plan without the source's
     # configurations, so --jobs 2 wrote another spec.source than --jobs 1 (issue 35.4).
     source = generate_disaggregated(tmp_path / "src", 3)
-    serial = build_tree_from_plan(plan_source(source), jobs=1)
-    monkeypatch.setattr(parallel, "start_method", lambda: method)
-    used: list[int] = []
-    real = parallel.worker_count
-    monkeypatch.setattr(parallel, "worker_count", lambda *a: used.append(real(*a)) or used[-1])
-    par = build_tree_from_plan(plan_source(source), jobs=2, min_pods=0)
-    assert used == [2]
+    serial, par = _serial_and_two_workers(source, method, monkeypatch)
     workload = "inference/llama-0001/30-podcliqueset.gitops.grove.io--llama-0001.yaml"
     assert b"kind: RenderConfiguration" in serial.files[workload]
     assert par.files[workload] == serial.files[workload]

@@ -3,37 +3,27 @@
 
 from __future__ import annotations
 
+from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.gitsplit import bumped_counts, git_objects
 from grove_gitops.expand.workload import PodMemo, expand_pcs
 from grove_gitops.render import plan_source
-from grove_gitops.validation.scheduler import selected_scheduler
 from tests.support import PROJECT
 
 
-def _context() -> tuple[object, ExpandContext]:
+def _context() -> tuple[PodCliqueSet, ExpandContext]:
     plan = plan_source(PROJECT / "examples")
     (item,) = plan.items
     pcs = item.pcs
     assert pcs is not None
-    opcfg = plan.inputs.opcfg
-    backend = plan.inputs.backends[selected_scheduler(pcs, opcfg.scheduler.defaultProfileName)]
-    ctx = ExpandContext(
-        plan.inputs.render,
-        backend,
-        opcfg.topologyAwareScheduling.enabled,
-        plan.inputs.bindings,
-        plan.claim_templates,
-        mnnvl_enabled=opcfg.network.autoMNNVLEnabled,
-    )
-    return pcs, ctx
+    return pcs, plan.context_for(pcs)
 
 
 def test_the_render_above_the_floor_reuses_the_floors_pods() -> None:
     pcs, ctx = _context()
     memo = PodMemo()
-    floor = expand_pcs(pcs, ctx, memo=memo)  # type: ignore[arg-type]
-    above = expand_pcs(pcs, ctx, bumped_counts(pcs), memo)  # type: ignore[arg-type]
+    floor = expand_pcs(pcs, ctx, memo=memo)
+    above = expand_pcs(pcs, ctx, bumped_counts(pcs), memo)
     floor_pods = {p["metadata"]["name"]: p for p in floor.objects if p["kind"] == "Pod"}
     above_pods = {p["metadata"]["name"]: p for p in above.objects if p["kind"] == "Pod"}
     # The bump adds prefill replica 2's pods; every pod of the floor is in both, as one object.
@@ -43,9 +33,9 @@ def test_the_render_above_the_floor_reuses_the_floors_pods() -> None:
 
 def test_git_objects_are_the_same_with_and_without_the_memo() -> None:
     pcs, ctx = _context()
-    shared = git_objects(pcs, ctx, memo=PodMemo())  # type: ignore[arg-type]
-    fresh_floor = expand_pcs(pcs, ctx)  # type: ignore[arg-type]
-    fresh_above = {(o["kind"], o["metadata"]["name"]): o for o in expand_pcs(pcs, ctx, bumped_counts(pcs)).objects}  # type: ignore[arg-type]
+    shared = git_objects(pcs, ctx, memo=PodMemo())
+    fresh_floor = expand_pcs(pcs, ctx)
+    fresh_above = {(o["kind"], o["metadata"]["name"]): o for o in expand_pcs(pcs, ctx, bumped_counts(pcs)).objects}
     expected = [o for o in fresh_floor.objects if fresh_above.get((o["kind"], o["metadata"]["name"])) == o]
     assert shared == expected
     assert any(o["kind"] == "Pod" for o in shared)
