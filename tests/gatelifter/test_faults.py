@@ -47,10 +47,13 @@ def start(kube: Kube, **config: float) -> tuple[Agent, threading.Event, threadin
 
 def test_connection_refused_makes_the_lifter_unhealthy(tmp_path: Path) -> None:
     server = FakeApiServer().start()
-    lifter, stop, thread = start(Kube(server.api_client()), stale_after=1.5)
+    # An idle watcher marks progress once per read timeout, so that timeout must be well under
+    # ``stale_after``; healthy is then waited for, not sampled once (on a loaded machine the
+    # first list can be older than ``stale_after`` by the time every kind is listed).
+    lifter, stop, thread = start(Kube(server.api_client()), stale_after=1.5, watch_read_timeout=0.3)
     try:
         assert server.wait_for(lifter.ready, timeout=5)
-        assert lifter.healthy()
+        assert server.wait_for(lifter.healthy, timeout=10)
         server.stop()  # the port now refuses connections
         deadline = time.monotonic() + 10
         while lifter.healthy() and time.monotonic() < deadline:
