@@ -37,8 +37,12 @@ def test_a_refused_podgang_blocks_the_scale_with_the_servers_message_and_leaves_
         cond = blocked()
         assert cond["reason"] == "CreateRefused", cond
         assert "cannot set blockOwnerDeletion" in cond["message"] and "gang disagg-0-prefill-0 was not created" in cond["message"], cond
-        record = env.server.get_object("podcliquesets.gitops.grove.io", env.namespace, "disagg")
-        assert _condition(record, "ScaleBlocked").get("reason") == "CreateRefused"
+        # The workload's record is written by its own status pass, after the target's: wait for it
+        # (read at once, it failed at load 8 with the earlier GangsCreated still there).
+        def recorded() -> dict[str, Any]:
+            return _condition(env.server.get_object("podcliquesets.gitops.grove.io", env.namespace, "disagg"), "ScaleBlocked")
+
+        assert wait_until(lambda: recorded().get("reason") == "CreateRefused", timeout=20), recorded()
         # Nothing of the refused gang stays: its three pods were deleted again.
         assert wait_until(lambda: len(_pods(env)) == 5), [p["metadata"]["name"] for p in _pods(env)]
         assert _gangs(env) == ["disagg-0"]
