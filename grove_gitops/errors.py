@@ -33,6 +33,9 @@ class InputProblem:
     message: str
     line: int | None = dataclasses.field(default=None, compare=False)
     column: int | None = dataclasses.field(default=None, compare=False)
+    #: The key path in the file to place the problem at, when ``field`` (the name the message
+    #: uses, Grove's) is not one: see ``FieldError.located_at``.
+    located_at: str = dataclasses.field(default="", compare=False)
 
     @property
     def where(self) -> str:

@@ -102,7 +102,9 @@ class _Inputs:
 
 def _problems(file: str, errors: list[FieldError], document: str = "") -> list[InputProblem]:
     """One document's errors as problems, at most :data:`MAX_PROBLEMS_PER_DOCUMENT` of them."""
-    return cap_document(file, (InputProblem(file, e.path, e.message()) for e in errors), document)
+    return cap_document(
+        file, (InputProblem(file, e.path, e.message(), located_at=e.located_at) for e in errors), document
+    )
 
 
 _CLAIM_TEMPLATE_GROUP = "resource.k8s.io/"

@@ -306,3 +306,17 @@ def _model_at(level: str) -> type[GroveConfigModel]:
     for part in level.split(".") if level else []:
         (model,) = _models_of(model.model_fields[part.partition("[")[0]].annotation)
     return model
+
+
+def test_a_negative_burst_is_placed_at_its_key_not_at_line_one(tmp_path: Path) -> None:
+    """Grove names the field ``clientConnection.burst`` (its Go path) while the file's key is
+    ``runtimeClientConnection``: the message keeps Grove's words, the position is the key's
+    (before: ``:1:1``, the path resolved to nothing in the file)."""
+    config = TYPO_CONFIG.replace("defaultProfile:", "defaultProfileName:") + "runtimeClientConnection:\n  qps: 100\n  burst: -1\n"
+    src = write_source(tmp_path / "src", {OPCFG: config, "workloads/train.yaml": GANG})
+    done = subprocess.run(
+        [sys.executable, "-m", "grove_gitops", "validate", str(src)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1
+    assert f"{OPCFG}:10:3: clientConnection.burst: Invalid value: -1: must be non-negative" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

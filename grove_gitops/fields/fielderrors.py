@@ -44,6 +44,10 @@ class FieldError:
     type: str
     detail: str = ""
     value: Any = _NO_VALUE
+    #: Where the field is in the file when that is not ``path``: Grove names some fields by
+    #: their Go path (``clientConnection.burst``) while the YAML key differs
+    #: (``runtimeClientConnection``); the message keeps Grove's path, the position this one.
+    located_at: str = ""
 
     def message(self) -> str:
         """Everything after the path: ``Invalid value: 0: must be greater than 0``."""

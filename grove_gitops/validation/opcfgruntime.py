@@ -12,6 +12,8 @@ is 10 or 5), with Grove's field paths (``clientConnection.burst``, not the JSON 
 
 from __future__ import annotations
 
+import dataclasses
+
 from grove_gitops.api.operatorconfig import ControllerConfiguration, LeaderElectionConfiguration, OperatorConfiguration
 from grove_gitops.fields.fielderrors import FieldError, invalid
 from grove_gitops.validation.goduration import DurationError, format_go_duration, parse_go_duration
@@ -78,5 +80,6 @@ def operator_runtime_errors(cfg: OperatorConfiguration) -> list[FieldError]:
     errs = _leader_election(cfg.leaderElection)
     burst = cfg.runtimeClientConnection.burst if cfg.runtimeClientConnection is not None else None
     if burst is not None and burst < 0:
-        errs.append(invalid("clientConnection.burst", burst, "must be non-negative"))
+        err = invalid("clientConnection.burst", burst, "must be non-negative")
+        errs.append(dataclasses.replace(err, located_at="runtimeClientConnection.burst"))
     return errs + _controllers(cfg.controllers)

@@ -209,6 +209,6 @@ def locate(problems: Iterable[InputProblem], files: Mapping[str, FileData]) -> l
         if isinstance(documents, tuple):
             continue  # the file no longer parses (changed since it was loaded): no position
         for i in indices:
-            line, column = position_in_documents(documents, listed[i].field)
+            line, column = position_in_documents(documents, listed[i].located_at or listed[i].field)
             out[i] = dataclasses.replace(listed[i], line=line, column=column)
     return out
