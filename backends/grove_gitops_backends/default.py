@@ -85,9 +85,10 @@ COMPOSITE_REQUIREMENT = (
 
 #: Found with the real Flux (tests/controlplane/test_flux.py): kustomize-controller normalises every
 #: pod through client-go's typed PodSpec before its server-side apply, and the k8s.io/api of Flux
-#: 2.9+ (v0.36) has no ``workloadRef``: the field never reaches a 1.35 server.
+#: 2.9+ (v0.36) has no ``workloadRef``: the field never reaches a 1.35 server. ``gitops: both``
+#: renders for either engine, so it warns too, naming the condition.
 FLUX_DROPS_WORKLOAD_REF = (
-    "gitops: flux on Kubernetes 1.35: Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods "
+    "gitops: {gitops} on Kubernetes 1.35: {when}Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods "
     "(its server-side apply passes them through client-go's typed PodSpec, which no longer has the field), so "
     "kube-scheduler sees no gang and places the pods one by one; apply with Argo CD, or use another gang backend "
     "on 1.35 (docs/backends/default-scheduler.md, GitOps notes)"
@@ -145,8 +146,10 @@ class DefaultSchedulerBackend(SchedulerBackend):
             wanted.append(TOPOLOGY_REQUIREMENT)
         if composite:
             wanted.append(COMPOSITE_REQUIREMENT)
-        if self.version == "1.35" and self.context.render.gitops == "flux":
-            wanted.append(FLUX_DROPS_WORKLOAD_REF)
+        gitops = self.context.render.gitops
+        if self.version == "1.35" and gitops in ("flux", "both"):
+            when = "if Flux applies this output, " if gitops == "both" else ""
+            wanted.append(FLUX_DROPS_WORKLOAD_REF.format(gitops=gitops, when=when))
         for message in wanted:
             if message not in self._announced:
                 self._announced.add(message)

@@ -472,13 +472,14 @@ def test_137_single_clique_scaling_group_replicas_share_a_template(tmp_path: Pat
     ],
 )
 def test_requirement_warning_once_per_render(tmp_path: Path, version: str, expected: str) -> None:
-    result = render(tmp_path, version, SOLO, SOLO.replace("name: solo", "name: solo2"))
+    # Argo CD: the Flux warning of 1.35 (the next test) is not one of these
+    result = render(tmp_path, version, SOLO, SOLO.replace("name: solo", "name: solo2"), gitops="argocd")
     assert without_namespace_warnings(result.warnings) == [expected]  # two PodCliqueSets, one warning, no topology / composite extras
 
 
 def test_flux_on_1_35_warns_that_flux_drops_the_pods_workload_ref(tmp_path: Path) -> None:
     """Real Flux strips spec.workloadRef from 1.35 pods (tests/controlplane/test_flux.py pins it
-    on the real control plane): a flux-only render for 1.35 says so once; Argo CD renders, 1.36+
+    on the real control plane): a flux (or both) render for 1.35 says so once; Argo CD renders, 1.36+
     (spec.schedulingGroup, which Flux keeps) and renders without gang scheduling do not."""
     def flux_warnings(version: str, gitops: str, gang: Any = True) -> list[str]:
         result = render(tmp_path, version, SOLO, SOLO.replace("name: solo", "name: solo2"), gang=gang, gitops=gitops)
@@ -490,6 +491,14 @@ def test_flux_on_1_35_warns_that_flux_drops_the_pods_workload_ref(tmp_path: Path
         "them through client-go's typed PodSpec, which no longer has the field), so kube-scheduler sees no gang "
         "and places the pods one by one; apply with Argo CD, or use another gang backend on 1.35 "
         "(docs/backends/default-scheduler.md, GitOps notes)"
+    ]
+    # ``both`` renders for either engine: the same warning, conditional on Flux (before: none)
+    assert flux_warnings("1.35", "both") == [
+        "pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: gitops: both on Kubernetes 1.35: "
+        "if Flux applies this output, Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods "
+        "(its server-side apply passes them through client-go's typed PodSpec, which no longer has the field), so "
+        "kube-scheduler sees no gang and places the pods one by one; apply with Argo CD, or use another gang backend "
+        "on 1.35 (docs/backends/default-scheduler.md, GitOps notes)"
     ]
     assert flux_warnings("1.35", "argocd") == []
     assert flux_warnings("1.36", "flux") == []
