@@ -21,6 +21,7 @@ import multiprocessing
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
+from multiprocessing.pool import AsyncResult, Pool
 
 from grove_gitops.cache import CachedShard
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
@@ -36,7 +37,15 @@ from grove_gitops.render import PlannedPCS, RenderPlan
 #: further worker needs another 1,000 (BENCHMARKS.md, "Mid-size render").
 MIN_PODS = 1000
 
-__all__ = ["FORK_SAFE_THREAD_PREFIX", "MIN_PODS", "default_jobs", "render_shards", "start_method", "worker_count"]
+__all__ = [
+    "FORK_SAFE_THREAD_PREFIX",
+    "MIN_PODS",
+    "EarlyPool",
+    "default_jobs",
+    "render_shards",
+    "start_method",
+    "worker_count",
+]
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,115 @@ def _slim(plan: RenderPlan) -> RenderPlan:
     src = plan.inputs.source
     kept = SourceSet(render_config=src.render_config, operator_config=src.operator_config, passthrough=src.passthrough)
     inputs = dataclasses.replace(plan.inputs, source=kept, problems=[], warnings=[])
-    return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs)
+    return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs, early=None)
+
+
+def _start_pool(ctx: BaseContext, workers: int, plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard]) -> Pool:
+    """A pool of ``workers`` initialised with ``plan`` (slimmed); raises OSError where no
+    processes can be made."""
+    fork = ctx.get_start_method() == "fork"
+    if fork:
+        # Forked workers share the parent's heap copy-on-write; their garbage collector
+        # would touch (and so copy) every inherited object. Frozen objects are not scanned.
+        gc.freeze()
+    try:
+        return ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render))
+    finally:
+        if fork:
+            gc.unfreeze()
+
+
+def _checked(result: CachedShard | _Failure) -> CachedShard:
+    if isinstance(result, _Failure):
+        if result.problems is not None:
+            raise InvalidInputError(result.problems)
+        raise OutputError(result.message)
+    return result
+
+
+class EarlyPool:
+    """Workers that render the first PodCliqueSets while the parent still validates the rest
+    (issue 35.4: the parent's validation, about a sixth of a mid-size render, ran before any
+    worker started).
+
+    Planning tells :meth:`offer` of each PodCliqueSet it accepts, in order
+    (:func:`grove_gitops.render.plan_loaded`'s ``on_accepted``). Once the accepted ones hold
+    ``2 * min_pods`` pods, so that :func:`worker_count` would give the finished plan a pool
+    anyway, the pool starts (forked with the plan's context, as :func:`render_shards` does)
+    and every accepted PodCliqueSet is queued; later ones are queued as they are accepted. How
+    many workers: :func:`worker_count`'s rule on the pods seen so far, extrapolated to the
+    documents not planned yet, at most ``jobs`` and one per document. A tree below that never
+    starts one (the output stage decides then, as before).
+
+    Nothing is read from the workers before the plan is complete: when a later document fails,
+    planning raises its problems and :meth:`close` drops what the workers made, so errors,
+    their order and the absence of output are those of a render without it; a shard's own
+    render error surfaces in plan order when :meth:`shards` reaches it, as in
+    :func:`render_shards`.
+    """
+
+    def __init__(
+        self,
+        jobs: int,
+        documents: int,
+        render: Callable[[RenderPlan, PlannedPCS], CachedShard],
+        min_pods: int | None = None,
+        method: str | None = None,
+    ) -> None:
+        self._jobs = jobs
+        self._documents = max(1, documents)
+        self._render = render
+        self._min_pods = max(0, MIN_PODS if min_pods is None else min_pods)
+        self._method = method
+        self._offered: list[PlannedPCS] = []
+        self._pods = 0
+        self._pool: Pool | None = None
+        self._unavailable = False
+        self._results: list[AsyncResult[CachedShard | _Failure]] = []
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    def offer(self, context: RenderPlan, item: PlannedPCS) -> None:
+        """Planning accepted ``item`` (``context``: the plan without its items)."""
+        self._offered.append(item)
+        self._pods += max(item.pods, 1)
+        if self._pool is None:
+            if self._unavailable or self._jobs < 2 or self._pods < 2 * self._min_pods:
+                return
+            workers = min(self._jobs, self._documents)
+            if self._min_pods > 0:  # 0: the tests' way to force a pool, as in worker_count
+                estimate = self._pods * self._documents // len(self._offered)
+                workers = min(workers, max(2, estimate // self._min_pods))
+            if workers < 2:
+                return
+            try:
+                self._pool = _start_pool(
+                    multiprocessing.get_context(self._method or start_method()), workers, context, self._render
+                )
+            except OSError:  # no processes here: the output stage renders them itself
+                self._unavailable = True
+                return
+            self._results = [self._pool.apply_async(_work, (queued,)) for queued in self._offered]
+            return
+        self._results.append(self._pool.apply_async(_work, (item,)))
+
+    def shards(self, items: list[PlannedPCS]) -> Generator[CachedShard, None, None] | None:
+        """The shards of ``items`` in order, or None when no pool started or ``items`` are not
+        exactly the PodCliqueSets offered (the caller renders them itself then)."""
+        if self._pool is None or len(items) != len(self._offered):
+            return None
+        if any(a is not b for a, b in zip(items, self._offered, strict=True)):
+            return None
+        return (_checked(result.get()) for result in self._results)
+
+    def close(self) -> None:
+        """Stop the workers, dropping whatever they still hold."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.terminate()
+            pool.join()
 
 
 def render_shards(
@@ -102,24 +219,12 @@ def render_shards(
     """
     ctx: BaseContext = multiprocessing.get_context(method or start_method())
     chunk = max(1, min(8, len(items) // (workers * 8)))
-    fork = ctx.get_start_method() == "fork"
-    if fork:
-        # Forked workers share the parent's heap copy-on-write; their garbage collector
-        # would touch (and so copy) every inherited object. Frozen objects are not scanned.
-        gc.freeze()
     try:
-        pool = ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render))
+        pool = _start_pool(ctx, workers, plan, render)
     except OSError:
         # No processes here (a sandbox without /dev/shm or fork): the same work in this one.
         yield from (render(plan, item) for item in items)
         return
-    finally:
-        if fork:
-            gc.unfreeze()
     with pool:
         for result in pool.imap(_work, items, chunksize=chunk):
-            if isinstance(result, _Failure):
-                if result.problems is not None:
-                    raise InvalidInputError(result.problems)
-                raise OutputError(result.message)
-            yield result
+            yield _checked(result)

@@ -1,0 +1,154 @@
+"""Workers that start while the plan is still being validated (issue 35.4): the parent validates
+the PodCliqueSets one by one and used to start the pool only afterwards, about a sixth of a
+mid-size render spent with one core. Same bytes, same errors, no output on a failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from bench.generate import generate_disaggregated
+from grove_gitops import pipeline, render
+from grove_gitops.cli import main
+from grove_gitops.output import parallel
+from grove_gitops.render import PlannedPCS
+
+#: Pods planning counts for one copy of bench.generate's disaggregated workload (its
+#: autoscaled units at their most).
+COPY_PODS = 64
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generate_disaggregated(tmp_path_factory.mktemp("early") / "src", 6)
+
+
+@pytest.fixture
+def small_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker pays for itself from one copy's pods on (the real 1,000 would need 56 copies):
+    the pool may start once two copies are planned. Fork, so the workers see the patch."""
+    monkeypatch.setattr(parallel, "MIN_PODS", COPY_PODS)
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+
+
+def _render(source: Path, out: Path, jobs: int) -> Any:
+    return CliRunner().invoke(main, ["render", str(source), "--out", str(out), "--jobs", str(jobs), "-q"])
+
+
+def test_the_pool_starts_before_the_last_podcliqueset_is_validated(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_workers: None
+) -> None:
+    assert _render(source, tmp_path / "serial", 1).exit_code == 0
+    events: list[str] = []
+    real_validate, real_start = render._validate_pcs, parallel._start_pool
+
+    def validate(*args: Any) -> Any:
+        events.append("validate")
+        return real_validate(*args)
+
+    def start(ctx: Any, workers: int, *args: Any) -> Any:
+        events.append(f"pool of {workers}")
+        return real_start(ctx, workers, *args)
+
+    monkeypatch.setattr(render, "_validate_pcs", validate)
+    monkeypatch.setattr(parallel, "_start_pool", start)
+    monkeypatch.setattr(parallel, "render_shards", lambda *a: pytest.fail("a second pool after planning"))
+    result = _render(source, tmp_path / "early", 2)
+    assert result.exit_code == 0, result.output
+    # Two copies planned, then the pool; the four other copies are validated while it renders.
+    assert events == ["validate"] * 2 + ["pool of 2"] + ["validate"] * 4
+    assert _files(tmp_path / "early") == _files(tmp_path / "serial")
+
+
+def test_a_later_invalid_document_fails_the_render_as_without_workers(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_workers: None
+) -> None:
+    broken = tmp_path / "src"
+    broken.mkdir()
+    for path in source.rglob("*.yaml"):
+        target = broken / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    last = sorted((broken / "workloads").glob("llama-*.yaml"))[-1]  # planned after the pool started
+    last.write_text(last.read_text().replace("replicas: 2\n", "replicas: -2\n", 1))
+    started: list[int] = []
+    real_start = parallel._start_pool
+    monkeypatch.setattr(parallel, "_start_pool", lambda ctx, n, *a: started.append(n) or real_start(ctx, n, *a))
+    results = {jobs: _render(broken, tmp_path / f"out{jobs}", jobs) for jobs in (1, 2)}
+    assert started == [2]
+    assert results[1].exit_code == results[2].exit_code == 1
+    assert "replicas" in results[1].output and results[2].output == results[1].output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]  # no output, no temporary directory
+
+
+def _items(pods: list[int]) -> list[PlannedPCS]:
+    return [PlannedPCS(f"w{i}.yaml", ("ns", f"w{i}"), f"d{i}", None, [], n) for i, n in enumerate(pods)]
+
+
+class _FakePool:
+    def __init__(self) -> None:
+        self.queued: list[PlannedPCS] = []
+
+    def apply_async(self, func: Any, args: tuple[PlannedPCS]) -> None:
+        self.queued.append(args[0])
+
+
+def _offered(jobs: int, pods: list[int], monkeypatch: pytest.MonkeyPatch) -> tuple[int | None, int]:
+    """(workers started or None, items planned when they started) for items of these pods."""
+    early = parallel.EarlyPool(jobs, len(pods), lambda plan, item: pytest.fail("rendered here"))
+    pool = _FakePool()
+    found: list[tuple[int, int]] = []
+
+    def start(ctx: Any, workers: int, *args: Any) -> _FakePool:
+        found.append((workers, len(early._offered)))
+        return pool
+
+    monkeypatch.setattr(parallel, "_start_pool", start)
+    items = _items(pods)
+    for item in items:
+        early.offer(None, item)  # type: ignore[arg-type]  # the context only goes to _start_pool
+    assert len(found) <= 1
+    assert pool.queued == (items if found else [])  # every item queued once, in order
+    return found[0] if found else (None, 0)
+
+
+def test_the_early_pool_follows_the_rule_of_the_finished_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The mid-size tree: 150 copies of 36 pods. The pool starts once 2,000 pods are planned (56
+    # copies), sized from the pods extrapolated to all 150 documents (5,400: 5 workers at most).
+    midsize = [36] * 150
+    assert _offered(2, midsize, monkeypatch) == (2, 56)
+    assert _offered(8, midsize, monkeypatch) == (5, 56)
+    assert _offered(64, midsize, monkeypatch)[0] == parallel.worker_count(64, _items(midsize))
+    # Below two workers' worth of pods, or with one job, no pool (the output stage decides).
+    assert _offered(8, [36] * 50, monkeypatch)[0] is None
+    assert _offered(1, midsize, monkeypatch)[0] is None
+    # At most one worker per document.
+    assert _offered(8, [100_000, 100_000], monkeypatch)[0] == 2
+
+
+def test_no_early_pool_with_one_job(source: Path) -> None:
+    loaded = pipeline.load(source)
+    assert pipeline._early_pool(loaded, 1, None) is None
+    assert isinstance(pipeline._early_pool(loaded, 2, None), parallel.EarlyPool)
+
+
+def test_cache_hits_are_not_offered_and_the_tree_is_the_same(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_workers: None
+) -> None:
+    cache_dir = tmp_path / "cache"
+    args = ["render", str(source), "--jobs", "2", "-q", "--cache-dir", str(cache_dir)]
+    assert CliRunner().invoke(main, [*args, "--out", str(tmp_path / "first")]).exit_code == 0
+    offered: list[PlannedPCS] = []
+    real_offer = parallel.EarlyPool.offer
+    monkeypatch.setattr(parallel.EarlyPool, "offer", lambda self, c, i: offered.append(i) or real_offer(self, c, i))
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "second")])
+    assert result.exit_code == 0, result.output
+    assert offered == []  # every PodCliqueSet is a hit of the persistent cache
+    assert _files(tmp_path / "second") == _files(tmp_path / "first")
