@@ -32,8 +32,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def small_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker pays for itself from one copy's pods on (the real 1,000 would need 56 copies):
-    the pool may start once two copies are planned. Fork, so the workers see the patch."""
+    """A worker pays for itself from one copy's pods on (the real 1,000 would need 16 copies):
+    the pool may start once one copy is planned. Fork, so the workers see the patch."""
     monkeypatch.setattr(parallel, "MIN_PODS", COPY_PODS)
     monkeypatch.setattr(parallel, "start_method", lambda: "fork")
 
@@ -62,8 +62,8 @@ def test_the_pool_starts_before_the_last_podcliqueset_is_validated(
     monkeypatch.setattr(parallel, "render_shards", lambda *a: pytest.fail("a second pool after planning"))
     result = _render(source, tmp_path / "early", 2)
     assert result.exit_code == 0, result.output
-    # Two copies planned, then the pool; the four other copies are validated while it renders.
-    assert events == ["validate"] * 2 + ["pool of 2"] + ["validate"] * 4
+    # One copy planned, then the pool; the five other copies are validated while it renders.
+    assert events == ["validate"] + ["pool of 2"] + ["validate"] * 5
     assert _files(tmp_path / "early") == _files(tmp_path / "serial")
 
 
@@ -120,17 +120,19 @@ def _offered(jobs: int, pods: list[int], monkeypatch: pytest.MonkeyPatch) -> tup
 
 
 def test_the_early_pool_follows_the_rule_of_the_finished_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The mid-size tree: 150 copies of 36 pods. The pool starts once 2,000 pods are planned (56
-    # copies), sized from the pods extrapolated to all 150 documents (5,400: 5 workers at most).
+    # The mid-size tree: 150 copies of 36 pods. The pool starts once a worker's 1,000 pods are
+    # planned (28 copies), sized from the pods extrapolated to all 150 documents (5,400: 5 workers).
     midsize = [36] * 150
-    assert _offered(2, midsize, monkeypatch) == (2, 56)
-    assert _offered(8, midsize, monkeypatch) == (5, 56)
+    assert _offered(2, midsize, monkeypatch) == (2, 28)
+    assert _offered(8, midsize, monkeypatch) == (5, 28)
     assert _offered(64, midsize, monkeypatch)[0] == parallel.worker_count(64, _items(midsize))
     # Below two workers' worth of pods, or with one job, no pool (the output stage decides).
     assert _offered(8, [36] * 50, monkeypatch)[0] is None
     assert _offered(1, midsize, monkeypatch)[0] is None
     # At most one worker per document.
-    assert _offered(8, [100_000, 100_000], monkeypatch)[0] == 2
+    assert _offered(8, [100_000, 100_000], monkeypatch) == (2, 1)
+    # 1,000 pods known but 1,800 in all by the extrapolation: not yet, and then never.
+    assert _offered(8, [300] * 6, monkeypatch) == (None, 0)
 
 
 def test_no_early_pool_with_one_job(source: Path) -> None:

@@ -126,13 +126,15 @@ class EarlyPool:
     worker started).
 
     Planning tells :meth:`offer` of each PodCliqueSet it accepts, in order
-    (:func:`grove_gitops.render.plan_loaded`'s ``on_accepted``). Once the accepted ones hold
-    ``2 * min_pods`` pods, so that :func:`worker_count` would give the finished plan a pool
-    anyway, the pool starts (forked with the plan's context, as :func:`render_shards` does)
-    and every accepted PodCliqueSet is queued; later ones are queued as they are accepted. How
-    many workers: :func:`worker_count`'s rule on the pods seen so far, extrapolated to the
-    documents not planned yet, at most ``jobs`` and one per document. A tree below that never
-    starts one (the output stage decides then, as before).
+    (:func:`grove_gitops.render.plan_loaded`'s ``on_accepted``). The pool starts (forked with
+    the plan's context, as :func:`render_shards` does) once the accepted ones hold ``min_pods``
+    pods, a worker's worth of work that is certain, and their pods extrapolated to every
+    document of the source reach ``2 * min_pods``, the least :func:`worker_count` gives a pool;
+    every accepted PodCliqueSet is queued then, later ones as they are accepted. How many
+    workers: :func:`worker_count`'s rule on that extrapolation, at most ``jobs`` and one per
+    document. A tree that never gets there never starts one (the output stage decides then, as
+    before). The extrapolation can be wrong for a tree whose first documents are much larger
+    than the rest; the pool then still has ``min_pods`` pods of work, which pays for it.
 
     Nothing is read from the workers before the plan is complete: when a later document fails,
     planning raises its problems and :meth:`close` drops what the workers made, so errors,
@@ -169,12 +171,14 @@ class EarlyPool:
         self._offered.append(item)
         self._pods += max(item.pods, 1)
         if self._pool is None:
-            if self._unavailable or self._jobs < 2 or self._pods < 2 * self._min_pods:
+            if self._unavailable or self._jobs < 2 or self._pods < self._min_pods:
                 return
             workers = min(self._jobs, self._documents)
             if self._min_pods > 0:  # 0: the tests' way to force a pool, as in worker_count
                 estimate = self._pods * self._documents // len(self._offered)
-                workers = min(workers, max(2, estimate // self._min_pods))
+                if estimate < 2 * self._min_pods:
+                    return
+                workers = min(workers, estimate // self._min_pods)
             if workers < 2:
                 return
             try:
