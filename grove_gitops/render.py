@@ -408,8 +408,8 @@ def plan_loaded(
     """:func:`plan_source` of a source already loaded (a fleet plans one virtual source per
     cluster, ``grove_gitops.fleet``).
 
-    ``on_accepted(context, item)`` is told of each PodCliqueSet to expand (not a cache hit) as
-    soon as it is planned, in order, while no problem has been found yet: ``context`` is this plan without its items
+    ``on_accepted(context, item)`` is told of each PodCliqueSet (a cache hit too, ``pcs`` None)
+    as soon as it is planned, in order, while no problem has been found yet: ``context`` is this plan without its items
     (what expanding one needs). It lets the output stage render the first PodCliqueSets while
     the others are still being validated (issue 35.4); whatever it made of them is thrown away
     when a later document fails, since the plan then raises."""
@@ -469,7 +469,7 @@ def plan_loaded(
         problems += _problems(raw.file, errs, document_name(raw.obj))
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy, raw))
-            if on_accepted is not None and pcs is not None and not problems:
+            if on_accepted is not None and not problems:
                 on_accepted(context, items[-1])
     facts, fact_problems = read_facts(source.cluster_facts)
     problems += fact_problems

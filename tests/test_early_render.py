@@ -88,8 +88,16 @@ def test_a_later_invalid_document_fails_the_render_as_without_workers(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]  # no output, no temporary directory
 
 
-def _items(pods: list[int]) -> list[PlannedPCS]:
-    return [PlannedPCS(f"w{i}.yaml", ("ns", f"w{i}"), f"d{i}", None, [], n) for i, n in enumerate(pods)]
+#: Stands for a parsed PodCliqueSet: the pool only tells an item to render from a cache hit.
+_PCS: Any = object()
+
+
+def _items(pods: list[int], hits: int = 0) -> list[PlannedPCS]:
+    """PodCliqueSets of these pods, the first ``hits`` of them cache hits (no ``pcs``)."""
+    return [
+        PlannedPCS(f"w{i}.yaml", ("ns", f"w{i}"), f"d{i}", None if i < hits else _PCS, [], n)
+        for i, n in enumerate(pods)
+    ]
 
 
 class _FakePool:
@@ -100,8 +108,11 @@ class _FakePool:
         self.queued.append(args[0])
 
 
-def _offered(jobs: int, pods: list[int], monkeypatch: pytest.MonkeyPatch) -> tuple[int | None, int]:
-    """(workers started or None, items planned when they started) for items of these pods."""
+def _offered(
+    jobs: int, pods: list[int], monkeypatch: pytest.MonkeyPatch, hits: int = 0
+) -> tuple[int | None, int]:
+    """(workers started or None, items to render planned when they started) for items of these
+    pods, the first ``hits`` of them cache hits."""
     early = parallel.EarlyPool(jobs, len(pods), lambda plan, item: pytest.fail("rendered here"))
     pool = _FakePool()
     found: list[tuple[int, int]] = []
@@ -111,11 +122,11 @@ def _offered(jobs: int, pods: list[int], monkeypatch: pytest.MonkeyPatch) -> tup
         return pool
 
     monkeypatch.setattr(parallel, "_start_pool", start)
-    items = _items(pods)
+    items = _items(pods, hits)
     for item in items:
         early.offer(None, item)  # type: ignore[arg-type]  # the context only goes to _start_pool
     assert len(found) <= 1
-    assert pool.queued == (items if found else [])  # every item queued once, in order
+    assert pool.queued == (items[hits:] if found else [])  # every item to render, once, in order
     return found[0] if found else (None, 0)
 
 
@@ -133,6 +144,13 @@ def test_the_early_pool_follows_the_rule_of_the_finished_plan(monkeypatch: pytes
     assert _offered(8, [100_000, 100_000], monkeypatch) == (2, 1)
     # 1,000 pods known but 1,800 in all by the extrapolation: not yet, and then never.
     assert _offered(8, [300] * 6, monkeypatch) == (None, 0)
+    # Cache hits are not rendered and count as documents without pods: one miss of 1,500 pods
+    # after 149 hits is one worker's work, not 150 documents' worth (the cache's process, the
+    # controller, would have started a pool for one PodCliqueSet).
+    assert _offered(8, [36] * 149 + [1500], monkeypatch, hits=149) == (None, 0)
+    # 50 hits first: the 100 misses' 3,600 pods extrapolate to 2,025 at the 30th miss (an
+    # underestimate while hits come first: 2 workers where the finished plan's rule gives 3).
+    assert _offered(8, [36] * 150, monkeypatch, hits=50) == (2, 30)
 
 
 def test_no_early_pool_with_one_job(source: Path) -> None:
@@ -150,7 +168,8 @@ def test_cache_hits_are_not_offered_and_the_tree_is_the_same(
     offered: list[PlannedPCS] = []
     real_offer = parallel.EarlyPool.offer
     monkeypatch.setattr(parallel.EarlyPool, "offer", lambda self, c, i: offered.append(i) or real_offer(self, c, i))
+    monkeypatch.setattr(parallel, "_start_pool", lambda *a: pytest.fail("a pool for cache hits"))
     result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "second")])
     assert result.exit_code == 0, result.output
-    assert offered == []  # every PodCliqueSet is a hit of the persistent cache
+    assert len(offered) == 6 and all(item.pcs is None for item in offered)  # all hits of the persistent cache
     assert _files(tmp_path / "second") == _files(tmp_path / "first")

@@ -129,7 +129,8 @@ class EarlyPool:
     (:func:`grove_gitops.render.plan_loaded`'s ``on_accepted``). The pool starts (forked with
     the plan's context, as :func:`render_shards` does) once the accepted ones hold ``min_pods``
     pods, a worker's worth of work that is certain, and their pods extrapolated to every
-    document of the source reach ``2 * min_pods``, the least :func:`worker_count` gives a pool;
+    document of the source (from the documents planned so far, cache hits counting as none)
+    reach ``2 * min_pods``, the least :func:`worker_count` gives a pool;
     every accepted PodCliqueSet is queued then, later ones as they are accepted. How many
     workers: :func:`worker_count`'s rule on that extrapolation, at most ``jobs`` and one per
     document. A tree that never gets there never starts one (the output stage decides then, as
@@ -157,6 +158,7 @@ class EarlyPool:
         self._min_pods = max(0, MIN_PODS if min_pods is None else min_pods)
         self._method = method
         self._offered: list[PlannedPCS] = []
+        self._seen = 0
         self._pods = 0
         self._pool: Pool | None = None
         self._unavailable = False
@@ -167,7 +169,11 @@ class EarlyPool:
         return self._pool is not None
 
     def offer(self, context: RenderPlan, item: PlannedPCS) -> None:
-        """Planning accepted ``item`` (``context``: the plan without its items)."""
+        """Planning accepted ``item`` (``context``: the plan without its items). A cache hit
+        (``pcs`` None) is not rendered; it counts as a document without pods to render."""
+        self._seen += 1
+        if item.pcs is None:
+            return
         self._offered.append(item)
         self._pods += max(item.pods, 1)
         if self._pool is None:
@@ -175,7 +181,7 @@ class EarlyPool:
                 return
             workers = min(self._jobs, self._documents)
             if self._min_pods > 0:  # 0: the tests' way to force a pool, as in worker_count
-                estimate = self._pods * self._documents // len(self._offered)
+                estimate = self._pods * self._documents // self._seen
                 if estimate < 2 * self._min_pods:
                     return
                 workers = min(workers, estimate // self._min_pods)
