@@ -203,23 +203,27 @@ def render_loaded(
     PodCliqueSets while the parent validates the rest (:class:`EarlyPool`, issue 35.4); the
     output is the same bytes, and a failing document still fails the render before a file is
     kept."""
-    early = _early_pool(loaded, jobs, cache)
+    early = _early_pool(loaded, jobs)
+    plan: RenderPlan | None = None
     try:
         validated = plan_single(loaded, cache, feasibility, early.offer if early is not None else None)
-        if validated.plan.config.review:
-            tree = build_review_tree(validated.plan)
+        plan = validated.plan
+        if plan.config.review:
+            tree = build_review_tree(plan)
             if out is not None:
                 write_tree(tree, out, fsync=fsync)
             return build(validated, cache, jobs, lambda _plan: tree)
         if early is not None and early.started:
-            validated.plan.early = early
+            plan.early = early
         return build(validated, cache, jobs, single)
     finally:
         if early is not None:
             early.close()
+        if plan is not None:
+            plan.early = None  # the outcome's plan keeps no stopped pool
 
 
-def _early_pool(loaded: SourceSet, jobs: int, cache: RenderCache | None) -> EarlyPool | None:
+def _early_pool(loaded: SourceSet, jobs: int) -> EarlyPool | None:
     """A pool for step 4 to start during step 2, where it can pay: more than one job and not a
     review-only tree (nothing is expanded). Only the cache's misses are offered to it; when the
     output stage finds other items to render than those (the cache lost or gained an entry in

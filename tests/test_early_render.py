@@ -155,8 +155,8 @@ def test_the_early_pool_follows_the_rule_of_the_finished_plan(monkeypatch: pytes
 
 def test_no_early_pool_with_one_job(source: Path) -> None:
     loaded = pipeline.load(source)
-    assert pipeline._early_pool(loaded, 1, None) is None
-    assert isinstance(pipeline._early_pool(loaded, 2, None), parallel.EarlyPool)
+    assert pipeline._early_pool(loaded, 1) is None
+    assert isinstance(pipeline._early_pool(loaded, 2), parallel.EarlyPool)
 
 
 def test_cache_hits_are_not_offered_and_the_tree_is_the_same(
@@ -173,3 +173,41 @@ def test_cache_hits_are_not_offered_and_the_tree_is_the_same(
     assert result.exit_code == 0, result.output
     assert len(offered) == 6 and all(item.pcs is None for item in offered)  # all hits of the persistent cache
     assert _files(tmp_path / "second") == _files(tmp_path / "first")
+
+
+def _slow_render(plan: Any, item: PlannedPCS) -> Any:
+    """A shard that takes a while, leaving marks when it begins and ends (fork: no pickling)."""
+    import time
+
+    Path(item.file + ".begun").write_text("")
+    time.sleep(0.5)
+    Path(item.file).write_text("rendered")
+    raise AssertionError("never read")
+
+
+def test_closing_skips_the_queued_work_without_killing_a_worker(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plan that fails after the pool started drops the pool. Pool.terminate killed workers
+    # mid-write of a result once, which left the result queue's lock taken and the render hung.
+    import multiprocessing.pool
+    import time
+
+    monkeypatch.setattr(parallel, "start_method", lambda: "fork")
+    monkeypatch.setattr(multiprocessing.pool.Pool, "terminate", lambda self: pytest.fail("a worker killed"))
+    early = parallel.EarlyPool(2, 10, _slow_render, min_pods=0)
+    items = [PlannedPCS(str(tmp_path / f"w{i}"), ("ns", f"w{i}"), f"d{i}", _PCS, [], 1) for i in range(10)]
+    context = render.plan_source(source)
+    for item in items:
+        early.offer(context, item)
+    assert early.started
+    for _ in range(400):  # until a worker has a shard in hand (bounded: 20 s)
+        if any(tmp_path.glob("*.begun")):
+            break
+        time.sleep(0.05)
+    early.close()  # returns once the workers finished the shard in hand and exited
+    begun = [item for item in items if Path(item.file + ".begun").exists()]
+    rendered = [item for item in items if Path(item.file).exists()]
+    assert 1 <= len(begun) < len(items)
+    assert rendered == begun  # the shards in hand were finished, the queued ones skipped
+    assert not early.started

@@ -22,6 +22,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from multiprocessing.pool import AsyncResult, Pool
+from typing import Any
 
 from grove_gitops.cache import CachedShard
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
@@ -59,15 +60,21 @@ class _Failure:
 
 _PLAN: RenderPlan | None = None
 _RENDER: Callable[[RenderPlan, PlannedPCS], CachedShard] | None = None
+#: Set by the parent when it no longer wants the queued work (:meth:`EarlyPool.close`).
+_CANCEL: Any = None
 
 
-def _init(plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard]) -> None:
-    global _PLAN, _RENDER
-    _PLAN, _RENDER = plan, render
+def _init(
+    plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard], cancel: Any = None
+) -> None:
+    global _PLAN, _RENDER, _CANCEL
+    _PLAN, _RENDER, _CANCEL = plan, render, cancel
 
 
-def _work(item: PlannedPCS) -> CachedShard | _Failure:
+def _work(item: PlannedPCS) -> CachedShard | _Failure | None:
     assert _PLAN is not None and _RENDER is not None, "worker used before its initialiser ran"
+    if _CANCEL is not None and _CANCEL.is_set():
+        return None  # dropped: the parent stopped wanting it
     try:
         return _RENDER(_PLAN, item)
     except InvalidInputError as exc:
@@ -97,22 +104,30 @@ def _slim(plan: RenderPlan) -> RenderPlan:
     return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs, early=None)
 
 
-def _start_pool(ctx: BaseContext, workers: int, plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard]) -> Pool:
-    """A pool of ``workers`` initialised with ``plan`` (slimmed); raises OSError where no
-    processes can be made."""
+def _start_pool(
+    ctx: BaseContext,
+    workers: int,
+    plan: RenderPlan,
+    render: Callable[[RenderPlan, PlannedPCS], CachedShard],
+    cancel: Any = None,
+) -> Pool:
+    """A pool of ``workers`` initialised with ``plan`` (slimmed) and ``cancel`` (an event that
+    makes them skip what is still queued); raises OSError where no processes can be made."""
     fork = ctx.get_start_method() == "fork"
     if fork:
         # Forked workers share the parent's heap copy-on-write; their garbage collector
         # would touch (and so copy) every inherited object. Frozen objects are not scanned.
         gc.freeze()
     try:
-        return ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render))
+        return ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render, cancel))
     finally:
         if fork:
             gc.unfreeze()
 
 
-def _checked(result: CachedShard | _Failure) -> CachedShard:
+def _checked(result: CachedShard | _Failure | None) -> CachedShard:
+    if result is None:  # only a cancelled pool skips work, and its results are not read
+        raise OutputError("internal error: a worker skipped a PodCliqueSet")
     if isinstance(result, _Failure):
         if result.problems is not None:
             raise InvalidInputError(result.problems)
@@ -161,8 +176,9 @@ class EarlyPool:
         self._seen = 0
         self._pods = 0
         self._pool: Pool | None = None
+        self._cancel: Any = None
         self._unavailable = False
-        self._results: list[AsyncResult[CachedShard | _Failure]] = []
+        self._results: list[AsyncResult[CachedShard | _Failure | None]] = []
 
     @property
     def started(self) -> bool:
@@ -187,10 +203,10 @@ class EarlyPool:
                 workers = min(workers, estimate // self._min_pods)
             if workers < 2:
                 return
+            ctx = multiprocessing.get_context(self._method or start_method())
             try:
-                self._pool = _start_pool(
-                    multiprocessing.get_context(self._method or start_method()), workers, context, self._render
-                )
+                self._cancel = ctx.Event()
+                self._pool = _start_pool(ctx, workers, context, self._render, self._cancel)
             except OSError:  # no processes here: the output stage renders them itself
                 self._unavailable = True
                 return
@@ -208,10 +224,16 @@ class EarlyPool:
         return (_checked(result.get()) for result in self._results)
 
     def close(self) -> None:
-        """Stop the workers, dropping whatever they still hold."""
+        """Stop the workers, dropping whatever they still hold.
+
+        Not ``Pool.terminate``: killing a worker while it writes a result leaves the result
+        queue's lock taken, and the pool's own threads then wait for it forever (it happened
+        when a later document failed the plan under load). The workers are told to skip what is
+        still queued, finish the shard in hand (at most one each) and exit."""
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.terminate()
+            self._cancel.set()
+            pool.close()
             pool.join()
 
 
