@@ -28,10 +28,11 @@ from pathlib import Path
 from grove_gitops.cache import RenderCache
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.load.source import SourceSet, load_source
-from grove_gitops.output.layout import Tree, build_tree_from_plan
+from grove_gitops.output.layout import Tree, build_tree_from_plan, render_shard
+from grove_gitops.output.parallel import EarlyPool
 from grove_gitops.output.review import build_review_tree
 from grove_gitops.output.writer import write_tree
-from grove_gitops.render import RenderPlan, plan_loaded
+from grove_gitops.render import OnAccepted, RenderPlan, plan_loaded
 
 
 @dataclass
@@ -104,10 +105,13 @@ def load(source: Path | MemorySource, cache: RenderCache | None = None, jobs: in
 # 2. validate --------------------------------------------------------------------------------
 
 
-def validate(loaded: SourceSet, cache: RenderCache | None = None) -> RenderPlan:
+def validate(
+    loaded: SourceSet, cache: RenderCache | None = None, on_accepted: OnAccepted | None = None
+) -> RenderPlan:
     """Every document of one cluster's source validated, or :class:`InvalidInputError` with every
-    problem of every file. A fleet validates one virtual source per cluster through here."""
-    return plan_loaded(loaded, cache)
+    problem of every file. A fleet validates one virtual source per cluster through here.
+    ``on_accepted``: see :func:`~grove_gitops.render.plan_loaded` (step 4 starting early)."""
+    return plan_loaded(loaded, cache, on_accepted)
 
 
 # 3. feasibility -----------------------------------------------------------------------------
@@ -130,10 +134,13 @@ def check_feasibility(loaded: SourceSet, plan: RenderPlan) -> Validated:
 
 
 def plan_single(
-    loaded: SourceSet, cache: RenderCache | None = None, feasibility: bool = False
+    loaded: SourceSet,
+    cache: RenderCache | None = None,
+    feasibility: bool = False,
+    on_accepted: OnAccepted | None = None,
 ) -> Validated:
     """Steps 2 and 3: validate, then (with ``feasibility``) place on the inventory."""
-    plan = validate(loaded, cache)
+    plan = validate(loaded, cache, on_accepted)
     return check_feasibility(loaded, plan) if feasibility else Validated(plan)
 
 
@@ -190,11 +197,38 @@ def render_loaded(
 ) -> Outcome:
     """Steps 2 to 5 for one cluster's loaded source: ``single`` writes OUT itself as it builds
     (see :func:`build`); a review-only tree (the source's own objects for Argo CD / Flux, not the
-    expansion) is written here when ``out`` is given."""
-    validated = plan_single(loaded, cache, feasibility)
-    if validated.plan.config.review:
-        tree = build_review_tree(validated.plan)
-        if out is not None:
-            write_tree(tree, out, fsync=fsync)
-        return build(validated, cache, jobs, lambda _plan: tree)
-    return build(validated, cache, jobs, single)
+    expansion) is written here when ``out`` is given.
+
+    With ``jobs`` > 1, step 4 starts during step 2: workers render the first
+    PodCliqueSets while the parent validates the rest (:class:`EarlyPool`, issue 35.4); the
+    output is the same bytes, and a failing document still fails the render before a file is
+    kept."""
+    early = _early_pool(loaded, jobs)
+    plan: RenderPlan | None = None
+    try:
+        validated = plan_single(loaded, cache, feasibility, early.offer if early is not None else None)
+        plan = validated.plan
+        if plan.config.review:
+            tree = build_review_tree(plan)
+            if out is not None:
+                write_tree(tree, out, fsync=fsync)
+            return build(validated, cache, jobs, lambda _plan: tree)
+        if early is not None and early.started:
+            plan.early = early
+        return build(validated, cache, jobs, single)
+    finally:
+        if early is not None:
+            early.close()
+        if plan is not None:
+            plan.early = None  # the outcome's plan keeps no stopped pool
+
+
+def _early_pool(loaded: SourceSet, jobs: int) -> EarlyPool | None:
+    """A pool for step 4 to start during step 2, where it can pay: more than one job and not a
+    review-only tree (nothing is expanded). Only the cache's misses are offered to it; when the
+    output stage finds other items to render than those (the cache lost or gained an entry in
+    between), it renders them its own way and this pool's work is dropped."""
+    config = loaded.render_config
+    if jobs < 2 or (config is not None and config.obj.review):
+        return None
+    return EarlyPool(jobs, len(loaded.podcliquesets), render_shard)

@@ -7,9 +7,12 @@ pure Python, so threads would share one interpreter lock.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 #: Threads named so only call ``os.open``/``os.fsync``/``os.close`` (the writer's fsync pool):
 #: they hold no lock a forked worker could need, so they do not rule out ``fork``.
@@ -50,3 +53,29 @@ def start_method() -> str:
     if sys.platform.startswith("linux") and len(others) == 1:
         return "fork"
     return "spawn"
+
+
+#: Allocations between two collections of the youngest generation during a batch render
+#: (Python's default is 700). See :func:`batch_gc`.
+BATCH_GC_YOUNG = 10_000
+
+
+@contextmanager
+def batch_gc(young: int = BATCH_GC_YOUNG) -> Iterator[None]:
+    """The collector tuned for one render of a short-lived command (``render``, ``validate``),
+    restored afterwards.
+
+    A render allocates millions of small containers that reference counting frees (JSON-shaped
+    objects have no cycles), yet at Python's default the collector ran about 600 times during a
+    mid-size render, a full collection among them scanning every object the imports and the
+    plan hold: 0.16-0.23 s of a 2.2 s render's CPU (issue 35.4, measured with
+    ``gc.callbacks``). Collecting the young generation every ``young`` allocations instead ran
+    it 86 times and never fully, 0.03-0.05 s. Cycles are still collected, 14 times less often;
+    the garbage that can wait is a few thousand objects. Workers forked inside inherit it.
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(max(young, before[0]), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)

@@ -12,10 +12,10 @@ of every file.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from grove_gitops.api.gitopswiring import wiring_problems
 from grove_gitops.api.operatorconfig import OperatorConfiguration
@@ -23,7 +23,7 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.renderconfig import RenderConfig
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, SchedulerBackend, available_backends
-from grove_gitops.cache import RenderCache, digest
+from grove_gitops.cache import CachedShard, RenderCache, digest
 from grove_gitops.errors import InputProblem, InvalidInputError
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.gitsplit import git_objects
@@ -270,6 +270,18 @@ class PlannedPCS:
     raw: Sourced[dict[str, Any]] | None = None
 
 
+class EarlyShards(Protocol):
+    """Shards that began rendering while the plan was still being validated (issue 35.4:
+    ``grove_gitops.output.parallel.EarlyPool``, started by ``grove_gitops.pipeline``)."""
+
+    def shards(self, items: list[PlannedPCS]) -> Generator[CachedShard, None, None] | None:
+        """``items``' shards in their order, or None when they are not the ones it rendered."""
+
+
+#: Told of each PodCliqueSet as planning accepts it (see :func:`plan_loaded`).
+OnAccepted = Callable[["RenderPlan", PlannedPCS], None]
+
+
 @dataclass
 class RenderPlan:
     """Everything validated, nothing expanded yet: the output stage expands one
@@ -283,6 +295,8 @@ class RenderPlan:
     claim_templates: dict[tuple[str, str], dict[str, Any]]
     #: file -> warning codes its PodCliqueSets acknowledge (``validation.acknowledge``).
     acknowledged_codes: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: The items' shards, already rendering in workers (set by ``pipeline.render_loaded``).
+    early: EarlyShards | None = None
 
     def recover(self, item: PlannedPCS) -> PlannedPCS:
         """``item`` with its PodCliqueSet parsed, defaulted and validated again from its
@@ -390,13 +404,22 @@ def plan_source(root: Path | MemorySource, cache: RenderCache | None = None, job
     return plan_loaded(load_source(root, cache, jobs), cache)
 
 
-def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPlan:
+def plan_loaded(
+    source: SourceSet, cache: RenderCache | None = None, on_accepted: OnAccepted | None = None
+) -> RenderPlan:
     """:func:`plan_source` of a source already loaded (a fleet plans one virtual source per
-    cluster, ``grove_gitops.fleet``)."""
+    cluster, ``grove_gitops.fleet``).
+
+    ``on_accepted(context, item)`` is told of each PodCliqueSet (a cache hit too, ``pcs`` None)
+    as soon as it is planned, in order, while no problem has been found yet: ``context`` is this plan without its items
+    (what expanding one needs). It lets the output stage render the first PodCliqueSets while
+    the others are still being validated (issue 35.4); whatever it made of them is thrown away
+    when a later document fails, since the plan then raises."""
     inputs = _prepare(source)
     problems = inputs.problems
     claim_templates = _claim_templates(source, inputs.render.defaultNamespace)
     global_digest = _global_digest(inputs, claim_templates)
+    context = RenderPlan(inputs.render, [], [], [], inputs, claim_templates)
     seen: dict[tuple[str, str], str] = {}
     items: list[PlannedPCS] = []
     total_pods = total_bytes = 0
@@ -448,6 +471,8 @@ def plan_loaded(source: SourceSet, cache: RenderCache | None = None) -> RenderPl
         problems += _problems(raw.file, errs, document_name(raw.obj))
         if not errs:
             items.append(PlannedPCS(raw.file, key, doc_digest, pcs, warnings, pods, strategy, raw))
+            if on_accepted is not None and not problems:
+                on_accepted(context, items[-1])
     facts, fact_problems = read_facts(source.cluster_facts)
     problems += fact_problems
     inputs.warnings += namespace_warnings(source, inputs.render, facts.names("", "Namespace") if facts else set())

@@ -65,3 +65,22 @@ def test_small_trees_parse_in_this_process(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(loadfiles.multiprocessing, "get_context", no_pool)
     assert _docs(PROJECT / "examples", 2)[0]
+
+
+def test_a_mid_size_tree_is_parsed_in_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 35.4: the mid-size bench tree (150 disaggregated workloads, 496 KB of YAML) was parsed
+    # in one process under the old 1 MB bound; two workers save about a third of its load there.
+    from bench.generate import generate_disaggregated
+
+    source = generate_disaggregated(tmp_path / "src", 150)
+    sizes = sum(p.stat().st_size for p in source.rglob("*.yaml"))
+    assert loadfiles.MIN_PARALLEL_BYTES <= sizes < 1 << 20
+    import multiprocessing.context
+
+    pools: list[object] = []
+    for context in (multiprocessing.context.ForkContext, multiprocessing.context.SpawnContext):
+        real = context.Pool
+        monkeypatch.setattr(context, "Pool", lambda self, n, *a, real=real, **k: pools.append(n) or real(self, n, *a, **k))
+    parsed = _docs(source, 2)
+    assert pools == [2]
+    assert parsed == _docs(source, 1)

@@ -14,7 +14,7 @@ from grove_gitops.errors import GroveGitopsError
 from grove_gitops.output.parallel import default_jobs
 from grove_gitops.output.writer import render_to
 from grove_gitops.problems import WarningSink, json_document, locate_warnings
-from grove_gitops.procs import free_cpus
+from grove_gitops.procs import batch_gc, free_cpus
 from grove_gitops.sourcetree import render_source_tree
 
 
@@ -38,15 +38,16 @@ def check(
     if cache is not None:
         cache.start()
     try:
-        outcome = render_source_tree(
-            source,
-            out,
-            n_jobs,
-            cache,
-            single=lambda plan: render_to(plan, out, n_jobs, fsync=fsync, cache=cache),
-            feasibility=True,
-            fsync=fsync,
-        )
+        with batch_gc():
+            outcome = render_source_tree(
+                source,
+                out,
+                n_jobs,
+                cache,
+                single=lambda plan: render_to(plan, out, n_jobs, fsync=fsync, cache=cache),
+                feasibility=True,
+                fsync=fsync,
+            )
     except GroveGitopsError as exc:
         fail(exc, as_json, md_title)
     finally:

@@ -233,8 +233,11 @@ def build_tree_from_plan(
     if cache is not None:
         plan = _recover_lost(plan, cache, skip)
     todo = [item for item in plan.items if not (item.pcs is None and cache is not None)]
-    workers = parallel.worker_count(jobs, todo, parallel.MIN_PODS if min_pods is None else min_pods)
-    rendered = parallel.render_shards(plan, todo, workers, render_shard) if workers else None
+    # Shards the workers began while the plan was validated (pipeline.render_loaded), if any.
+    rendered = plan.early.shards(todo) if plan.early is not None and not skip and not keep_objects else None
+    if rendered is None:
+        workers = parallel.worker_count(jobs, todo, parallel.MIN_PODS if min_pods is None else min_pods)
+        rendered = parallel.render_shards(plan, todo, workers, render_shard) if workers else None
     try:
         for item in plan.items:
             if item.pcs is None and cache is not None and item.digest in skip:

@@ -21,6 +21,8 @@ import multiprocessing
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
+from multiprocessing.pool import AsyncResult, Pool
+from typing import Any
 
 from grove_gitops.cache import CachedShard
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
@@ -36,7 +38,15 @@ from grove_gitops.render import PlannedPCS, RenderPlan
 #: further worker needs another 1,000 (BENCHMARKS.md, "Mid-size render").
 MIN_PODS = 1000
 
-__all__ = ["FORK_SAFE_THREAD_PREFIX", "MIN_PODS", "default_jobs", "render_shards", "start_method", "worker_count"]
+__all__ = [
+    "FORK_SAFE_THREAD_PREFIX",
+    "MIN_PODS",
+    "EarlyPool",
+    "default_jobs",
+    "render_shards",
+    "start_method",
+    "worker_count",
+]
 
 
 @dataclass(frozen=True)
@@ -50,15 +60,21 @@ class _Failure:
 
 _PLAN: RenderPlan | None = None
 _RENDER: Callable[[RenderPlan, PlannedPCS], CachedShard] | None = None
+#: Set by the parent when it no longer wants the queued work (:meth:`EarlyPool.close`).
+_CANCEL: Any = None
 
 
-def _init(plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard]) -> None:
-    global _PLAN, _RENDER
-    _PLAN, _RENDER = plan, render
+def _init(
+    plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard], cancel: Any = None
+) -> None:
+    global _PLAN, _RENDER, _CANCEL
+    _PLAN, _RENDER, _CANCEL = plan, render, cancel
 
 
-def _work(item: PlannedPCS) -> CachedShard | _Failure:
+def _work(item: PlannedPCS) -> CachedShard | _Failure | None:
     assert _PLAN is not None and _RENDER is not None, "worker used before its initialiser ran"
+    if _CANCEL is not None and _CANCEL.is_set():
+        return None  # dropped: the parent stopped wanting it
     try:
         return _RENDER(_PLAN, item)
     except InvalidInputError as exc:
@@ -85,7 +101,140 @@ def _slim(plan: RenderPlan) -> RenderPlan:
     src = plan.inputs.source
     kept = SourceSet(render_config=src.render_config, operator_config=src.operator_config, passthrough=src.passthrough)
     inputs = dataclasses.replace(plan.inputs, source=kept, problems=[], warnings=[])
-    return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs)
+    return dataclasses.replace(plan, items=[], extra=[], warnings=[], inputs=inputs, early=None)
+
+
+def _start_pool(
+    ctx: BaseContext,
+    workers: int,
+    plan: RenderPlan,
+    render: Callable[[RenderPlan, PlannedPCS], CachedShard],
+    cancel: Any = None,
+) -> Pool:
+    """A pool of ``workers`` initialised with ``plan`` (slimmed) and ``cancel`` (an event that
+    makes them skip what is still queued); raises OSError where no processes can be made."""
+    fork = ctx.get_start_method() == "fork"
+    if fork:
+        # Forked workers share the parent's heap copy-on-write; their garbage collector
+        # would touch (and so copy) every inherited object. Frozen objects are not scanned.
+        gc.freeze()
+    try:
+        return ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render, cancel))
+    finally:
+        if fork:
+            gc.unfreeze()
+
+
+def _checked(result: CachedShard | _Failure | None) -> CachedShard:
+    if result is None:  # only a cancelled pool skips work, and its results are not read
+        raise OutputError("internal error: a worker skipped a PodCliqueSet")
+    if isinstance(result, _Failure):
+        if result.problems is not None:
+            raise InvalidInputError(result.problems)
+        raise OutputError(result.message)
+    return result
+
+
+class EarlyPool:
+    """Workers that render the first PodCliqueSets while the parent still validates the rest
+    (issue 35.4: the parent's validation, about a sixth of a mid-size render, ran before any
+    worker started).
+
+    Planning tells :meth:`offer` of each PodCliqueSet it accepts, in order
+    (:func:`grove_gitops.render.plan_loaded`'s ``on_accepted``). The pool starts (forked with
+    the plan's context, as :func:`render_shards` does) once the accepted ones hold ``min_pods``
+    pods, a worker's worth of work that is certain, and their pods extrapolated to every
+    document of the source (from the documents planned so far, cache hits counting as none)
+    reach ``2 * min_pods``, the least :func:`worker_count` gives a pool;
+    every accepted PodCliqueSet is queued then, later ones as they are accepted. How many
+    workers: :func:`worker_count`'s rule on that extrapolation, at most ``jobs`` and one per
+    document. A tree that never gets there never starts one (the output stage decides then, as
+    before). The extrapolation can be wrong for a tree whose first documents are much larger
+    than the rest; the pool then still has ``min_pods`` pods of work, which pays for it.
+
+    Nothing is read from the workers before the plan is complete: when a later document fails,
+    planning raises its problems and :meth:`close` drops what the workers made, so errors,
+    their order and the absence of output are those of a render without it; a shard's own
+    render error surfaces in plan order when :meth:`shards` reaches it, as in
+    :func:`render_shards`.
+    """
+
+    def __init__(
+        self,
+        jobs: int,
+        documents: int,
+        render: Callable[[RenderPlan, PlannedPCS], CachedShard],
+        min_pods: int | None = None,
+        method: str | None = None,
+    ) -> None:
+        self._jobs = jobs
+        self._documents = max(1, documents)
+        self._render = render
+        self._min_pods = max(0, MIN_PODS if min_pods is None else min_pods)
+        self._method = method
+        self._offered: list[PlannedPCS] = []
+        self._seen = 0
+        self._pods = 0
+        self._pool: Pool | None = None
+        self._cancel: Any = None
+        self._unavailable = False
+        self._results: list[AsyncResult[CachedShard | _Failure | None]] = []
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    def offer(self, context: RenderPlan, item: PlannedPCS) -> None:
+        """Planning accepted ``item`` (``context``: the plan without its items). A cache hit
+        (``pcs`` None) is not rendered; it counts as a document without pods to render."""
+        self._seen += 1
+        if item.pcs is None:
+            return
+        self._offered.append(item)
+        self._pods += max(item.pods, 1)
+        if self._pool is None:
+            if self._unavailable or self._jobs < 2 or self._pods < self._min_pods:
+                return
+            workers = min(self._jobs, self._documents)
+            if self._min_pods > 0:  # 0: the tests' way to force a pool, as in worker_count
+                estimate = self._pods * self._documents // self._seen
+                if estimate < 2 * self._min_pods:
+                    return
+                workers = min(workers, estimate // self._min_pods)
+            if workers < 2:
+                return
+            ctx = multiprocessing.get_context(self._method or start_method())
+            try:
+                self._cancel = ctx.Event()
+                self._pool = _start_pool(ctx, workers, context, self._render, self._cancel)
+            except OSError:  # no processes here: the output stage renders them itself
+                self._unavailable = True
+                return
+            self._results = [self._pool.apply_async(_work, (queued,)) for queued in self._offered]
+            return
+        self._results.append(self._pool.apply_async(_work, (item,)))
+
+    def shards(self, items: list[PlannedPCS]) -> Generator[CachedShard, None, None] | None:
+        """The shards of ``items`` in order, or None when no pool started or ``items`` are not
+        exactly the PodCliqueSets offered (the caller renders them itself then)."""
+        if self._pool is None or len(items) != len(self._offered):
+            return None
+        if any(a is not b for a, b in zip(items, self._offered, strict=True)):
+            return None
+        return (_checked(result.get()) for result in self._results)
+
+    def close(self) -> None:
+        """Stop the workers, dropping whatever they still hold.
+
+        Not ``Pool.terminate``: killing a worker while it writes a result leaves the result
+        queue's lock taken, and the pool's own threads then wait for it forever (it happened
+        when a later document failed the plan under load). The workers are told to skip what is
+        still queued, finish the shard in hand (at most one each) and exit."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            self._cancel.set()
+            pool.close()
+            pool.join()
 
 
 def render_shards(
@@ -102,24 +251,12 @@ def render_shards(
     """
     ctx: BaseContext = multiprocessing.get_context(method or start_method())
     chunk = max(1, min(8, len(items) // (workers * 8)))
-    fork = ctx.get_start_method() == "fork"
-    if fork:
-        # Forked workers share the parent's heap copy-on-write; their garbage collector
-        # would touch (and so copy) every inherited object. Frozen objects are not scanned.
-        gc.freeze()
     try:
-        pool = ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render))
+        pool = _start_pool(ctx, workers, plan, render)
     except OSError:
         # No processes here (a sandbox without /dev/shm or fork): the same work in this one.
         yield from (render(plan, item) for item in items)
         return
-    finally:
-        if fork:
-            gc.unfreeze()
     with pool:
         for result in pool.imap(_work, items, chunksize=chunk):
-            if isinstance(result, _Failure):
-                if result.problems is not None:
-                    raise InvalidInputError(result.problems)
-                raise OutputError(result.message)
-            yield result
+            yield _checked(result)
