@@ -211,3 +211,24 @@ def test_closing_skips_the_queued_work_without_killing_a_worker(
     assert 1 <= len(begun) < len(items)
     assert rendered == begun  # the shards in hand were finished, the queued ones skipped
     assert not early.started
+
+
+def test_an_abandoned_render_shards_skips_the_queued_work_without_killing_a_worker(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The output stage's own pool (render_shards) shut down with Pool.terminate (``with pool``)
+    # when its consumer stopped early (a shard's error, or the caller's): the same hang as above.
+    import multiprocessing.pool
+    import time
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "terminate", lambda self: pytest.fail("a worker killed"))
+    items = [PlannedPCS(str(tmp_path / f"w{i}"), ("ns", f"w{i}"), f"d{i}", _PCS, [], 1) for i in range(10)]
+    shards = parallel.render_shards(render.plan_source(source), items, 2, _slow_render, method="fork")
+    with pytest.raises(AssertionError, match="never read"):  # the first shard's error reaches the caller
+        next(shards)
+    shards.close()  # returns once the workers finished the shard in hand and exited
+    time.sleep(0.2)
+    begun = [item for item in items if Path(item.file + ".begun").exists()]
+    rendered = [item for item in items if Path(item.file).exists()]
+    assert 1 <= len(begun) < len(items)
+    assert rendered == begun  # the shards in hand were finished, the queued ones skipped

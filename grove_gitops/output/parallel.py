@@ -247,16 +247,24 @@ def render_shards(
     """``render(plan, item)`` for every item, in ``workers`` processes, yielded in item order.
 
     A generator: the pool lives while the caller consumes it and is shut down when it is
-    exhausted or closed (also on an error in the caller).
+    exhausted or closed (also on an error in the caller, or a shard's own error). Shut down as
+    :meth:`EarlyPool.close` does, never with ``Pool.terminate`` (``with pool``): killing a
+    worker while it writes a result leaves the result queue's lock taken and the pool's threads
+    wait for it forever; the workers skip what is still queued and exit after the shard in hand.
     """
     ctx: BaseContext = multiprocessing.get_context(method or start_method())
     chunk = max(1, min(8, len(items) // (workers * 8)))
     try:
-        pool = _start_pool(ctx, workers, plan, render)
+        cancel = ctx.Event()
+        pool = _start_pool(ctx, workers, plan, render, cancel)
     except OSError:
         # No processes here (a sandbox without /dev/shm or fork): the same work in this one.
         yield from (render(plan, item) for item in items)
         return
-    with pool:
+    try:
         for result in pool.imap(_work, items, chunksize=chunk):
             yield _checked(result)
+    finally:
+        cancel.set()
+        pool.close()
+        pool.join()
