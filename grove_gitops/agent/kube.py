@@ -106,7 +106,9 @@ class Kube:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = json.dumps(body).encode()
+            # A string or bytes is the body already (server-side apply's YAML or JSON), as the
+            # generated client sends it; anything else is JSON-encoded.
+            data = body.encode() if isinstance(body, str) else body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
             response = self.api_client.rest_client.pool_manager.request(
                 method, host + path, body=data, headers=headers, timeout=self._write_timeout, preload_content=True)

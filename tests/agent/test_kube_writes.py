@@ -84,3 +84,17 @@ def test_a_refused_write_raises_the_servers_status_and_message() -> None:
         assert missing.value.status == 404
         body: Any = kube.patch_pod_json("default", "p", LIFT)  # the fault was once: now it goes through
         assert body["metadata"]["name"] == "p"
+
+
+def test_a_body_given_as_text_is_sent_as_it_is() -> None:
+    """Server-side apply's body is YAML or JSON text (tests/controlplane's Argo CD and Flux
+    appliers send it so): sent as it is, never JSON-encoded as a string."""
+    with FakeApiServer(namespaces=("default",)) as server:
+        kube, _ = _kube(server)
+        text = json.dumps(pod_manifest("applied"))
+        done = kube.raw("PATCH", "/api/v1/namespaces/default/pods/applied?fieldManager=argocd-controller&force=true",
+                        text, "application/apply-patch+yaml")
+        assert done["metadata"]["name"] == "applied"
+        again = kube.raw("PATCH", "/api/v1/namespaces/default/pods/applied?fieldManager=argocd-controller&force=true",
+                         text.encode(), "application/apply-patch+yaml")
+        assert again["metadata"]["uid"] == done["metadata"]["uid"]
