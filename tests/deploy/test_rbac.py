@@ -323,6 +323,11 @@ RAW_CALLS: dict[tuple[str, str], frozenset[Permission]] = {
     ),
     ("POST", "/apis/events.k8s.io/v1/namespaces/"): frozenset({("events.k8s.io", "events", "create")}),
     ("DELETE", "/api/v1/namespaces/"): frozenset({("", "pods", "delete")}),
+    # Kube.patch_pod_json (the gate's removal) and Kube.patch_podgang_status (Initialized)
+    ("PATCH", "/api/v1/namespaces/"): frozenset({("", "pods", "patch")}),
+    ("PATCH", "/apis/scheduler.grove.io/v1alpha1/namespaces/"): frozenset(
+        {("scheduler.grove.io", "podgangs/status", "patch")}
+    ),
     # a variable path: discovery, or a scaled PodGang read afresh before a scale-in (autoscaling)
     ("GET", "<variable>"): frozenset({("scheduler.grove.io", "podgangs", "get")}),
     ("GET", "/api/"): frozenset(),

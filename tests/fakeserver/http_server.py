@@ -141,6 +141,13 @@ class HttpServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    # The listen backlog. socketserver's default is 5; kube-apiserver (Go) listens with the
+    # kernel's somaxconn (4096 here). With 5, a client opening its connection pool at once
+    # (the agent's 16 gate-patch workers at the first release) overflowed the accept queue:
+    # the kernel dropped the handshake's last ACK and the client's request waited for the
+    # SYN-ACK retransmit, a whole second (issue 35.3: three patches of the first gang at
+    # 1.02-1.03 s each, the rest at 5-110 ms; TcpExtListenOverflows counted them).
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], app: ApiApp, idle_timeout: float = 30.0) -> None:
         super().__init__(address, _Handler)

@@ -8,12 +8,14 @@ Runs beside the day-2 loop in the agent, on the leader only. Per workload (a
 2. reads the live counts and renders the workload's inputs at them (:mod:`.expansion`);
 3. creates, replaces and deletes its own objects (:mod:`.plan`): whole gangs, or nothing
    when a ResourceQuota refuses a pod (condition ``ScaleBlocked`` and a Warning Event);
-4. writes the status of the scale targets and of the workload: only when it changed, and while
-   a scale is in flight (counts still moving toward the target's) at most once per
-   ``status_interval`` (issue 35: a 2 -> 50 scale-out wrote a target's status on 14-17
-   passes, one per batch of pods turning Ready; now its start, a refresh every interval and
-   its end). A condition, the selector or ``observedGeneration`` changing, and the settled
-   end, are written at once; a change held back is written by a later pass (every resync
+4. writes the status of the scale targets and of the workload: only when it changed. While
+   a scale is in flight (counts still moving toward the target's) its progress (the counts,
+   ``observedGeneration``, ``Ready`` moving between ``ReplicasNotReady`` and ``Available``)
+   is held back: written once the scale has settled, or once a change has waited
+   ``status_interval``, so a scale-out writes each status once (issue 35.2: a 2 -> 50
+   scale-out wrote a target's status on 14-17 passes, one per batch of pods turning Ready;
+   then 2-3 times, its start and its end). Anything else (``ScaleBlocked``, the selector, a
+   problem) is written at once; a change held back is written by a later pass (every resync
    runs one).
 
 Bursts of scale writes coalesce by construction: a pass reads the latest count, and an
@@ -28,7 +30,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,8 +60,8 @@ WorkloadKey = tuple[str, str]
 BLOCKED_BACKOFF, BLOCKED_BACKOFF_MAX = 2.0, 60.0
 #: Other owned kinds (backend objects, claims) are listed again this often.
 RELIST_SECONDS = 30.0
-#: While a scale is in flight, a target's or the workload's changed counts are written at most
-#: this often (seconds); conditions and the settled end are written at once.
+#: While a scale is in flight, a target's or the workload's progress waits at most this long
+#: (seconds) for the scale to settle before it is written; anything else is written at once.
 STATUS_INTERVAL = 5.0
 
 
@@ -79,8 +81,8 @@ class _Memory:
     pod_states: dict[tuple[str, str], S.PodState] = field(default_factory=dict)
     #: The workload as last read: whose counts size which pods (:meth:`Scaler.wanted`).
     workload: ScaledWorkload | None = None
-    #: When this pass last wrote the status of a target or of the workload (name -> monotonic).
-    status_written: dict[str, float] = field(default_factory=dict)
+    #: Since when a target's or the workload's changed progress is held back (name -> monotonic).
+    status_held: dict[str, float] = field(default_factory=dict)
 
 
 class Scaler:
@@ -584,17 +586,7 @@ class Scaler:
             self.gitops.put(PCS_KIND, done)
 
     def _due(self, memory: _Memory, name: str, old: Raw, new: Raw, settled: bool) -> bool:
-        """Write this status now? Only when it changed; then at once when something other
-        than the moving counts changed or the scale has settled, else at most once per
-        ``status_interval`` (the pass that writes it is remembered)."""
-        if not _changed(old, new):
-            return False
-        now = time.monotonic()
-        counts_only = not _changed(old, {k: v for k, v in new.items() if k not in _COUNTS})
-        if counts_only and not settled and now - memory.status_written.get(name, -1e9) < self.status_interval:
-            return False
-        memory.status_written[name] = now
-        return True
+        return status_due(memory.status_held, name, old, new, settled, self.status_interval, time.monotonic())
 
     def _report(self, obj: Raw, memory: _Memory, problem: str) -> None:
         """A record the agent cannot act on: logged, a Warning Event, and ``Ready=False`` with
@@ -707,17 +699,54 @@ def _cached(cache: WatchCache, key: WorkloadKey) -> dict[ObjectKey, Raw]:
     return live
 
 
-#: Status fields that move while a scale is in flight (their refresh is rate-limited).
-_COUNTS = frozenset({"replicas", "readyReplicas", "updatedReplicas", "availableReplicas"})
+#: Status fields that move while a scale is in flight: held back until it settles.
+_PROGRESS = frozenset({"replicas", "readyReplicas", "updatedReplicas", "availableReplicas", "observedGeneration"})
+#: ``Ready`` of a workload whose pods are merely still starting, or all Ready (its progress).
+_PROGRESS_READY = frozenset({("False", "ReplicasNotReady"), ("True", "Available")})
+
+
+def _strip(c: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
 
 
 def _changed(old: Raw, new: Raw) -> bool:
-    def strip(conds: Iterable[Raw]) -> list[tuple[Any, ...]]:
-        return [(c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conds]
-
     if any(old.get(k) != v for k, v in new.items() if k != "conditions"):
         return True
-    return strip(old.get("conditions") or []) != strip(new.get("conditions") or [])
+    return [_strip(c) for c in old.get("conditions") or []] != [_strip(c) for c in new.get("conditions") or []]
+
+
+def status_due(held: dict[str, float], name: str, old: Raw, new: Raw, settled: bool, interval: float,
+               now: float) -> bool:
+    """Write the status ``new`` of ``name`` (a target or the workload; ``old`` is what it says)
+    now? Only when it changed; then at once when the scale has settled or something other than
+    its progress changed (:func:`_urgent`), else once the change has been held back
+    ``interval`` seconds (``held``: name -> since when; issue 35.2: one write per scale-out,
+    not one at its start and one at its end)."""
+    if not _changed(old, new):
+        held.pop(name, None)
+        return False
+    if not settled and not _urgent(old, new) and now - held.setdefault(name, now) < interval:
+        return False
+    held.pop(name, None)
+    return True
+
+
+def _urgent(old: Raw, new: Raw) -> bool:
+    """Whether ``new`` differs from ``old`` in more than a scale's progress: the selector, a
+    condition (``ScaleBlocked``, a problem, one another part of the agent wrote), or ``Ready``
+    for any reason but pods still starting. Such a change is never held back."""
+    if any(old.get(k) != v for k, v in new.items() if k not in _PROGRESS and k != "conditions"):
+        return True
+    before = {c.get("type"): c for c in old.get("conditions") or [] if isinstance(c, Mapping)}
+    after = {c.get("type"): c for c in new.get("conditions") or [] if isinstance(c, Mapping)}
+    for kind in before.keys() | after.keys():
+        was, now = before.get(kind), after.get(kind)
+        if kind == "Ready" and now is not None and (now.get("status"), now.get("reason")) in _PROGRESS_READY and (
+                was is None or (was.get("status"), was.get("reason")) in _PROGRESS_READY):
+            continue
+        if was is None or now is None or _strip(was) != _strip(now):
+            return True
+    return False
 
 
 def _gang_order(gang: GangCreate) -> tuple[int, str]:
