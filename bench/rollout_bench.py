@@ -86,22 +86,33 @@ def world_collector(mode: str) -> Iterator[Any]:
         world.uninstall()
 
 
-def run(gangs: int, pods: int, resync: float = 2.0, world_gc: str = "freeze") -> dict[str, float | int]:
+def run(gangs: int, pods: int, resync: float = 2.0, world_gc: str = "freeze",
+        trace: Path | None = None) -> dict[str, Any]:
     with world_collector(world_gc) as world:
-        return _run(gangs, pods, resync, world)
+        return _run(gangs, pods, resync, world, trace)
 
 
-def _run(gangs: int, pods: int, resync: float, world: Any) -> dict[str, float | int]:
+def _run(gangs: int, pods: int, resync: float, world: Any, trace: Path | None) -> dict[str, Any]:
     from tests.day2.harness import bump_image, day2_env
 
     pcss = workload(gangs, pods)
     for pcs in pcss:
         pcs["metadata"]["namespace"] = "bench"
-    with tempfile.TemporaryDirectory() as tmp:
+    world_trace = None
+    if trace is not None:
+        from bench.rollout_trace import WorldTrace
+
+        trace.mkdir(parents=True, exist_ok=True)
+        world_trace = WorldTrace()
+        world_trace.install()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as undo:
+        if world_trace is not None:
+            undo.callback(world_trace.uninstall)
         source = write_source(Path(tmp) / "source", pcss)
         with day2_env(Path(tmp) / "world", source=source, namespace="bench", ready_delay=0.0,
                       termination_delay=None, sync_interval=0.5, agent=False, bystander=False) as env, \
-                _agent_process(env.server, Path(tmp) / "kubeconfig", resync) as agent:
+                _agent_process(env.server, Path(tmp) / "kubeconfig", resync,
+                               trace / "agent.json" if trace else None) as agent:
             env.wait_until(env.converged, timeout=300, what="the first deploy", interval=0.25)
             old = env.all_desired_pods()
             mark = env.observer.mark()
@@ -131,13 +142,14 @@ def _run(gangs: int, pods: int, resync: float, world: Any) -> dict[str, float | 
             end_metrics = agent.metrics()
             cpu = agent.cpu() - cpu_before
             writes = {v: env.agent_requests(*v) - n for v, n in before.items()}
-            gaps = sorted(_ready_to_next(env, mark, old, new))
+            steps_seen = _ready_to_next(env, mark, old, new)
+            gaps = sorted(s["bench_s"] for s in steps_seen)
 
             def spent(name: str) -> float:
                 return end_metrics.get(name, 0.0) - start_metrics.get(name, 0.0)
 
             steps = len(old)
-            return {
+            figures: dict[str, Any] = {
                 "gangs": gangs,
                 "pods": len(new),
                 "rollout_s": round(elapsed, 2),
@@ -166,6 +178,21 @@ def _run(gangs: int, pods: int, resync: float, world: Any) -> dict[str, float | 
                 "world_gc_pauses_over_100ms": int(world_pauses - world_fast),
                 "ready_to_next_count": len(gaps),
             }
+    if trace is not None and world_trace is not None:
+        figures.update(_traced(trace, world_trace, steps_seen))
+    return figures
+
+
+def _traced(trace: Path, world_trace: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-phase split of the slow steps (bench.rollout_trace), written to ``trace``."""
+    from bench.rollout_trace import phases
+
+    agent = json.loads((trace / "agent.json").read_text())
+    world = [list(r) for r in world_trace.records]
+    split = phases(world, agent, steps)
+    (trace / "steps.json").write_text(json.dumps(split, indent=1))
+    server = sorted(r["server_s"] for r in split["steps"])
+    return {"trace_" + k: v for k, v in split["summary"].items()} | {"trace_server_s_max": server[-1] if server else 0.0}
 
 
 class AgentProcess:
@@ -189,9 +216,10 @@ class AgentProcess:
 
 
 @contextlib.contextmanager
-def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[AgentProcess]:
+def _agent_process(server: Any, kubeconfig: Path, resync: float, trace: Path | None = None) -> Iterator[AgentProcess]:
     """``grove-gitops agent`` in its own process against ``server`` (``None``: ``kubeconfig`` is
-    written already, e.g. a real control plane's, see bench.server_bench)."""
+    written already, e.g. a real control plane's, see bench.server_bench); with ``trace``, under
+    bench.rollout_trace, which writes the agent's moments there when it stops."""
     if server is not None:
         kubeconfig.write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "fake",
@@ -206,7 +234,8 @@ def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[Age
     log = kubeconfig.with_name("agent.log").open("w+")  # a file, never a pipe that fills and blocks the agent
     # BENCH_AGENT_PREFIX wraps the agent, e.g. "py-spy record -o agent.svg --" to profile it.
     proc = subprocess.Popen(
-        [*shlex.split(os.environ.get("BENCH_AGENT_PREFIX", "")), sys.executable, "-m", "grove_gitops.cli", "agent",
+        [*shlex.split(os.environ.get("BENCH_AGENT_PREFIX", "")), sys.executable, "-m",
+         *(["bench.rollout_trace", "agent", str(trace), "--"] if trace else ["grove_gitops.cli", "agent"]),
          "--kubeconfig", str(kubeconfig), "--namespace", "bench", "--identity", "bench", "--lease-namespace", "bench", "--metrics-address", f"127.0.0.1:{port}",
          "--resync", str(resync)],
         env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
@@ -238,7 +267,7 @@ def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[Age
         log.close()
 
 
-def _ready_to_next(env: Any, mark: int, old: dict[Any, str], new: dict[Any, str]) -> list[float]:
+def _ready_to_next(env: Any, mark: int, old: dict[Any, str], new: dict[Any, str]) -> list[dict[str, Any]]:
     """Per PodCliqueSet: from a new pod turning Ready to the next old pod of that PodCliqueSet
     deleted, or from the moment that old pod's replacement was created if that is later.
 
@@ -250,26 +279,27 @@ def _ready_to_next(env: Any, mark: int, old: dict[Any, str], new: dict[Any, str]
     old_names = set(old.values())
     replacement = {old[slot]: new[slot] for slot in old if slot in new}
     pcs_of = {name: slot[1].rsplit("-", 3)[0] for side in (old, new) for slot, name in side.items()}
-    last_ready: dict[str, float] = {}
-    created: dict[str, float] = {}
+    last_ready: dict[str, tuple[float, int]] = {}
+    created: dict[str, tuple[float, int]] = {}
     ready_seen: set[str] = set()
-    gaps: list[float] = []
+    steps: list[dict[str, Any]] = []
     for moment in env.observer.since(mark):
         if moment.event == "ADDED" and moment.pod in new_names:
-            created.setdefault(moment.pod, moment.time)
+            created.setdefault(moment.pod, (moment.time, moment.resource_version))
         if moment.event == "DELETED" and moment.pod in old_names:
             pcs = pcs_of[moment.pod]
             if pcs in last_ready:
-                began = max(last_ready.pop(pcs), created.get(replacement.get(moment.pod, ""), 0.0))
-                gaps.append(moment.time - began)
+                began = max(last_ready.pop(pcs), created.get(replacement.get(moment.pod, ""), (0.0, 0)))
+                steps.append({"bench_s": moment.time - began[0], "from_rv": began[1], "to_rv": moment.resource_version,
+                              "pcs": pcs, "old": moment.pod})
         elif (
             moment.pod in new_names
             and moment.pod not in ready_seen
             and any(p.name == moment.pod and p.available for p in moment.pods)
         ):
             ready_seen.add(moment.pod)
-            last_ready[pcs_of[moment.pod]] = moment.time
-    return gaps
+            last_ready[pcs_of[moment.pod]] = (moment.time, moment.resource_version)
+    return steps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,8 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resync", type=float, default=2.0, help="the agent's --resync")
     parser.add_argument("--world-gc", choices=("freeze", "python"), default="freeze",
                         help="this process's collector: kept short as the agent's (default) or CPython's defaults")
+    parser.add_argument("--trace", type=Path, default=None, metavar="DIR",
+                        help="record every step's phases (bench.rollout_trace); the slow steps go to DIR/steps.json")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.gangs, args.pods, args.resync, args.world_gc), sort_keys=True))
+    print(json.dumps(run(args.gangs, args.pods, args.resync, args.world_gc, args.trace), sort_keys=True))
     return 0
 
 

@@ -118,6 +118,9 @@ class Agent(ReleaseStep):
         self._holding: dict[WorkloadKey, int] = {}  # workload -> queued batches that hold it back
         self._last_resync = 0.0
         self._resync: collections.deque[WorkloadKey] = collections.deque()  # still to re-derive
+        # Of the workloads :meth:`_this_pass` took, those only the resync asked for (no event):
+        # the pass decides them last and gives them back when an event comes meanwhile.
+        self._resync_taken: set[WorkloadKey] = set()
         self._deferred: collections.deque[WorkloadKey] = collections.deque()  # dirty, too large so far
         self._pass_ended = 0.0  # when the last pass ended (monotonic)
         self.passes = 0
@@ -188,27 +191,39 @@ class Agent(ReleaseStep):
         now = self.clock()
         unchanged: dict[WorkloadKey, Snapshot] = {}
         if self.config.day2 and self.active():
-            # Decide for every workload first, then act on all of them at once: the deletes
-            # of fifty PodCliqueSets rolling side by side go out in parallel, not one
-            # workload's round trips after another's.
-            actions: list[Action] = []
+            # Decide for a whole part first, then act on all of it at once: the deletes of
+            # fifty PodCliqueSets rolling side by side go out in parallel, not one workload's
+            # round trips after another's.
             with self._inflight_lock:
                 writing = set(self._holding)
-            for wl in keys:
-                if wl in writing:
-                    # Its PodGang writes are still under way: deciding now would read the
-                    # conditions they change (and repeat their Events). Their end marks it dirty.
-                    continue
-                snap = self._snapshot(wl)
-                self._warn_problems(snap)
-                found = self.day2_actions(snap, now)
-                if found:
-                    actions += found
-                else:
-                    unchanged[wl] = snap  # nothing done to it: the release step reads the same state
-            self._decide_s += time.monotonic() - started
-            if actions and self.active():
-                self._run_actions(actions, wait)
+            # The workloads an event touched first, and their writes sent before the resync's
+            # are decided: a replacement turning Ready (the next rollout step) never waits for
+            # a resync slice. The resync's workloads then go one by one, and give the rest of
+            # the slice back as soon as another event is waiting (issue 35.1).
+            resync = [wl for wl in keys if wl in self._resync_taken]
+            self._resync_taken = set()
+            for part in ([wl for wl in keys if wl not in resync], resync):
+                actions: list[Action] = []
+                decided = time.monotonic()
+                for n, wl in enumerate(part):
+                    if part is resync and self._event_waiting():
+                        self._resync.extendleft(reversed(part[n:]))
+                        keys = [k for k in keys if k not in part[n:]]
+                        break
+                    if wl in writing:
+                        # Its PodGang writes are still under way: deciding now would read the
+                        # conditions they change (and repeat their Events). Their end marks it dirty.
+                        continue
+                    snap = self._snapshot(wl)
+                    self._warn_problems(snap)
+                    found = self.day2_actions(snap, now)
+                    if found:
+                        actions += found
+                    else:
+                        unchanged[wl] = snap  # nothing done to it: the release step reads the same state
+                self._decide_s += time.monotonic() - decided
+                if actions and self.active():
+                    self._run_actions(actions, wait)
         gang_keys: set[Key] = set(self._poll_due())
         for wl in keys:
             _, gangs = self.cache.workload(wl)
@@ -224,6 +239,11 @@ class Agent(ReleaseStep):
         if took >= SLOW_PASS:
             log.info("slow pass: %d workloads, %d gangs in %.2f s (deciding %.2f s)", len(keys), len(gang_keys),
                      took, self._decide_s)
+
+    def _event_waiting(self) -> bool:
+        """An event has marked a workload dirty since this pass took its batch."""
+        with self.cache.lock:
+            return bool(self.cache.dirty)
 
     def _this_pass(self, dirty: set[WorkloadKey]) -> set[WorkloadKey]:
         """The workloads this pass derives, within :data:`PASS_SLICE` plus one large workload:
@@ -245,10 +265,12 @@ class Agent(ReleaseStep):
             take.add(wl)
             total += self.cache.cost(wl)
         budget = min(RESYNC_SLICE, PASS_SLICE - total)
+        self._resync_taken = set()
         while self._resync and budget > 0:
             wl = self._resync.popleft()
             if wl not in take:
                 take.add(wl)
+                self._resync_taken.add(wl)
                 cost = self.cache.cost(wl)
                 total += cost
                 budget -= cost
