@@ -98,15 +98,16 @@ def _run(gangs: int, pods: int, resync: float, world: Any, trace: Path | None) -
     pcss = workload(gangs, pods)
     for pcs in pcss:
         pcs["metadata"]["namespace"] = "bench"
-    world_trace = None
-    if trace is not None:
-        from bench.rollout_trace import WorldTrace
+    from bench.rollout_trace import CommitClock, WorldTrace
 
-        trace.mkdir(parents=True, exist_ok=True)
-        world_trace = WorldTrace()
-        world_trace.install()
+    clock = CommitClock()
+    world_trace = WorldTrace() if trace is not None else None
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as undo:
-        if world_trace is not None:
+        clock.install()
+        undo.callback(clock.uninstall)
+        if trace is not None and world_trace is not None:
+            trace.mkdir(parents=True, exist_ok=True)
+            world_trace.install()
             undo.callback(world_trace.uninstall)
         source = write_source(Path(tmp) / "source", pcss)
         with day2_env(Path(tmp) / "world", source=source, namespace="bench", ready_delay=0.0,
@@ -129,9 +130,12 @@ def _run(gangs: int, pods: int, resync: float, world: Any, trace: Path | None) -
             bump_image(env.source)  # every PodCliqueSet of the bench
             env.render()
             new = env.all_desired_pods()
-            # Polled every 0.25 s: each poll lists every pod, work the measured agent's API
-            # server should not be doing a hundred times a second.
-            env.wait_until(env.converged, timeout=900, what="every pod replaced", interval=0.25)
+            # Polled on the observer's copy of the pods, every 0.25 s: env.converged reads the
+            # rendered tree and lists every pod each time, and that work of this process, on
+            # the measured agent's API server, delayed the steps it measures (issue 35.1).
+            # Then once on a fresh list, to be sure.
+            env.wait_until(lambda: _rolled(env, new), timeout=900, what="every pod replaced", interval=0.25)
+            env.wait_until(env.converged, timeout=60, what="every pod replaced", interval=0.25)
             env.wait_until(lambda: not set(old.values()) & {v.name for v in env.views()}, timeout=60,
                            what="old pods gone", interval=0.25)
             elapsed = time.monotonic() - started
@@ -144,6 +148,8 @@ def _run(gangs: int, pods: int, resync: float, world: Any, trace: Path | None) -
             writes = {v: env.agent_requests(*v) - n for v, n in before.items()}
             steps_seen = _ready_to_next(env, mark, old, new)
             gaps = sorted(s["bench_s"] for s in steps_seen)
+            server = sorted(clock.at[s["to_rv"]] - clock.at[s["from_rv"]] for s in steps_seen
+                            if s["from_rv"] in clock.at and s["to_rv"] in clock.at)
 
             def spent(name: str) -> float:
                 return end_metrics.get(name, 0.0) - start_metrics.get(name, 0.0)
@@ -177,6 +183,12 @@ def _run(gangs: int, pods: int, resync: float, world: Any, trace: Path | None) -
                 "world_gc_pause_ms_max": round(1000 * world.longest, 1),
                 "world_gc_pauses_over_100ms": int(world_pauses - world_fast),
                 "ready_to_next_count": len(gaps),
+                "server_ready_to_next_s_median": round(statistics.median(server), 3) if server else 0.0,
+                "server_ready_to_next_s_p95": _percentile(server, 0.95),
+                "server_ready_to_next_s_p99": _percentile(server, 0.99),
+                "server_ready_to_next_s_max": round(server[-1], 3) if server else 0.0,
+                "server_ready_to_next_over_300ms": sum(1 for g in server if g > 0.3),
+                "server_ready_to_next_count": len(server),
             }
     if trace is not None and world_trace is not None:
         figures.update(_traced(trace, world_trace, steps_seen))
@@ -193,6 +205,15 @@ def _traced(trace: Path, world_trace: Any, steps: list[dict[str, Any]]) -> dict[
     (trace / "steps.json").write_text(json.dumps(split, indent=1))
     server = sorted(r["server_s"] for r in split["steps"])
     return {"trace_" + k: v for k, v in split["summary"].items()} | {"trace_server_s_max": server[-1] if server else 0.0}
+
+
+def _rolled(env: Any, desired: dict[Any, str]) -> bool:
+    """``env.converged`` as the observer last saw the pods: every slot holds exactly its
+    rendered pod, available and ungated, and no other pod is left."""
+    views = env.observer.now().pods
+    if sorted(v.name for v in views) != sorted(desired.values()):
+        return False
+    return all(v.available and not v.gated and desired.get(v.slot) == v.name for v in views)
 
 
 class AgentProcess:

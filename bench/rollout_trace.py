@@ -58,6 +58,38 @@ class _Gc:
             self.out.append(("gc", self.began, time.monotonic(), int(info.get("generation", 0))))
 
 
+class CommitClock:
+    """When the fake API server committed each pod write (resourceVersion -> monotonic time):
+    the benchmark's figures "as the server sees them". One dict store per pod commit."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, float] = {}
+        self._undo: Callable[[], None] | None = None
+
+    def install(self) -> None:
+        from tests.fakeserver import store
+
+        at = self.at
+        append = store.Store._append
+
+        def clocked(self: Any, event: Any) -> None:
+            append(self, event)
+            if event.group_resource.resource == "pods":
+                at[event.rv] = time.monotonic()
+
+        store.Store._append = clocked  # type: ignore[method-assign]
+
+        def undo() -> None:
+            store.Store._append = append  # type: ignore[method-assign]
+
+        self._undo = undo
+
+    def uninstall(self) -> None:
+        if self._undo is not None:
+            self._undo()
+            self._undo = None
+
+
 class WorldTrace:
     """The fake API server's side (see the module's comment); :meth:`install` patches it."""
 
