@@ -21,7 +21,10 @@ time per PodCliqueSet, the G PodCliqueSets in parallel. One JSON line on stdout:
   PATCHes, Event POSTs) over the pods replaced, and each kind apart (``pod_writes_per_pod``,
   ``status_writes``, ``events``);
 - ``ready_to_next_s``: per PodCliqueSet, from a replacement turning Ready to the next old
-  pod's deletion (median, 95th and 99th percentile, max, and the steps over 300 ms and 1 s);
+  pod's deletion (median, 95th and 99th percentile, max, and the steps over 300 ms and 1 s),
+  as this process's observer saw both events; ``server_ready_to_next_s``: the same steps as
+  the fake API server committed them (the Ready status write, or the replacement's create if
+  later, to the DELETE), so the observer's own delays are not in it;
 - ``agent_gc_pause_ms_max``: the agent's longest garbage-collector pause (its metric,
   ``agent/gcpause.py``); ``world_gc_pause_ms_max`` and ``world_gc_pauses_over_100ms``: this
   process's (the fake API server's and the simulators'), during the rollout.
@@ -32,6 +35,12 @@ ms each, every second or two, and every request and watch event of the agent wai
 So the world keeps its own collector pauses short the way the agent does (``--world-gc
 freeze``, the default: ``GcPauses`` in a thread of this process); ``--world-gc python`` leaves
 CPython's defaults, as before, to compare.
+
+``--trace DIR`` splits every step over 100 ms into its phases (``bench.rollout_trace``). What
+it found next (issue 35.1, second round): the agent's DELETEs waited in the fake server behind
+lists that copied every pod under the store's lock (now copied outside it), and this process
+read the rendered tree and listed every pod every 0.25 s to see whether the rollout was done
+(now it asks the observer's copy, and lists once at the end).
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ cache, and asks the decision modules in a fixed order:
 
 This module owns the pass driver (what a pass covers, :meth:`Agent._this_pass`; one pass,
 :meth:`Agent.sync_workloads`) and the loop (:meth:`Agent.run`: watchers, batching, resyncs).
+Within a pass the workloads an event touched are decided (and their writes sent) before the
+resync's, and the resync's give way to the next event (issue 35.1: a replacement turning
+Ready, the next rollout step, waited for whole resync slices).
+
 The rooms it drives: :mod:`.dispatch` (step 1), :mod:`.release_step` (step 2), on the state
 of :mod:`.workbench`; the settings are :mod:`.config`'s.
 
@@ -58,7 +62,8 @@ PASS_SLICE = 5_000
 #: every workload; done in one pass it took 220-500 ms for fifty workloads of twenty pods on a
 #: loaded machine, and every event that came meanwhile (a replacement turning Ready: the
 #: next rollout step) waited for it (issue 35.1). In slices of this size a resync runs over
-#: several short passes, and an event waits for one slice at most.
+#: several short passes; a pass decides its events' workloads before its slice, and the
+#: slice gives way to an event that comes while it is decided (:meth:`Agent.sync_workloads`).
 RESYNC_SLICE = 250
 PASS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
