@@ -106,3 +106,35 @@ def test_a_resync_slice_gives_way_to_an_event_that_comes_while_it_is_decided(
     agent.sync_workloads(agent._this_pass(batch), wait=False)
     assert seen.decided == [wl[5], *wl[1:5]]  # the event's pass, then the slice goes on
     assert not agent._resync
+
+
+def test_the_loop_sends_a_workloads_writes_as_soon_as_it_is_decided(
+        agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35.1: a pass of twenty dirty workloads decided all twenty before the first
+    DELETE left. In the loop's passes (``wait=False``, the writes run in the pool) each
+    workload's writes go out right after its own decision."""
+    from grove_gitops.agent.actions import Action, DeletePod
+
+    wl = [(NS, f"w-{i}") for i in range(3)]
+    order: list[tuple[str, str]] = []
+    snapshot = agent._snapshot
+
+    def traced(key: WorkloadKey) -> Snapshot:
+        order.append(("decide", key[1]))
+        return snapshot(key)
+
+    def day2_actions(snap: Snapshot, now: float) -> list[Action]:
+        name = order[-1][1]
+        return [DeletePod(NS, f"{name}-old", f"uid-{name}", "PodRetired", "a step", (NS, name))]
+
+    def run_actions(actions: list[Action], wait: bool = True) -> int:
+        order.extend(("write", a.name.removesuffix("-old")) for a in actions if isinstance(a, DeletePod))
+        return 0
+
+    monkeypatch.setattr(agent, "_snapshot", traced)
+    monkeypatch.setattr(agent, "day2_actions", day2_actions)
+    monkeypatch.setattr(agent, "_run_actions", run_actions)
+    monkeypatch.setattr(agent, "sync_gangs", lambda *_: None)
+    agent.sync_workloads(agent._this_pass(set(wl)), wait=False)
+    assert order == [("decide", "w-0"), ("write", "w-0"), ("decide", "w-1"), ("write", "w-1"),
+                     ("decide", "w-2"), ("write", "w-2")]
