@@ -207,14 +207,15 @@ class Agent(ReleaseStep):
             # The workloads an event touched first, and their writes sent before the resync's
             # are decided: a replacement turning Ready (the next rollout step) never waits for
             # a resync slice. The resync's workloads then go one by one, and give the rest of
-            # the slice back as soon as another event is waiting (issue 35.1).
+            # the slice back as soon as another event is waiting (issue 35.1); the first is
+            # always decided, so a stream of events never stops the resync (its timers).
             resync = [wl for wl in keys if wl in self._resync_taken]
             self._resync_taken = set()
             for part in ([wl for wl in keys if wl not in resync], resync):
                 actions: list[Action] = []
                 decided = time.monotonic()
                 for n, wl in enumerate(part):
-                    if part is resync and self._event_waiting():
+                    if part is resync and n > 0 and self._event_waiting():
                         self._resync.extendleft(reversed(part[n:]))
                         keys = [k for k in keys if k not in part[n:]]
                         break

@@ -138,3 +138,25 @@ def test_the_loop_sends_a_workloads_writes_as_soon_as_it_is_decided(
     agent.sync_workloads(agent._this_pass(set(wl)), wait=False)
     assert order == [("decide", "w-0"), ("write", "w-0"), ("decide", "w-1"), ("write", "w-1"),
                      ("decide", "w-2"), ("write", "w-2")]
+
+
+def test_events_that_never_stop_still_leave_the_resync_a_workload_per_pass(
+        agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resync is what expires grace periods and timers without an event: a workload with
+    a pod that changes all the time must not hold it back for good."""
+    wl = [(NS, f"w-{i}") for i in range(6)]
+    agent._resync.extend(wl[:5])
+
+    def always(_: WorkloadKey) -> None:
+        with agent.cache.lock:
+            agent.cache.dirty.add(wl[5])
+
+    seen = _record(agent, monkeypatch, always)
+    for _ in range(5):
+        always(wl[5])  # an event is waiting before every pass's slice
+        with agent.cache.lock:
+            batch = set(agent.cache.dirty)
+            agent.cache.dirty.clear()
+        agent.sync_workloads(agent._this_pass(batch), wait=False)
+    assert [w for w in seen.decided if w != wl[5]] == wl[:5]  # one per pass, in order
+    assert not agent._resync
