@@ -114,10 +114,12 @@ def test_while_it_runs_cpython_starts_no_full_collection_of_its_own() -> None:
     runner.start()
     gc.callbacks.append(count)
     try:
-        # run() has started: its first report is out (its settings are made before it)
-        assert runner.is_alive()
-        while registry.get("grove_gitops_agent_gc_pause_longest_seconds") is None:
+        for _ in range(10_000):  # run() has started: its first report is out (its settings come first)
+            if registry.get("grove_gitops_agent_gc_pause_longest_seconds") is not None:
+                break
             stop.wait(0.001)
+        else:
+            raise AssertionError("GcPauses.run never reported")
         kept = [[Node() for _ in range(10)] for _ in range(30_000)]  # 330,000 survivors
         assert len(kept) == 30_000
     finally:
