@@ -21,7 +21,10 @@ time per PodCliqueSet, the G PodCliqueSets in parallel. One JSON line on stdout:
   PATCHes, Event POSTs) over the pods replaced, and each kind apart (``pod_writes_per_pod``,
   ``status_writes``, ``events``);
 - ``ready_to_next_s``: per PodCliqueSet, from a replacement turning Ready to the next old
-  pod's deletion (median, 95th and 99th percentile, max, and the steps over 300 ms and 1 s);
+  pod's deletion (median, 95th and 99th percentile, max, and the steps over 300 ms and 1 s),
+  as this process's observer saw both events; ``server_ready_to_next_s``: the same steps as
+  the fake API server committed them (the Ready status write, or the replacement's create if
+  later, to the DELETE), so the observer's own delays are not in it;
 - ``agent_gc_pause_ms_max``: the agent's longest garbage-collector pause (its metric,
   ``agent/gcpause.py``); ``world_gc_pause_ms_max`` and ``world_gc_pauses_over_100ms``: this
   process's (the fake API server's and the simulators'), during the rollout.
@@ -32,6 +35,12 @@ ms each, every second or two, and every request and watch event of the agent wai
 So the world keeps its own collector pauses short the way the agent does (``--world-gc
 freeze``, the default: ``GcPauses`` in a thread of this process); ``--world-gc python`` leaves
 CPython's defaults, as before, to compare.
+
+``--trace DIR`` splits every step over 100 ms into its phases (``bench.rollout_trace``). What
+it found next (issue 35.1, second round): the agent's DELETEs waited in the fake server behind
+lists that copied every pod under the store's lock (now copied outside it), and this process
+read the rendered tree and listed every pod every 0.25 s to see whether the rollout was done
+(now it asks the observer's copy, and lists once at the end).
 """
 
 from __future__ import annotations
@@ -86,22 +95,34 @@ def world_collector(mode: str) -> Iterator[Any]:
         world.uninstall()
 
 
-def run(gangs: int, pods: int, resync: float = 2.0, world_gc: str = "freeze") -> dict[str, float | int]:
+def run(gangs: int, pods: int, resync: float = 2.0, world_gc: str = "freeze",
+        trace: Path | None = None) -> dict[str, Any]:
     with world_collector(world_gc) as world:
-        return _run(gangs, pods, resync, world)
+        return _run(gangs, pods, resync, world, trace)
 
 
-def _run(gangs: int, pods: int, resync: float, world: Any) -> dict[str, float | int]:
+def _run(gangs: int, pods: int, resync: float, world: Any, trace: Path | None) -> dict[str, Any]:
     from tests.day2.harness import bump_image, day2_env
 
     pcss = workload(gangs, pods)
     for pcs in pcss:
         pcs["metadata"]["namespace"] = "bench"
-    with tempfile.TemporaryDirectory() as tmp:
+    from bench.rollout_trace import CommitClock, WorldTrace
+
+    clock = CommitClock()
+    world_trace = WorldTrace() if trace is not None else None
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as undo:
+        clock.install()
+        undo.callback(clock.uninstall)
+        if trace is not None and world_trace is not None:
+            trace.mkdir(parents=True, exist_ok=True)
+            world_trace.install()
+            undo.callback(world_trace.uninstall)
         source = write_source(Path(tmp) / "source", pcss)
         with day2_env(Path(tmp) / "world", source=source, namespace="bench", ready_delay=0.0,
                       termination_delay=None, sync_interval=0.5, agent=False, bystander=False) as env, \
-                _agent_process(env.server, Path(tmp) / "kubeconfig", resync) as agent:
+                _agent_process(env.server, Path(tmp) / "kubeconfig", resync,
+                               trace / "agent.json" if trace else None) as agent:
             env.wait_until(env.converged, timeout=300, what="the first deploy", interval=0.25)
             old = env.all_desired_pods()
             mark = env.observer.mark()
@@ -118,9 +139,12 @@ def _run(gangs: int, pods: int, resync: float, world: Any) -> dict[str, float | 
             bump_image(env.source)  # every PodCliqueSet of the bench
             env.render()
             new = env.all_desired_pods()
-            # Polled every 0.25 s: each poll lists every pod, work the measured agent's API
-            # server should not be doing a hundred times a second.
-            env.wait_until(env.converged, timeout=900, what="every pod replaced", interval=0.25)
+            # Polled on the observer's copy of the pods, every 0.25 s: env.converged reads the
+            # rendered tree and lists every pod each time, and that work of this process, on
+            # the measured agent's API server, delayed the steps it measures (issue 35.1).
+            # Then once on a fresh list, to be sure.
+            env.wait_until(lambda: _rolled(env, new), timeout=900, what="every pod replaced", interval=0.25)
+            env.wait_until(env.converged, timeout=60, what="every pod replaced", interval=0.25)
             env.wait_until(lambda: not set(old.values()) & {v.name for v in env.views()}, timeout=60,
                            what="old pods gone", interval=0.25)
             elapsed = time.monotonic() - started
@@ -131,13 +155,16 @@ def _run(gangs: int, pods: int, resync: float, world: Any) -> dict[str, float | 
             end_metrics = agent.metrics()
             cpu = agent.cpu() - cpu_before
             writes = {v: env.agent_requests(*v) - n for v, n in before.items()}
-            gaps = sorted(_ready_to_next(env, mark, old, new))
+            steps_seen = _ready_to_next(env, mark, old, new)
+            gaps = sorted(s["bench_s"] for s in steps_seen)
+            server = sorted(clock.at[s["to_rv"]] - clock.at[s["from_rv"]] for s in steps_seen
+                            if s["from_rv"] in clock.at and s["to_rv"] in clock.at)
 
             def spent(name: str) -> float:
                 return end_metrics.get(name, 0.0) - start_metrics.get(name, 0.0)
 
             steps = len(old)
-            return {
+            figures: dict[str, Any] = {
                 "gangs": gangs,
                 "pods": len(new),
                 "rollout_s": round(elapsed, 2),
@@ -165,7 +192,37 @@ def _run(gangs: int, pods: int, resync: float, world: Any) -> dict[str, float | 
                 "world_gc_pause_ms_max": round(1000 * world.longest, 1),
                 "world_gc_pauses_over_100ms": int(world_pauses - world_fast),
                 "ready_to_next_count": len(gaps),
+                "server_ready_to_next_s_median": round(statistics.median(server), 3) if server else 0.0,
+                "server_ready_to_next_s_p95": _percentile(server, 0.95),
+                "server_ready_to_next_s_p99": _percentile(server, 0.99),
+                "server_ready_to_next_s_max": round(server[-1], 3) if server else 0.0,
+                "server_ready_to_next_over_300ms": sum(1 for g in server if g > 0.3),
+                "server_ready_to_next_count": len(server),
             }
+    if trace is not None and world_trace is not None:
+        figures.update(_traced(trace, world_trace, steps_seen))
+    return figures
+
+
+def _traced(trace: Path, world_trace: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-phase split of the slow steps (bench.rollout_trace), written to ``trace``."""
+    from bench.rollout_trace import phases
+
+    agent = json.loads((trace / "agent.json").read_text())
+    world = [list(r) for r in world_trace.records]
+    split = phases(world, agent, steps)
+    (trace / "steps.json").write_text(json.dumps(split, indent=1))
+    server = sorted(r["server_s"] for r in split["steps"])
+    return {"trace_" + k: v for k, v in split["summary"].items()} | {"trace_server_s_max": server[-1] if server else 0.0}
+
+
+def _rolled(env: Any, desired: dict[Any, str]) -> bool:
+    """``env.converged`` as the observer last saw the pods: every slot holds exactly its
+    rendered pod, available and ungated, and no other pod is left."""
+    views = env.observer.now().pods
+    if sorted(v.name for v in views) != sorted(desired.values()):
+        return False
+    return all(v.available and not v.gated and desired.get(v.slot) == v.name for v in views)
 
 
 class AgentProcess:
@@ -189,9 +246,10 @@ class AgentProcess:
 
 
 @contextlib.contextmanager
-def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[AgentProcess]:
+def _agent_process(server: Any, kubeconfig: Path, resync: float, trace: Path | None = None) -> Iterator[AgentProcess]:
     """``grove-gitops agent`` in its own process against ``server`` (``None``: ``kubeconfig`` is
-    written already, e.g. a real control plane's, see bench.server_bench)."""
+    written already, e.g. a real control plane's, see bench.server_bench); with ``trace``, under
+    bench.rollout_trace, which writes the agent's moments there when it stops."""
     if server is not None:
         kubeconfig.write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "fake",
@@ -206,7 +264,8 @@ def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[Age
     log = kubeconfig.with_name("agent.log").open("w+")  # a file, never a pipe that fills and blocks the agent
     # BENCH_AGENT_PREFIX wraps the agent, e.g. "py-spy record -o agent.svg --" to profile it.
     proc = subprocess.Popen(
-        [*shlex.split(os.environ.get("BENCH_AGENT_PREFIX", "")), sys.executable, "-m", "grove_gitops.cli", "agent",
+        [*shlex.split(os.environ.get("BENCH_AGENT_PREFIX", "")), sys.executable, "-m",
+         *(["bench.rollout_trace", "agent", str(trace), "--"] if trace else ["grove_gitops.cli", "agent"]),
          "--kubeconfig", str(kubeconfig), "--namespace", "bench", "--identity", "bench", "--lease-namespace", "bench", "--metrics-address", f"127.0.0.1:{port}",
          "--resync", str(resync)],
         env=env, stdout=subprocess.DEVNULL, stderr=log, text=True,
@@ -238,7 +297,7 @@ def _agent_process(server: Any, kubeconfig: Path, resync: float) -> Iterator[Age
         log.close()
 
 
-def _ready_to_next(env: Any, mark: int, old: dict[Any, str], new: dict[Any, str]) -> list[float]:
+def _ready_to_next(env: Any, mark: int, old: dict[Any, str], new: dict[Any, str]) -> list[dict[str, Any]]:
     """Per PodCliqueSet: from a new pod turning Ready to the next old pod of that PodCliqueSet
     deleted, or from the moment that old pod's replacement was created if that is later.
 
@@ -250,26 +309,27 @@ def _ready_to_next(env: Any, mark: int, old: dict[Any, str], new: dict[Any, str]
     old_names = set(old.values())
     replacement = {old[slot]: new[slot] for slot in old if slot in new}
     pcs_of = {name: slot[1].rsplit("-", 3)[0] for side in (old, new) for slot, name in side.items()}
-    last_ready: dict[str, float] = {}
-    created: dict[str, float] = {}
+    last_ready: dict[str, tuple[float, int]] = {}
+    created: dict[str, tuple[float, int]] = {}
     ready_seen: set[str] = set()
-    gaps: list[float] = []
+    steps: list[dict[str, Any]] = []
     for moment in env.observer.since(mark):
         if moment.event == "ADDED" and moment.pod in new_names:
-            created.setdefault(moment.pod, moment.time)
+            created.setdefault(moment.pod, (moment.time, moment.resource_version))
         if moment.event == "DELETED" and moment.pod in old_names:
             pcs = pcs_of[moment.pod]
             if pcs in last_ready:
-                began = max(last_ready.pop(pcs), created.get(replacement.get(moment.pod, ""), 0.0))
-                gaps.append(moment.time - began)
+                began = max(last_ready.pop(pcs), created.get(replacement.get(moment.pod, ""), (0.0, 0)))
+                steps.append({"bench_s": moment.time - began[0], "from_rv": began[1], "to_rv": moment.resource_version,
+                              "pcs": pcs, "old": moment.pod})
         elif (
             moment.pod in new_names
             and moment.pod not in ready_seen
             and any(p.name == moment.pod and p.available for p in moment.pods)
         ):
             ready_seen.add(moment.pod)
-            last_ready[pcs_of[moment.pod]] = moment.time
-    return gaps
+            last_ready[pcs_of[moment.pod]] = (moment.time, moment.resource_version)
+    return steps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resync", type=float, default=2.0, help="the agent's --resync")
     parser.add_argument("--world-gc", choices=("freeze", "python"), default="freeze",
                         help="this process's collector: kept short as the agent's (default) or CPython's defaults")
+    parser.add_argument("--trace", type=Path, default=None, metavar="DIR",
+                        help="record every step's phases (bench.rollout_trace); the slow steps go to DIR/steps.json")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.gangs, args.pods, args.resync, args.world_gc), sort_keys=True))
+    print(json.dumps(run(args.gangs, args.pods, args.resync, args.world_gc, args.trace), sort_keys=True))
     return 0
 
 

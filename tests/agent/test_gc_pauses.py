@@ -92,3 +92,39 @@ def test_the_metrics_exist_before_the_first_round() -> None:
         gc.unfreeze()
     assert registry.get("grove_gitops_agent_gc_pause_longest_seconds") is not None
     assert p._hook not in gc.callbacks  # uninstalled on the way out
+
+
+def test_while_it_runs_cpython_starts_no_full_collection_of_its_own() -> None:
+    """Issue 35.1: with everything frozen at each tick, CPython still started full
+    collections between ticks (its trigger counts young collections): 220 ms pauses in the
+    rollout benchmark. While :meth:`GcPauses.run` runs, only its ticks collect generation 2."""
+    import threading
+
+    full: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info.get("generation") == 2:
+            full.append(1)
+
+    before = gc.get_threshold()
+    stop = threading.Event()
+    registry = Registry()
+    p = GcPauses(registry, interval=3600.0, full_every=7200.0)  # no tick during the test
+    runner = threading.Thread(target=p.run, args=(stop,), daemon=True)
+    runner.start()
+    gc.callbacks.append(count)
+    try:
+        for _ in range(10_000):  # run() has started: its first report is out (its settings come first)
+            if registry.get("grove_gitops_agent_gc_pause_longest_seconds") is not None:
+                break
+            stop.wait(0.001)
+        else:
+            raise AssertionError("GcPauses.run never reported")
+        kept = [[Node() for _ in range(10)] for _ in range(30_000)]  # 330,000 survivors
+        assert len(kept) == 30_000
+    finally:
+        gc.callbacks.remove(count)
+        stop.set()
+        runner.join()
+    assert full == []  # CPython's defaults run several full collections for as many survivors
+    assert gc.get_threshold() == before  # and they are back once it stops
