@@ -650,14 +650,30 @@ def test_workers_render_the_same_commit_and_keep_the_cache(remote: Remote, monke
     from grove_gitops.output import parallel
 
     monkeypatch.setattr(parallel, "MIN_PODS", 0)
-    sent: list[int] = []
-    real = parallel.render_shards
-    monkeypatch.setattr(parallel, "render_shards", lambda plan, items, *a: (sent.append(len(items)), real(plan, items, *a))[1])
+    # Workers get PodCliqueSets two ways: the pool started while the plan is validated
+    # (EarlyPool.offer; a cache hit is offered without its spec and never sent) or the output
+    # stage's pool (render_shards). Count what reaches a worker either way, per commit.
+    sent: list[str] = []
+    real_shards, real_offer = parallel.render_shards, parallel.EarlyPool.offer
+
+    def shards(plan: Any, items: list[Any], *a: Any) -> Any:
+        sent.extend(item.file for item in items)
+        return real_shards(plan, items, *a)
+
+    def offer(self: Any, context: Any, item: Any) -> None:
+        real_offer(self, context, item)
+        if item.pcs is not None and self.started:
+            sent.append(item.file)
+
+    monkeypatch.setattr(parallel, "render_shards", shards)
+    monkeypatch.setattr(parallel.EarlyPool, "offer", offer)
     sha = remote.push_source({"a.yaml": pcs_yaml("alpha"), "b.yaml": pcs_yaml("beta")}, "two")
     with Controller(config(remote, jobs=2)) as ctl:
         assert ctl.run_once().rendered == [sha]
         assert remote.files_at("rendered") == expected_files(remote, sha)
+        assert sorted(Path(f).name for f in sent) == ["a.yaml", "b.yaml"]
+        sent.clear()
         sha2 = remote.push_source({"c.yaml": pcs_yaml("gamma"), "d.yaml": pcs_yaml("delta")}, "two more")
         assert ctl.run_once().rendered == [sha2]
         assert remote.files_at("rendered") == expected_files(remote, sha2)
-    assert sent == [2, 2]  # alpha and beta came from the cache the second time
+    assert sorted(Path(f).name for f in sent) == ["c.yaml", "d.yaml"]  # alpha and beta came from the cache
