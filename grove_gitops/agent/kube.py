@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,9 +36,30 @@ AUTH_REFRESH = 1.0
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def _seg(value: str) -> str:
-    """One path segment or query value, escaped as the generated client escapes it."""
+def path_segment(value: str) -> str:
+    """One path segment or query value, escaped as the generated client escapes it: a name
+    read from an object (or a hostile annotation) holding ``/``, ``..``, ``?`` or ``#`` stays
+    one segment of the path it was meant for."""
     return quote(value, safe="")
+
+
+_seg = path_segment
+
+
+#: ``group/version`` or a core ``version``: a DNS subdomain, then ``v<N>`` with an optional
+#: ``alpha<N>``/``beta<N>`` (what the API server serves). Object data names the API versions the
+#: agent looks up (a PodGang's gang-objects annotation, a render's objects); anything else would
+#: put its slashes, dots or query into the request path.
+_API_VERSION = re.compile(r"(?:[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)*/)?"
+                          r"v[0-9]{1,9}(?:(?:alpha|beta)[0-9]{1,9})?")
+
+
+def api_root(api_version: str) -> str:
+    """``/apis/<group>/<version>`` or ``/api/<version>``; raises ApiException (400, nothing
+    sent) for an ``api_version`` that is not one, so it cannot reach another path."""
+    if len(api_version) > 320 or not _API_VERSION.fullmatch(api_version):
+        raise ApiException(status=400, reason=f"not an API version: {api_version[:100]!r}")
+    return f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
 
 
 def _json(response: Any) -> Raw:
@@ -280,7 +302,7 @@ class Kube:
         with self._plural_lock:
             if key in self._plurals:
                 return self._plurals[key]
-        path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        path = api_root(api_version)
         try:
             data = self.raw("GET", path)
         except ApiException as exc:
@@ -309,7 +331,7 @@ class Kube:
                     _request_timeout=self.timeout,
                 )
             else:
-                self.raw("GET", f"/api/{ref.api_version}/namespaces/{ref.namespace}/{plural}/{ref.name}")
+                self.raw("GET", f"{api_root(ref.api_version)}/namespaces/{_seg(ref.namespace)}/{_seg(plural)}/{_seg(ref.name)}")
             return True
         except ApiException as exc:
             if exc.status == 404:
@@ -334,9 +356,8 @@ class Kube:
         plural = self.plural(api_version, kind)
         if plural is None:
             return None
-        root = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        base = f"{root}/namespaces/{namespace}/{plural}"
-        return f"{base}/{name}" if name is not None else base
+        base = f"{api_root(api_version)}/namespaces/{_seg(namespace)}/{_seg(plural)}"
+        return f"{base}/{_seg(name)}" if name is not None else base
 
     def _need(self, api_version: str, kind: str, namespace: str, name: str | None = None) -> str:
         found = self.path(api_version, kind, namespace, name)
@@ -347,24 +368,22 @@ class Kube:
     def create(self, obj: Raw) -> Raw:
         meta = obj["metadata"]
         return self.raw("POST", self._need(obj["apiVersion"], obj["kind"], meta["namespace"]) +
-                        f"?fieldManager={self.field_manager}", obj)
+                        f"?fieldManager={_seg(self.field_manager)}", obj)
 
     def list_objects(self, api_version: str, kind: str, namespace: str | None, selector: str) -> Raw:
-        from urllib.parse import quote
-
         if namespace:
             path = self._need(api_version, kind, namespace)
         else:
             plural = self.plural(api_version, kind)
             if plural is None:
                 raise ApiException(status=404, reason=f"{kind}.{api_version} is not served by the API server")
-            path = (f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}") + f"/{plural}"
-        return self.raw("GET", f"{path}?labelSelector={quote(selector)}")
+            path = f"{api_root(api_version)}/{_seg(plural)}"
+        return self.raw("GET", f"{path}?labelSelector={_seg(selector)}")
 
     def patch_object(self, api_version: str, kind: str, namespace: str, name: str, body: Any, *,
                      subresource: str = "", patch_type: str = "application/merge-patch+json") -> Raw:
-        path = self._need(api_version, kind, namespace, name) + (f"/{subresource}" if subresource else "")
-        return self.raw("PATCH", f"{path}?fieldManager={self.field_manager}", body, patch_type)
+        path = self._need(api_version, kind, namespace, name) + (f"/{_seg(subresource)}" if subresource else "")
+        return self.raw("PATCH", f"{path}?fieldManager={_seg(self.field_manager)}", body, patch_type)
 
     def delete_object(self, api_version: str, kind: str, namespace: str, name: str, uid: str) -> None:
         """Delete one object only if it still has ``uid``; gone already is success."""
@@ -407,7 +426,7 @@ class Kube:
         body = event_body(involved, reason, note, event_type, self.field_manager)
         where = body["metadata"]["namespace"]
         try:
-            self.raw("POST", f"/apis/events.k8s.io/v1/namespaces/{where}/events", body)
+            self.raw("POST", f"/apis/events.k8s.io/v1/namespaces/{_seg(str(where))}/events", body)
             return True
         except (ApiException, HTTPError, OSError, ValueError) as exc:
             agent_log.warning("Event %s about %s %s not recorded: %s", reason, involved.get("kind"),

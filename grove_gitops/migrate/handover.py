@@ -37,7 +37,7 @@ from urllib3.exceptions import HTTPError
 
 from grove_gitops.agent.kube import Kube
 from grove_gitops.migrate.compare import Comparison
-from grove_gitops.migrate.live import GROVE_API, Live, MigrateError, collection
+from grove_gitops.migrate.live import GROVE_API, Live, MigrateError, collection, member
 from grove_gitops.migrate.live import get as live_get
 from grove_gitops.readmodel import adoption
 
@@ -102,7 +102,7 @@ def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: se
         selector = (obj.get("spec") or {}).get("selector") or {}
         if plural == "services" and selector.get(adoption.MANAGED_BY) == adoption.GROVE:
             name = _meta(obj)["name"]
-            _write(kube, "PATCH", f"{collection(api_version, plural, ns)}/{name}",
+            _write(kube, "PATCH", member(api_version, plural, ns, name),
                    {"spec": {"selector": {adoption.MANAGED_BY: None}}})
             writes += 1
             say(f"service {ns}/{name}: selects pods of either manager")
@@ -112,7 +112,7 @@ def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: se
                              "labels": {adoption.MANAGED_BY: adoption.GITOPS},
                              "annotations": {adoption.ADOPT: adoption.marker(pod)},
                              "ownerReferences": None}}
-        _write(kube, "PATCH", f"{collection('v1', 'pods', ns)}/{meta['name']}", body)
+        _write(kube, "PATCH", member("v1", "pods", ns, meta["name"]), body)
         writes += 1
         say(f"pod {ns}/{meta['name']}: handed over (slot {(pod.get('spec') or {}).get('hostname')})")
     for api_version, plural, obj in live.others:  # 3. children of the same name
@@ -120,7 +120,7 @@ def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: se
         name = str(_meta(obj).get("name"))
         if not _grove_labelled(obj) or (kind, name) not in rendered_names:
             continue
-        _write(kube, "PATCH", f"{collection(api_version, plural, ns)}/{name}",
+        _write(kube, "PATCH", member(api_version, plural, ns, name),
                {"metadata": {"labels": {adoption.MANAGED_BY: adoption.GITOPS}, "ownerReferences": None}})
         writes += 1
         say(f"{kind} {ns}/{name}: handed over")
@@ -129,7 +129,7 @@ def hand_over(kube: Kube, live: Live, comparison: Comparison, rendered_names: se
     deleted: list[str] = []
     for plural, obj in grove:  # 4. the grove.io objects, orphaning
         meta = _meta(obj)
-        path = f"{collection(GROVE_API, plural, ns)}/{meta.get('name')}"
+        path = member(GROVE_API, plural, ns, meta.get("name"))
         deleted.append(path)
         finalizers = [f for f in meta.get("finalizers") or [] if isinstance(f, str)]
         kept = [f for f in finalizers if not f.startswith(GROVE_FINALIZER_PREFIX)]

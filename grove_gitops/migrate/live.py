@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from grove_gitops.agent.kube import Kube
+from grove_gitops.agent.kube import Kube, api_root, path_segment
 from grove_gitops.errors import GroveGitopsError
 
 Raw = dict[str, Any]
@@ -43,12 +43,15 @@ class MigrateError(GroveGitopsError):
     """The cluster could not be read or written (the server's message is in it)."""
 
 
-def base(api_version: str) -> str:
-    return f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-
-
 def collection(api_version: str, plural: str, namespace: str) -> str:
-    return f"{base(api_version)}/namespaces/{namespace}/{plural}"
+    """The path of a namespaced collection, every part checked or escaped (see :func:`member`)."""
+    return f"{api_root(api_version)}/namespaces/{path_segment(namespace)}/{path_segment(plural)}"
+
+
+def member(api_version: str, plural: str, namespace: str, name: object) -> str:
+    """The path of one object. Its name is read from a live object: escaped, it stays that
+    object's own path segment whatever it holds."""
+    return f"{collection(api_version, plural, namespace)}/{path_segment(str(name))}"
 
 
 @dataclass
@@ -93,7 +96,7 @@ def _list(kube: Kube, api_version: str, plural: str, namespace: str, name: str) 
 def read(kube: Kube, namespace: str, name: str) -> Live:
     """Everything :mod:`.compare` and :mod:`.handover` need, read now."""
     live = Live(namespace, name)
-    live.pcs = get(kube, f"{collection(GROVE_API, 'podcliquesets', namespace)}/{name}")
+    live.pcs = get(kube, member(GROVE_API, "podcliquesets", namespace, name))
     live.podcliques = _list(kube, GROVE_API, "podcliques", namespace, name)
     live.scaling_groups = _list(kube, GROVE_API, "podcliquescalinggroups", namespace, name)
     live.pods = _list(kube, "v1", "pods", namespace, name)
