@@ -46,10 +46,9 @@ from grove_gitops.validation.kubeversions import kube_version_warnings, validate
 from grove_gitops.validation.limits import (
     BYTES_RULE,
     MAX_RENDER_POD_BYTES,
-    check_loop_bounds,
     check_pod_limit,
     count_pods,
-    estimate_pod_bytes,
+    loop_bounds,
 )
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.namespaces import namespace_warnings
@@ -175,14 +174,18 @@ def _prepare(source: SourceSet) -> _Inputs:
 
 def _validate_pcs(
     item: Sourced[PodCliqueSet], inputs: _Inputs, claim_templates: Mapping[tuple[str, str], Any]
-) -> list[FieldError]:
+) -> tuple[list[FieldError], int]:
+    """Every check of one PodCliqueSet (defaulted here), and the bytes of its pods and PodGangs
+    (``limits.estimate_pod_bytes``; 0 when there are errors)."""
     pcs = item.obj
     opcfg = inputs.opcfg
     apply_defaults(pcs, inputs.render.defaultNamespace)
     _, too_many = check_pod_limit(pcs, inputs.render.limits)
-    too_many = too_many or check_loop_bounds(pcs, inputs.render.limits)
+    pod_bytes = 0
+    if not too_many:
+        too_many, pod_bytes = loop_bounds(pcs, inputs.render.limits)
     if too_many:
-        return too_many  # nothing below may iterate over a billion replicas (or minAvailable)
+        return too_many, 0  # nothing below may iterate over a billion replicas (or minAvailable)
     tas = opcfg.topologyAwareScheduling.enabled
     errs = validate_cel(pcs)
     topo_errs, topo_warnings = validate_topology(pcs, tas, inputs.bindings)
@@ -201,7 +204,7 @@ def _validate_pcs(
     if not errs:  # the HPAs are built from a PodCliqueSet Grove accepts
         errs += validate_hpas(pcs, inputs.render.kubernetesVersion)
     errs += _backend_findings(item, inputs, default, scheduler_ok=not scheduler_errs, grove_errs=bool(errs))
-    return errs
+    return errs, 0 if errs else pod_bytes
 
 
 def _backend_findings(
@@ -245,7 +248,7 @@ def _checks_despite_schema(
         return []
     before = len(inputs.warnings)
     try:
-        errs = _validate_pcs(Sourced(raw.file, repaired.model), inputs, claim_templates)
+        errs, _ = _validate_pcs(Sourced(raw.file, repaired.model), inputs, claim_templates)
     except Exception:
         errs = []
     finally:
@@ -309,7 +312,7 @@ class RenderPlan:
         pcs, problems = parse_pcs(item.raw)
         if pcs is None:
             raise InvalidInputError(cap_document(item.file, problems, document_name(item.raw.obj)))
-        errs = _validate_pcs(
+        errs, _ = _validate_pcs(
             Sourced(item.file, pcs), dataclasses.replace(self.inputs, warnings=[]), self.claim_templates
         )
         if errs:
@@ -440,12 +443,11 @@ def plan_loaded(
                 problems += cap_document(raw.file, [*parse_problems, *despite], document_name(raw.obj))
                 continue
             before = len(inputs.warnings)
-            errs = _validate_pcs(Sourced(raw.file, pcs), inputs, claim_templates)
+            errs, pod_bytes = _validate_pcs(Sourced(raw.file, pcs), inputs, claim_templates)
             warnings = inputs.warnings[before:]
             del inputs.warnings[before:]
             key = (pcs.namespace, pcs.name)
             pods = count_pods(pcs)
-            pod_bytes = 0 if errs else estimate_pod_bytes(pcs)
             declared = pcs.spec.updateStrategy
             strategy = (declared.type if declared else None) or "RollingRecreate"
         if pods <= inputs.render.limits.maxPodsPerPodCliqueSet and total_pods <= max_pods < total_pods + pods:

@@ -17,6 +17,7 @@ import errno
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -403,9 +404,15 @@ def _walk_memory(folder: _MemoryDir, rel: str, ignore: pathspec.GitIgnoreSpec | 
             scan.files.append(child)
 
 
-def load_source(root: Path | MemorySource, cache: RenderCache | None = None, jobs: int = 1) -> SourceSet:
+def load_source(
+    root: Path | MemorySource,
+    cache: RenderCache | None = None,
+    jobs: int = 1,
+    meanwhile: Callable[[], object] | None = None,
+) -> SourceSet:
     """Every file under ``root`` (a folder, a file, or a tree held in memory), parsed (in
-    ``jobs`` processes for a large tree) and sorted."""
+    ``jobs`` processes for a large tree) and sorted. ``meanwhile``: see
+    :func:`~grove_gitops.load.files.parse_files`."""
     out = SourceSet()
     named: list[tuple[FileData, str]]
     if isinstance(root, MemorySource):
@@ -428,7 +435,7 @@ def load_source(root: Path | MemorySource, cache: RenderCache | None = None, job
         out.problems.append(InputProblem(where, "", f"more than {MAX_FILES} YAML files"))
         return out
     out.files = {display: data for data, display in named}
-    for (_, display), (docs, problems) in zip(named, parse_files(named, jobs, cache), strict=True):
+    for (_, display), (docs, problems) in zip(named, parse_files(named, jobs, cache, meanwhile), strict=True):
         out.problems.extend(problems)
         if Path(display).name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):
             out.warnings.append(f"{display}: a Helm values file, not a Kubernetes manifest; skipped")

@@ -38,6 +38,7 @@ __all__ = [
     "builtin_validator",
     "object_errors",
     "pod_spec_errors",
+    "preload",
     "resource_errors",
     "validate_pod_specs",
 ]
@@ -120,6 +121,15 @@ def _schemas_root() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ValueError("kubernetes-validate is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
+
+
+def preload() -> None:
+    """Import the schema validator's modules ahead of the first check. ``jsonschema`` and
+    ``referencing`` take ~50 ms of CPU to import, paid by the first podSpec checked, and so on
+    the render's serial path before any PodCliqueSet can go to a worker (issue 35.4);
+    ``pipeline.load`` runs this while worker processes parse the files."""
+    import jsonschema  # noqa: F401
+    import referencing  # noqa: F401
 
 
 @functools.lru_cache(maxsize=4)
