@@ -73,3 +73,18 @@ def test_an_ignore_file_and_an_inventory_still_load_what_they_need(tmp_path: Pat
     assert [item.obj["metadata"]["name"] for item in loaded.podcliquesets] == ["a"]
     assert len(loaded.inventories) == 1 and loaded.inventories[0].obj.pools[0].count == 2
     assert [(p.file, p.field, p.message) for p in loaded.problems] == [("nodes.yaml", "metadata.name", "Required value")]
+
+
+def test_the_external_reference_grammars_compile_on_first_use() -> None:
+    """The image and git URL grammars (~2.7 ms to compile) are checked only for wiring or a
+    fleet's Cluster, so they are not compiled at import; they check as before."""
+    import re
+
+    from grove_gitops.fields import externalrefs
+
+    assert [name for name, value in vars(externalrefs).items() if isinstance(value, re.Pattern)] == []
+    assert externalrefs.image_reference_problems("ghcr.io/example/vllm:0.9.1") == []
+    assert externalrefs.image_reference_problems("Bad Image") != []
+    assert externalrefs.git_url_problems("ssh://git@example.com:22/org/repo.git") == []
+    assert externalrefs.git_url_problems("https://token@example.com/org/repo") != []
+    assert externalrefs.shown_url("https://user:secret@example.com/x") == externalrefs.shown("https://***@example.com/x")
