@@ -32,8 +32,7 @@ from grove_gitops.output.layout import Tree, build_tree_from_plan, render_shard
 from grove_gitops.output.parallel import EarlyPool
 from grove_gitops.output.review import build_review_tree
 from grove_gitops.output.writer import write_tree
-from grove_gitops.render import OnAccepted, RenderPlan, plan_loaded
-from grove_gitops.validation.podspec import preload as preload_schema_checks
+from grove_gitops.render import OnAccepted, RenderPlan, plan_loaded, preload
 
 
 @dataclass
@@ -100,8 +99,8 @@ class Validated:
 def load(source: Path | MemorySource, cache: RenderCache | None = None, jobs: int = 1) -> SourceSet:
     """Every file of ``source`` read and split into documents (``jobs`` processes parse a large
     tree); what the files hold is not judged yet, beyond YAML and the bounds on size. While
-    workers parse, this process imports the schema validator step 2 needs."""
-    return load_source(source, cache, jobs, meanwhile=preload_schema_checks)
+    workers parse, this process imports what step 2 needs (``render.preload``)."""
+    return load_source(source, cache, jobs, meanwhile=preload)
 
 
 # 2. validate --------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.namespaces import namespace_warnings
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
+from grove_gitops.validation.podspec import preload as preload_schema_validator
 from grove_gitops.validation.references import reference_warnings
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
@@ -119,6 +120,15 @@ def _claim_templates(source: SourceSet, default_ns: str) -> dict[tuple[str, str]
             meta = obj.get("metadata") or {}
             out[(meta.get("namespace") or default_ns, meta["name"])] = obj
     return out
+
+
+def preload() -> None:
+    """What planning imports on first use, imported ahead: the schema validator
+    (``validation.podspec``) and the scheduler backends' modules, about 60 ms of CPU that the
+    first PodCliqueSet paid before any could go to a worker (issue 35.4). ``pipeline.load``
+    runs it while worker processes parse the source, time this process would spend waiting."""
+    preload_schema_validator()
+    available_backends()
 
 
 def _prepare(source: SourceSet) -> _Inputs:

@@ -106,8 +106,9 @@ def test_the_parent_works_on_while_workers_parse(tmp_path: Path) -> None:
 
 
 def test_the_pipeline_loads_the_schema_checker_while_workers_parse(tmp_path: Path) -> None:
-    """``pipeline.load`` gives the parse its warm-up: the schema validator's modules, which the
-    first podSpec check would otherwise import on the render's serial path."""
+    """``pipeline.load`` gives the parse its warm-up (``render.preload``): the schema validator's
+    modules and the scheduler backends, which planning the first PodCliqueSet would otherwise
+    import on the render's serial path."""
     import subprocess
     import sys
 
@@ -116,9 +117,10 @@ def test_the_pipeline_loads_the_schema_checker_while_workers_parse(tmp_path: Pat
         "from grove_gitops import pipeline\n"
         "from grove_gitops.load import files\n"
         "files.MIN_PARALLEL_BYTES = 0\n"
-        "assert 'jsonschema' not in sys.modules\n"
+        "backends = lambda: sorted(m for m in sys.modules if m.startswith('grove_gitops_backends.'))\n"
+        "assert 'jsonschema' not in sys.modules and not backends()\n"
         f"pipeline.load(pathlib.Path({str(PROJECT / 'examples')!r}), None, 2)\n"
-        "print('jsonschema' in sys.modules)\n"
+        "print('jsonschema' in sys.modules, bool(backends()))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "True"
+    assert done.stdout.strip() == "True True"

@@ -126,8 +126,8 @@ def _schemas_root() -> Path:
 def preload() -> None:
     """Import the schema validator's modules ahead of the first check. ``jsonschema`` and
     ``referencing`` take ~50 ms of CPU to import, paid by the first podSpec checked, and so on
-    the render's serial path before any PodCliqueSet can go to a worker (issue 35.4);
-    ``pipeline.load`` runs this while worker processes parse the files."""
+    the render's serial path before any PodCliqueSet can go to a worker (issue 35.4):
+    ``render.preload`` runs this while worker processes parse the files."""
     import jsonschema  # noqa: F401
     import referencing  # noqa: F401
 
