@@ -32,7 +32,7 @@ from grove_gitops.output.layout import Tree, build_tree_from_plan, render_shard
 from grove_gitops.output.parallel import EarlyPool
 from grove_gitops.output.review import build_review_tree
 from grove_gitops.output.writer import write_tree
-from grove_gitops.render import OnAccepted, RenderPlan, plan_loaded
+from grove_gitops.render import OnAccepted, RenderPlan, plan_loaded, preload
 
 
 @dataclass
@@ -98,8 +98,9 @@ class Validated:
 
 def load(source: Path | MemorySource, cache: RenderCache | None = None, jobs: int = 1) -> SourceSet:
     """Every file of ``source`` read and split into documents (``jobs`` processes parse a large
-    tree); what the files hold is not judged yet, beyond YAML and the bounds on size."""
-    return load_source(source, cache, jobs)
+    tree); what the files hold is not judged yet, beyond YAML and the bounds on size. While
+    workers parse, this process imports what step 2 needs (``render.preload``)."""
+    return load_source(source, cache, jobs, meanwhile=preload)
 
 
 # 2. validate --------------------------------------------------------------------------------

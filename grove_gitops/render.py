@@ -46,15 +46,15 @@ from grove_gitops.validation.kubeversions import kube_version_warnings, validate
 from grove_gitops.validation.limits import (
     BYTES_RULE,
     MAX_RENDER_POD_BYTES,
-    check_loop_bounds,
     check_pod_limit,
     count_pods,
-    estimate_pod_bytes,
+    loop_bounds,
 )
 from grove_gitops.validation.mnnvl import validate_mnnvl
 from grove_gitops.validation.namespaces import namespace_warnings
 from grove_gitops.validation.podcliqueset import starts_after_warnings, validate_spec
 from grove_gitops.validation.podspec import object_errors, unknown_builtin_kind, validate_pod_specs
+from grove_gitops.validation.podspec import preload as preload_schema_validator
 from grove_gitops.validation.references import reference_warnings
 from grove_gitops.validation.scheduler import selected_scheduler, validate_scheduler_names
 from grove_gitops.validation.topology import validate_cel, validate_topology
@@ -122,6 +122,15 @@ def _claim_templates(source: SourceSet, default_ns: str) -> dict[tuple[str, str]
     return out
 
 
+def preload() -> None:
+    """What planning imports on first use, imported ahead: the schema validator
+    (``validation.podspec``) and the scheduler backends' modules, about 60 ms of CPU that the
+    first PodCliqueSet paid before any could go to a worker (issue 35.4). ``pipeline.load``
+    runs it while worker processes parse the source, time this process would spend waiting."""
+    preload_schema_validator()
+    available_backends()
+
+
 def _prepare(source: SourceSet) -> _Inputs:
     problems = list(source.problems)
     warnings: list[str] = list(source.warnings)
@@ -175,14 +184,18 @@ def _prepare(source: SourceSet) -> _Inputs:
 
 def _validate_pcs(
     item: Sourced[PodCliqueSet], inputs: _Inputs, claim_templates: Mapping[tuple[str, str], Any]
-) -> list[FieldError]:
+) -> tuple[list[FieldError], int]:
+    """Every check of one PodCliqueSet (defaulted here), and the bytes of its pods and PodGangs
+    (``limits.estimate_pod_bytes``; 0 when there are errors)."""
     pcs = item.obj
     opcfg = inputs.opcfg
     apply_defaults(pcs, inputs.render.defaultNamespace)
     _, too_many = check_pod_limit(pcs, inputs.render.limits)
-    too_many = too_many or check_loop_bounds(pcs, inputs.render.limits)
+    pod_bytes = 0
+    if not too_many:
+        too_many, pod_bytes = loop_bounds(pcs, inputs.render.limits)
     if too_many:
-        return too_many  # nothing below may iterate over a billion replicas (or minAvailable)
+        return too_many, 0  # nothing below may iterate over a billion replicas (or minAvailable)
     tas = opcfg.topologyAwareScheduling.enabled
     errs = validate_cel(pcs)
     topo_errs, topo_warnings = validate_topology(pcs, tas, inputs.bindings)
@@ -201,7 +214,7 @@ def _validate_pcs(
     if not errs:  # the HPAs are built from a PodCliqueSet Grove accepts
         errs += validate_hpas(pcs, inputs.render.kubernetesVersion)
     errs += _backend_findings(item, inputs, default, scheduler_ok=not scheduler_errs, grove_errs=bool(errs))
-    return errs
+    return errs, 0 if errs else pod_bytes
 
 
 def _backend_findings(
@@ -245,7 +258,7 @@ def _checks_despite_schema(
         return []
     before = len(inputs.warnings)
     try:
-        errs = _validate_pcs(Sourced(raw.file, repaired.model), inputs, claim_templates)
+        errs, _ = _validate_pcs(Sourced(raw.file, repaired.model), inputs, claim_templates)
     except Exception:
         errs = []
     finally:
@@ -309,7 +322,7 @@ class RenderPlan:
         pcs, problems = parse_pcs(item.raw)
         if pcs is None:
             raise InvalidInputError(cap_document(item.file, problems, document_name(item.raw.obj)))
-        errs = _validate_pcs(
+        errs, _ = _validate_pcs(
             Sourced(item.file, pcs), dataclasses.replace(self.inputs, warnings=[]), self.claim_templates
         )
         if errs:
@@ -440,12 +453,11 @@ def plan_loaded(
                 problems += cap_document(raw.file, [*parse_problems, *despite], document_name(raw.obj))
                 continue
             before = len(inputs.warnings)
-            errs = _validate_pcs(Sourced(raw.file, pcs), inputs, claim_templates)
+            errs, pod_bytes = _validate_pcs(Sourced(raw.file, pcs), inputs, claim_templates)
             warnings = inputs.warnings[before:]
             del inputs.warnings[before:]
             key = (pcs.namespace, pcs.name)
             pods = count_pods(pcs)
-            pod_bytes = 0 if errs else estimate_pod_bytes(pcs)
             declared = pcs.spec.updateStrategy
             strategy = (declared.type if declared else None) or "RollingRecreate"
         if pods <= inputs.render.limits.maxPodsPerPodCliqueSet and total_pods <= max_pods < total_pods + pods:

@@ -359,3 +359,36 @@ def test_acknowledged_warnings_are_bounded(tmp_path: Path) -> None:
         + ",".join(f'"w{i}"' for i in range(2, 1001))
         + "]: List should have at most 1000 items after validation, not 1001"
     ]
+
+
+def test_the_pod_bytes_come_from_the_walk_that_bounds_the_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35.4: a plan walks each PodCliqueSet's spec once for the loop bounds and the bytes
+    together (it walked it twice), and the bytes are the same as :func:`estimate_pod_bytes`'s."""
+    from grove_gitops.api.podcliqueset import PodCliqueSet
+    from grove_gitops.api.renderconfig import RenderLimits
+    from grove_gitops.render import plan_source
+    from grove_gitops.validation import limits
+
+    doc = pcs_doc([clique("a", replicas=3), clique("b")], [{"name": "g", "cliqueNames": ["b"], "replicas": 2}])
+    doc["metadata"]["labels"] = {"team": "x"}
+    pcs = PodCliqueSet.model_validate(doc)
+    errs, pod_bytes = limits.loop_bounds(pcs, RenderLimits())
+    assert errs == [] and pod_bytes == limits.estimate_pod_bytes(pcs) > 0
+    monkeypatch.setattr(limits, "MAX_POD_BYTES", pod_bytes - 1)
+    errs, refused = limits.loop_bounds(pcs, RenderLimits())
+    assert [e.path for e in errs] == ["spec.template.cliques"] and refused == 0
+    monkeypatch.undo()
+
+    walks = 0
+    real_of = limits._Size.of
+
+    def counted(pcs: PodCliqueSet) -> Any:
+        nonlocal walks
+        walks += 1
+        return real_of(pcs)
+
+    monkeypatch.setattr(limits._Size, "of", staticmethod(counted))
+    docs = [dict(doc, metadata={"name": name, "namespace": "default"}) for name in ("one", "two", "three")]
+    src = write_source(tmp_path / "src", {"pcs.yaml": yaml.safe_dump_all(docs), "opcfg.yaml": GANG_OPCFG})
+    assert [item.key[1] for item in plan_source(src).items] == ["one", "two", "three"]
+    assert walks == 3

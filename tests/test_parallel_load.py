@@ -84,3 +84,43 @@ def test_a_mid_size_tree_is_parsed_in_workers(tmp_path: Path, monkeypatch: pytes
     parsed = _docs(source, 2)
     assert pools == [2]
     assert parsed == _docs(source, 1)
+
+
+@pytest.mark.usefixtures("always_parallel")
+def test_the_parent_works_on_while_workers_parse(tmp_path: Path) -> None:
+    """Issue 35.4: ``meanwhile`` runs in this process once, after the workers were given the
+    files and before their results are collected; the result is the serial one. Without
+    workers it does not run (nothing to wait for)."""
+    import multiprocessing
+
+    seen: list[tuple[int, bool]] = []
+
+    def meanwhile() -> None:
+        children = multiprocessing.active_children()  # the pool's workers, started already
+        seen.append((len(children), all(c.is_alive() for c in children)))
+
+    named = [(path, path.name) for path in sorted((PROJECT / "examples").rglob("*.yaml"))]
+    parsed = loadfiles.parse_files(named, 2, None, meanwhile)
+    assert seen == [(2, True)]
+    assert parsed == loadfiles.parse_files(named, 1, None, meanwhile) and seen == [(2, True)]
+
+
+def test_the_pipeline_loads_the_schema_checker_while_workers_parse(tmp_path: Path) -> None:
+    """``pipeline.load`` gives the parse its warm-up (``render.preload``): the schema validator's
+    modules and the scheduler backends, which planning the first PodCliqueSet would otherwise
+    import on the render's serial path."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pathlib\n"
+        "from grove_gitops import pipeline\n"
+        "from grove_gitops.load import files\n"
+        "files.MIN_PARALLEL_BYTES = 0\n"
+        "backends = lambda: sorted(m for m in sys.modules if m.startswith('grove_gitops_backends.'))\n"
+        "assert 'jsonschema' not in sys.modules and not backends()\n"
+        f"pipeline.load(pathlib.Path({str(PROJECT / 'examples')!r}), None, 2)\n"
+        "print('jsonschema' in sys.modules, bool(backends()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True True"

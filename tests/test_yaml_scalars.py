@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from grove_gitops.cli import main
@@ -84,3 +85,35 @@ def test_every_command_reports_it_as_a_file_error(command: str, tmp_path: Path) 
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert f"error: cm.yaml: invalid YAML: line 6: integer of 4301 characters {OUT_OF_RANGE}" in result.output
     assert not (tmp_path / "out").exists()
+
+
+class _Reference(yaml.CSafeLoader):
+    """PyYAML's own resolution with the loader's implicit resolvers (no memo, path calls kept)."""
+
+
+SCALARS = [
+    "1", "-7", "0x1F", "0o17", "017", "1_000", "1:30", "1.5", "-.5", "6.02e+23", "1e3", "true", "True", "yes", "No",
+    "on", "off", "y", "n", "null", "~", "", "2024-01-01", "2001-12-14t21:59:43.10-05:00", "abc", "8Gi",
+    "'quoted 1'", '"2"', "!!str 3", "a" * 65, "1." + "1" * 64,
+]
+
+
+def test_memoised_tags_resolve_as_pyyaml_does() -> None:
+    """Issue 35.4: a plain scalar's tag is memoised by its text. Cold and warm, every scalar
+    loads as PyYAML's own resolution (with the same implicit resolvers) loads it, whichever
+    scalar came first, and the memo stays bounded."""
+    from grove_gitops.yamlfiles import yamlio
+
+    _Reference.yaml_implicit_resolvers = yamlio._Loader.yaml_implicit_resolvers
+    text = "".join(f"k{i}: {s}\n" for i, s in enumerate(SCALARS))
+    text += "list: [" + ", ".join(SCALARS[:20]) + "]\nabc: x\n8Gi: y\nmerged: {<<: {a: 1}, b: 2}\n"
+    expected = yaml.load(text, Loader=_Reference)
+    yamlio._PLAIN_TAGS.clear()
+    for _ in range(2):  # cold, then every tag from the memo
+        docs, problems = parse_documents(text, "f.yaml")
+        assert problems == [] and [d.data for d in docs] == [expected]
+    assert "a" * 65 not in yamlio._PLAIN_TAGS and "1" in yamlio._PLAIN_TAGS
+    many = "".join(f"k{i}: v{i}\n" for i in range(yamlio._TAG_MEMO_MAX + 10))
+    assert parse_documents(many, "g.yaml")[0][0].data["k7"] == "v7"
+    assert len(yamlio._PLAIN_TAGS) <= yamlio._TAG_MEMO_MAX
+    assert not yamlio._Loader.yaml_path_resolvers  # what makes the no-op path calls right

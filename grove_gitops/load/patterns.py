@@ -6,7 +6,8 @@ default backend compiles each pattern to a Python regular expression, which back
 ``*a*a*a*a*a*ab`` against one 200-character file name ran for minutes. RE2 (google-re2,
 pathspec's ``re2`` extra) matches in time linear in the path, whatever the pattern, so no
 pattern needs to be refused for its shape. The backend is named explicitly: a missing RE2 is
-an import error at start-up, never a silent fall back to the backtracking engine.
+an import error when the first patterns are read, never a silent fall back to the backtracking
+engine. (Imported only then: a render without patterns starts without pathspec.)
 """
 
 from __future__ import annotations

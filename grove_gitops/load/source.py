@@ -17,16 +17,14 @@ import errno
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import pathspec
 from pydantic import BaseModel, ValidationError
 
 from grove_gitops.api.clusterfacts import ClusterFacts
-from grove_gitops.api.inventory import Node, NodeInventory
-from grove_gitops.api.inventorycheck import inventory_problems
 from grove_gitops.api.operatorconfig import OperatorConfiguration
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.api.podgang import PodGangSpec
@@ -36,7 +34,6 @@ from grove_gitops.errors import InputProblem
 from grove_gitops.load.files import FileData, parse_files
 from grove_gitops.load.marker import META_FILE, is_output_dir, is_output_meta
 from grove_gitops.load.memory import MemorySource
-from grove_gitops.load.patterns import gitignore_spec
 from grove_gitops.load.schemarepair import Repaired, repair
 from grove_gitops.load.treepaths import component_problem
 from grove_gitops.load.treepaths import shown as shown_path
@@ -44,6 +41,9 @@ from grove_gitops.problems import cap_document, document_name
 from grove_gitops.yamlfiles.yamlio import MAX_FILE_BYTES, MAX_OBJECT_BYTES, Document, type_name
 
 if TYPE_CHECKING:
+    import pathspec
+
+    from grove_gitops.api.inventory import Node, NodeInventory
     from grove_gitops.cache import RenderCache
 from grove_gitops.fields.fielderrors import FieldError, from_pydantic, invalid, required
 from grove_gitops.fields.k8snames import dns1123_label_problems, dns1123_subdomain_problems
@@ -229,6 +229,10 @@ def _ignore_from_bytes(data: bytes, scan: SourceScan | MemoryScan) -> pathspec.G
     except UnicodeDecodeError as exc:
         scan.problems.append(InputProblem(IGNORE_FILE, "", f"cannot read file: {exc}"))
         return None
+    # Imported only for a tree that has an ignore file: pathspec and RE2 cost ~17 ms of every
+    # render's start-up otherwise (issue 35.4). A missing RE2 still fails loudly, here.
+    from grove_gitops.load.patterns import gitignore_spec
+
     return gitignore_spec(lines)
 
 
@@ -400,9 +404,15 @@ def _walk_memory(folder: _MemoryDir, rel: str, ignore: pathspec.GitIgnoreSpec | 
             scan.files.append(child)
 
 
-def load_source(root: Path | MemorySource, cache: RenderCache | None = None, jobs: int = 1) -> SourceSet:
+def load_source(
+    root: Path | MemorySource,
+    cache: RenderCache | None = None,
+    jobs: int = 1,
+    meanwhile: Callable[[], object] | None = None,
+) -> SourceSet:
     """Every file under ``root`` (a folder, a file, or a tree held in memory), parsed (in
-    ``jobs`` processes for a large tree) and sorted."""
+    ``jobs`` processes for a large tree) and sorted. ``meanwhile``: see
+    :func:`~grove_gitops.load.files.parse_files`."""
     out = SourceSet()
     named: list[tuple[FileData, str]]
     if isinstance(root, MemorySource):
@@ -425,7 +435,7 @@ def load_source(root: Path | MemorySource, cache: RenderCache | None = None, job
         out.problems.append(InputProblem(where, "", f"more than {MAX_FILES} YAML files"))
         return out
     out.files = {display: data for data, display in named}
-    for (_, display), (docs, problems) in zip(named, parse_files(named, jobs, cache), strict=True):
+    for (_, display), (docs, problems) in zip(named, parse_files(named, jobs, cache, meanwhile), strict=True):
         out.problems.extend(problems)
         if Path(display).name in HELM_VALUES_FILES and not problems and not any(_is_object(d.data) for d in docs):
             out.warnings.append(f"{display}: a Helm values file, not a Kubernetes manifest; skipped")
@@ -439,6 +449,11 @@ def load_source(root: Path | MemorySource, cache: RenderCache | None = None, job
 def _inventory_problems(source: SourceSet) -> list[InputProblem]:
     """Limits, names and duplicate nodes of the inventory (``api.inventorycheck``), without
     ever listing a pool's nodes one by one."""
+    if not source.inventories and not source.nodes:
+        return []
+    # The inventory's models and checks load only for a tree that has one (see _classify).
+    from grove_gitops.api.inventorycheck import inventory_problems
+
     inventories = [(item.file, item.obj) for item in source.inventories]
     found = inventory_problems(inventories, [(s.file, s.obj[0], s.obj[1]) for s in source.nodes])
     by_file: dict[str, list[InputProblem]] = {}
@@ -526,20 +541,12 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
         if rc is not None:
             out.render_config = out.render_config or Sourced(doc.file, rc)
             out.render_configs.append(Sourced(doc.file, rc))
-    elif (api, kind) == INVENTORY_KIND:
-        inventory = _parse(NodeInventory, doc, out, prefix)
-        if inventory is not None:
-            out.inventories.append(Sourced(doc.file, inventory))
+    elif (api, kind) in (INVENTORY_KIND, NODE_KIND):
+        _classify_inventory(api, kind, doc, out, prefix)
     elif (api, kind) == FACTS_KIND:
         facts = _parse(ClusterFacts, doc, out, prefix)
         if facts is not None:
             out.cluster_facts.append(Sourced(doc.file, facts))
-    elif (api, kind) == NODE_KIND:
-        node = _parse(Node, doc, out, prefix)
-        if node is not None and not node.metadata.name:
-            out.problems.append(InputProblem(doc.file, f"{prefix}metadata.name", "Required value"))
-        elif node is not None:
-            out.nodes.append(Sourced(doc.file, (prefix.rstrip("."), node)))
     elif kind in (
         "PodCliqueSet",
         "ClusterTopologyBinding",
@@ -568,6 +575,23 @@ def _classify(doc: Document, out: SourceSet, prefix: str = "") -> None:
             )
             return
         out.passthrough.append(Sourced(doc.file, data))
+
+
+def _classify_inventory(api: str, kind: str, doc: Document, out: SourceSet, prefix: str) -> None:
+    """A NodeInventory or a ``v1`` Node: their models are imported with the first one, so a
+    render without an inventory never builds them (issue 35.4: start-up)."""
+    from grove_gitops.api.inventory import Node, NodeInventory
+
+    if (api, kind) == INVENTORY_KIND:
+        inventory = _parse(NodeInventory, doc, out, prefix)
+        if inventory is not None:
+            out.inventories.append(Sourced(doc.file, inventory))
+        return
+    node = _parse(Node, doc, out, prefix)
+    if node is not None and not node.metadata.name:
+        out.problems.append(InputProblem(doc.file, f"{prefix}metadata.name", "Required value"))
+    elif node is not None:
+        out.nodes.append(Sourced(doc.file, (prefix.rstrip("."), node)))
 
 
 def _conflict(out: SourceSet, problem: InputProblem) -> None:

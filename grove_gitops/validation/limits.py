@@ -112,7 +112,15 @@ def check_pod_limit(pcs: PodCliqueSet, limits: RenderLimits) -> tuple[int, list[
 
 
 def check_loop_bounds(pcs: PodCliqueSet, limits: RenderLimits) -> list[FieldError]:
-    """Errors for every number that would size a loop beyond what a valid PodCliqueSet can need.
+    """Errors for every number that would size a loop beyond what a valid PodCliqueSet can need
+    (:func:`loop_bounds` without the bytes)."""
+    return loop_bounds(pcs, limits)[0]
+
+
+def loop_bounds(pcs: PodCliqueSet, limits: RenderLimits) -> tuple[list[FieldError], int]:
+    """Errors for every number that would size a loop beyond what a valid PodCliqueSet can need,
+    and, when there is none, :func:`estimate_pod_bytes` of it (0 otherwise): both come from one
+    walk of the spec, which a render paid twice per PodCliqueSet (issue 35.4).
 
     Run on the defaulted PodCliqueSet after :func:`check_pod_limit` and before any other rule,
     backend or expansion; when it returns errors nothing else may look at the PodCliqueSet.
@@ -122,7 +130,7 @@ def check_loop_bounds(pcs: PodCliqueSet, limits: RenderLimits) -> list[FieldErro
     """
     errs = _count_fields(pcs, limits.maxPodsPerPodCliqueSet)
     if errs:
-        return errs
+        return errs, 0
     size = _Size.of(pcs)
     limit = limits.maxPodsPerPodCliqueSet
     if size.podcliques > limit:
@@ -130,27 +138,27 @@ def check_loop_bounds(pcs: PodCliqueSet, limits: RenderLimits) -> list[FieldErro
             f"this PodCliqueSet would have {size.podcliques} PodCliques, above the limit of {limit} "
             f"({LIMIT_NAME}; every PodClique holds at least one pod)"
         )
-        return [invalid("spec.template.podCliqueScalingGroups", "object", message)]
+        return [invalid("spec.template.podCliqueScalingGroups", "object", message)], 0
     if size.waits > MAX_STARTUP_WAITS:
         message = (
             f"its pods would wait for {size.waits} PodCliques in total (one init-container argument each), "
             f"above the limit of {MAX_STARTUP_WAITS}: startsAfter a scaling group makes every pod wait for each of "
             "the group's minAvailable replicas"
         )
-        return [invalid("spec.template.cliques", "object", message)]
+        return [invalid("spec.template.cliques", "object", message)], 0
     if size.claims > MAX_CLAIM_REFERENCES:
         message = (
             f"its pods would hold up to {size.claims} ResourceClaim references in total (each resourceSharing "
             f"entry once per pod it applies to), above the limit of {MAX_CLAIM_REFERENCES}"
         )
-        return [invalid("spec.template.resourceSharing", "object", message)]
+        return [invalid("spec.template.resourceSharing", "object", message)], 0
     if size.pod_bytes > MAX_POD_BYTES:
         message = (
             f"its pods and PodGangs would take about {size.pod_bytes // (1024 * 1024)} MiB ({BYTES_RULE}), above the "
             f"limit of {MAX_POD_BYTES // (1024 * 1024)} MiB"
         )
-        return [invalid("spec.template.cliques", "object", message)]
-    return []
+        return [invalid("spec.template.cliques", "object", message)], 0
+    return [], size.pod_bytes
 
 
 def estimate_pod_bytes(pcs: PodCliqueSet) -> int:

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.resources
+import importlib.util
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
@@ -37,6 +38,7 @@ __all__ = [
     "builtin_validator",
     "object_errors",
     "pod_spec_errors",
+    "preload",
     "resource_errors",
     "validate_pod_specs",
 ]
@@ -111,19 +113,46 @@ def _container_resource_errors(pod: Mapping[str, Any], path: str) -> list[FieldE
 # --------------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4)
-def _schema_folder(kube_version: str) -> tuple[Any, Any]:
-    """The strict schema folder of Kubernetes ``kube_version`` (``"1.35"``) and a registry of
-    its ``_definitions.json``, loaded once (the file is about 1.5 MB)."""
-    import referencing
+def _schemas_root() -> Path:
+    """kubernetes-validate's folder of schemas, found without importing the package: its
+    ``__init__`` imports what its own validator needs (``importlib_resources``, ``packaging``,
+    ~7 ms of a render's CPU, issue 35.4), and only the JSON files are used here."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("kubernetes-validate is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
 
-    root = importlib.resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+
+def preload() -> None:
+    """Import the schema validator's modules ahead of the first check. ``jsonschema`` and
+    ``referencing`` take ~50 ms of CPU to import, paid by the first podSpec checked, and so on
+    the render's serial path before any PodCliqueSet can go to a worker (issue 35.4):
+    ``render.preload`` runs this while worker processes parse the files."""
+    import jsonschema  # noqa: F401
+    import referencing  # noqa: F401
+
+
+@functools.lru_cache(maxsize=4)
+def _definitions(kube_version: str) -> tuple[Path, dict[str, Any]]:
+    """The strict schema folder of Kubernetes ``kube_version`` (``"1.35"``) and its parsed
+    ``_definitions.json`` (about 1.5 MB, ~25 ms to parse): read once, for the validators'
+    registry and for the API groups the version serves alike."""
+    root = _schemas_root()
     prefix = f"v{kube_version}."
     dirs = sorted(p.name for p in root.iterdir() if p.name.startswith(prefix) and p.name.endswith("-local-strict"))
     if not dirs:
         raise ValueError(f"kubernetes-validate has no schemas for Kubernetes {kube_version}")
-    folder = root.joinpath(dirs[-1])
-    definitions = json.loads(folder.joinpath("_definitions.json").read_text("utf-8"))
+    folder = root / dirs[-1]
+    return folder, json.loads(folder.joinpath("_definitions.json").read_text("utf-8"))
+
+
+@functools.lru_cache(maxsize=4)
+def _schema_folder(kube_version: str) -> tuple[Path, Any]:
+    """The strict schema folder of Kubernetes ``kube_version`` and a registry of its
+    ``_definitions.json``."""
+    import referencing
+
+    folder, definitions = _definitions(kube_version)
     # Not crawled: every reference is a JSON pointer into this one document, which the
     # resolver walks on demand; crawling its 5,000 definitions cost ~0.1 s per process, paid
     # by every diff or --once run that validates one changed PodCliqueSet.
@@ -325,8 +354,7 @@ def _builtin_groups(kube_version: str) -> frozenset[str]:
     Read from the version's schema definitions, so CRD groups that merely end in ``.k8s.io``
     (Gateway API, snapshots) are not mistaken for built-in ones.
     """
-    folder, _ = _schema_folder(kube_version)
-    definitions = json.loads(folder.joinpath("_definitions.json").read_text("utf-8"))
+    _, definitions = _definitions(kube_version)
     return frozenset(
         gvk.get("group", "")
         for schema in definitions.get("$defs", {}).values()

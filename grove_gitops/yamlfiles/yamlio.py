@@ -51,12 +51,45 @@ class Document:
     data: Any
 
 
+#: Tags of plain scalars already resolved (``_Loader.resolve``), at most this many, each of a
+#: value no longer than ``_TAG_MEMO_VALUE``: manifests repeat their keys and most values.
+_TAG_MEMO_MAX = 4096
+_TAG_MEMO_VALUE = 64
+_PLAIN_TAGS: dict[str, str] = {}
+#: PyYAML's own resolution (untyped).
+_RESOLVE: Any = yaml.CSafeLoader.resolve
+
+
 class _Loader(yaml.CSafeLoader):
     """CSafeLoader that keeps timestamp-looking scalars as strings.
 
     Kubernetes converts YAML to JSON, where ``2024-01-01`` is a string; PyYAML would build a
     ``datetime.date`` that neither JSON nor the API server understands.
+
+    The C parser calls back into Python for every node: to resolve its tag, and to descend and
+    ascend PyYAML's path resolvers, which this loader has none of. The tag of a plain scalar
+    then depends on its text alone, so it is memoised; the path calls do nothing. About a tenth
+    of the parse (issue 35.4: 41,000 scalars of the mid-size tree, 273 distinct texts).
     """
+
+    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+        plain = kind is yaml.ScalarNode and implicit[0]
+        if plain:
+            tag = _PLAIN_TAGS.get(value)
+            if tag is not None:
+                return tag
+        tag = str(_RESOLVE(self, kind, value, implicit))
+        if plain and len(value) <= _TAG_MEMO_VALUE:
+            if len(_PLAIN_TAGS) >= _TAG_MEMO_MAX:
+                _PLAIN_TAGS.clear()
+            _PLAIN_TAGS[value] = tag
+        return tag
+
+    def descend_resolver(self, current_node: yaml.Node | None, current_index: object) -> None:
+        pass  # no path resolvers (yaml_path_resolvers is empty)
+
+    def ascend_resolver(self) -> None:
+        pass
 
 
 _Loader.yaml_implicit_resolvers = {
