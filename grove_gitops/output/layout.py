@@ -136,8 +136,11 @@ class _Summary:
     #: Every non-Pod object of each PodCliqueSet shard, for the gang-structure diagram.
     shard_objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     objects: int = 0
-    #: Shard directory -> (its sorted .yaml names, their kustomization.yaml), from the cache.
-    kustomizations: dict[str, tuple[tuple[str, ...], bytes]] = field(default_factory=dict)
+    #: Shard directory -> (how many .yaml files the rendered shard put there, their
+    #: kustomization.yaml), from the shard. The tree's own list of that directory holds those
+    #: files and never a duplicate, so the same count means the same files (no name lists
+    #: built and compared per shard in the parent's output stage, issue 35.4).
+    kustomizations: dict[str, tuple[int, bytes]] = field(default_factory=dict)
 
 
 def _add_objects(
@@ -258,9 +261,10 @@ def build_tree_from_plan(
                 summary.shard_counts.setdefault(shard, Counter())[kind] += n
             own = f"{cached.key[0]}/{cached.key[1]}"
             summary.shard_gangs.setdefault(own, []).extend(cached.gangs)
-            if cached.kustomization:
-                summary.kustomizations[own] = (_yaml_names(cached.files, own), cached.kustomization)
+            before = len(tree.shards.get(own, ()))
             _merge(tree, summary, cached.files)
+            if cached.kustomization:
+                summary.kustomizations[own] = (len(tree.shards.get(own, ())) - before, cached.kustomization)
             if on_files is not None:
                 on_files(cached.files)
             summary.warnings += cached.warnings
@@ -344,7 +348,7 @@ def _finish(tree: Tree, summary: _Summary, pictures: dict[str, AgentPicture | No
     for shard, names in sorted(tree.shards.items()):
         ordered = sorted(names)
         known = summary.kustomizations.get(shard)
-        same = known is not None and known[0] == tuple(ordered)
+        same = known is not None and known[0] == len(ordered)
         tree.files[f"{shard}/{KUSTOMIZATION}"] = known[1] if known is not None and same else _kustomization(ordered)
         if shard != CLUSTER_SHARD:
             ns, sub = shard.split("/", 1)

@@ -127,6 +127,17 @@ def _plain_name(rel: str, name: str) -> bool:
     )
 
 
+def _check_relative(rel: str) -> None:
+    """``rel`` is a relative path of plain names (no ``..``, ``.``, empty part, backslash or
+    NUL), each short enough for a file name."""
+    parts = rel.split("/")
+    if rel.startswith("/") or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
+        raise OutputError(f"refusing to write {rel!r}: not a plain relative path")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise OutputError(f"refusing to write {rel!r}: a file name is longer than {MAX_NAME_BYTES} bytes")
+
+
 def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -> Path:
     """``root / rel``, refusing anything that would land outside ``root``.
 
@@ -135,12 +146,7 @@ def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -
     ``dirs`` memoises directories already resolved: resolving every file's path cost a large
     render more than writing it (issue 10); the file name is a single checked component.
     """
-    parts = rel.split("/")
-    if rel.startswith("/") or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
-        raise OutputError(f"refusing to write {rel!r}: not a plain relative path")
-    for part in parts:
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-            raise OutputError(f"refusing to write {rel!r}: a file name is longer than {MAX_NAME_BYTES} bytes")
+    _check_relative(rel)
     parent, _, name = rel.rpartition("/")
     folder = dirs.get(parent) if dirs is not None else None
     if folder is None:
@@ -214,8 +220,8 @@ class TreeWriter:
             self._abort()
             raise OutputError(f"{out}: cannot write the output: {_reason(exc)}") from exc
         self.written: set[str] = set()
-        self._dirs: dict[str, Path] = {}  # the directories checked so far, by relative path
-        self._folders: dict[str, str] = {}  # the same, as strings: no Path object per file
+        #: Checked directories: relative path -> absolute path, a string (no Path object per file).
+        self._folders: dict[str, str] = {}
         self._made: set[str] = {""}  # the directories made so far ("" = the root)
         self._fsync = fsync
         #: One syncfs at commit instead of an fsync per file and directory (where available).
@@ -277,6 +283,26 @@ class TreeWriter:
                 os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
             self._made.add(rel)
 
+    def _checked_folder(self, tmp: Path, rel: str, parent: str) -> str:
+        """The directory ``rel`` goes into, made if missing.
+
+        ``rel`` is checked to be plain names only. Its directories are then made here, one
+        ``mkdir`` each, which fails on any entry already there (a symlink included), so a
+        folder this writer made holds nothing it did not make and needs no ``resolve``: a
+        render of 150 PodCliqueSets resolved 150 new directories in the parent's output
+        stage (issue 35.4). An entry found in the way is resolved, to refuse a symlink
+        leading out of the output by name."""
+        _check_relative(rel)
+        if parent not in self._made:
+            try:
+                self._make_dirs(tmp, parent)
+            except FileExistsError:
+                _checked_target(tmp, rel)  # raises when it resolves outside
+                raise
+        folder = f"{tmp}/{parent}" if parent else str(tmp)
+        self._folders[parent] = folder
+        return folder
+
     def write(self, files: Mapping[str, bytes]) -> None:
         tmp = self.tmp
         if tmp is None:
@@ -287,14 +313,9 @@ class TreeWriter:
                     continue
                 parent, _, name = rel.rpartition("/")
                 folder = self._folders.get(parent)
-                if folder is not None and _plain_name(rel, name):
-                    target = f"{folder}/{name}"  # a checked directory: only the name is new
-                else:
-                    checked = _checked_target(tmp, rel, self._dirs)
-                    self._folders[parent] = str(checked.parent)
-                    target = str(checked)
-                if parent not in self._made:
-                    self._make_dirs(tmp, parent)
+                if folder is None or not _plain_name(rel, name):
+                    folder = self._checked_folder(tmp, rel, parent)
+                target = f"{folder}/{name}"  # a checked directory: only the name is new
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
                 try:
                     if self._chmod:
