@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
@@ -31,17 +31,13 @@ from typing import cast
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import OutputError
 from grove_gitops.load.marker import META_FILE, is_output_dir
-from grove_gitops.output.layout import Tree, build_tree_from_plan
+from grove_gitops.output.layout import KUSTOMIZATION, Tree, build_tree_from_plan
 from grove_gitops.output.parallel import FORK_SAFE_THREAD_PREFIX
+from grove_gitops.output.staging import DIR_MODE, FILE_MODE, MAX_NAME_BYTES, Published, plain_name, write_new
 from grove_gitops.render import RenderPlan
 
 __all__ = ["TreeWriter", "is_output_dir", "render_to", "write_tree"]
 
-#: Longest file name most filesystems (ext4, xfs, btrfs, APFS) accept, in bytes.
-MAX_NAME_BYTES = 255
-#: Modes of what the writer makes (readable by the GitOps tool's user, like a checkout).
-FILE_MODE = 0o644
-DIR_MODE = 0o755
 #: Threads issuing fsyncs: enough for the filesystem to batch them, few enough to stay cheap.
 FSYNC_THREADS = 8
 
@@ -115,18 +111,6 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _plain_name(rel: str, name: str) -> bool:
-    """``name``, the last component of ``rel``, is one plain file name (what
-    :func:`_checked_target` checks of it), and ``rel`` is relative."""
-    return (
-        not rel.startswith("/")
-        and name not in ("", ".", "..")
-        and "\\" not in name
-        and "\0" not in name
-        and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
-    )
-
-
 def _check_relative(rel: str) -> None:
     """``rel`` is a relative path of plain names (no ``..``, ``.``, empty part, backslash or
     NUL), each short enough for a file name."""
@@ -172,7 +156,7 @@ def render_to(
         return build_tree_from_plan(plan, cache, jobs=jobs)
     writer = TreeWriter(out, fsync=fsync)
     try:
-        tree = build_tree_from_plan(plan, cache, jobs=jobs, on_files=writer.write)
+        tree = build_tree_from_plan(plan, cache, jobs=jobs, on_files=writer.write, staging=writer)
         writer.write(tree.files)  # kustomizations, READMEs, metadata, pass-through objects
         writer.commit()
     except BaseException:
@@ -313,18 +297,10 @@ class TreeWriter:
                     continue
                 parent, _, name = rel.rpartition("/")
                 folder = self._folders.get(parent)
-                if folder is None or not _plain_name(rel, name):
+                if folder is None or not plain_name(rel, name):
                     folder = self._checked_folder(tmp, rel, parent)
                 target = f"{folder}/{name}"  # a checked directory: only the name is new
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
-                try:
-                    if self._chmod:
-                        os.fchmod(fd, FILE_MODE)  # os.open's mode is filtered by the umask
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                finally:
-                    os.close(fd)
+                write_new(target, data, self._chmod)
                 self.written.add(rel)
                 if self._fsync and not self._syncfs:  # the per-file fallback (no syncfs)
                     self._sync_later(Path(target))
@@ -334,6 +310,38 @@ class TreeWriter:
         except OSError as exc:
             self._abort()
             raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
+
+    def open_for_workers(self, namespaces: Iterable[str]) -> Published:
+        """Let the render's workers write their PodCliqueSets' directories into the staging
+        tree (:func:`~grove_gitops.output.staging.spill_shard`): the namespace directories
+        they go into are made here first, so a worker makes only its own directory."""
+        tmp = self.tmp
+        if tmp is None:
+            raise OutputError(f"{self.out}: the output was already committed or aborted")
+        try:
+            for ns in sorted(set(namespaces)):
+                self._checked_folder(tmp, f"{ns}/{KUSTOMIZATION}", ns)
+        except OutputError:
+            self._abort()
+            raise
+        except OSError as exc:
+            self._abort()
+            raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
+        return Published(str(tmp), str(self.out), self._chmod, self._fsync and not self._syncfs)
+
+    def adopt(self, paths: Iterable[str]) -> None:
+        """Files a worker wrote into the staging tree (:meth:`open_for_workers`): their
+        directory is one it made with ``mkdir`` in a namespace directory made here, so it is
+        taken as made here (its entries fsynced with the rest when there is no syncfs)."""
+        tmp = self.tmp
+        if tmp is None:
+            raise OutputError(f"{self.out}: the output was already committed or aborted")
+        for rel in paths:
+            parent = rel.rpartition("/")[0]
+            if parent not in self._made:
+                self._made.add(parent)
+                self._folders[parent] = f"{tmp}/{parent}"
+            self.written.add(rel)
 
     def _sync_tree(self, tmp: Path) -> None:
         """Make the new tree durable: one syncfs of its filesystem, or wait for the files'
