@@ -53,6 +53,15 @@ def write_source(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def copy_yaml_tree(source: Path, dest: Path) -> Path:
+    """A copy of the ``.yaml`` files of ``source`` under ``dest`` (to break one of them)."""
+    for path in source.rglob("*.yaml"):
+        target = dest / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    return dest
+
+
 def render_files(tmp_path: Path, files: dict[str, str], at: str = "git") -> RenderResult:
     """Render ``files``; ``at="initial"`` gives Git's objects plus what the agent creates at
     the autoscaled counts' start values (``render_source``'s ``at``)."""

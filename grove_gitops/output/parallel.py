@@ -5,7 +5,9 @@ interpreter lock. Each PodCliqueSet is independent once the plan is validated, s
 get the validated plan once (without the source documents they do not need) and then one
 :class:`~grove_gitops.render.PlannedPCS` at a time, and send back the shard's bytes. The
 parent consumes the results in plan order and merges them exactly as the serial path does,
-so the output is byte-identical to ``--jobs 1`` whatever the scheduling.
+so the output is byte-identical to ``--jobs 1`` whatever the scheduling. Once the parent
+publishes its writer's staging tree (``render`` into OUT, :mod:`grove_gitops.output.staging`),
+a worker writes each PodCliqueSet's own directory there itself and sends back only the rest.
 
 Fork- and spawn-safe: workers hold no state but the plan given to their initialiser, and the
 worker functions live at module level so ``spawn`` can import them. ``fork`` (cheap, shares

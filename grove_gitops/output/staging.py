@@ -21,6 +21,7 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from grove_gitops.cacheentry import CachedShard
 from grove_gitops.errors import OutputError
@@ -56,6 +57,15 @@ def write_new(target: str, data: bytes, chmod: bool, fsync: bool = False) -> Non
             view = view[os.write(fd, view) :]
         if fsync:
             os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_path(path: str | Path, directory: bool = False) -> None:
+    """fsync one file or directory by path (a directory's fsync makes its entries durable)."""
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -103,11 +113,7 @@ def spill_shard(shard: CachedShard, published: Published) -> CachedShard:
             write_new(f"{folder}/{name}", data, published.chmod, published.fsync_each)
             written.append(rel)
         if published.fsync_each:
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(folder, directory=True)
     except OSError as exc:
         raise OutputError(f"{published.out}: cannot write the output: {exc}") from exc
     return dataclasses.replace(shard, files=rest, written=tuple(written))

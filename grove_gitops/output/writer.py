@@ -17,13 +17,14 @@ umask), one ``mkdir`` per directory.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
@@ -33,7 +34,15 @@ from grove_gitops.errors import OutputError
 from grove_gitops.load.marker import META_FILE, is_output_dir
 from grove_gitops.output.layout import KUSTOMIZATION, Tree, build_tree_from_plan
 from grove_gitops.output.parallel import FORK_SAFE_THREAD_PREFIX
-from grove_gitops.output.staging import DIR_MODE, FILE_MODE, MAX_NAME_BYTES, Published, plain_name, write_new
+from grove_gitops.output.staging import (
+    DIR_MODE,
+    FILE_MODE,
+    MAX_NAME_BYTES,
+    Published,
+    fsync_path,
+    plain_name,
+    write_new,
+)
 from grove_gitops.render import RenderPlan
 
 __all__ = ["TreeWriter", "is_output_dir", "render_to", "write_tree"]
@@ -93,15 +102,6 @@ def _current_umask() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def fsync_path(path: str | Path, directory: bool = False) -> None:
-    """fsync one file or directory by path (a directory's fsync makes its entries durable)."""
-    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _reason(exc: OSError) -> str:
@@ -287,11 +287,27 @@ class TreeWriter:
         self._folders[parent] = folder
         return folder
 
-    def write(self, files: Mapping[str, bytes]) -> None:
-        tmp = self.tmp
-        if tmp is None:
+    def _open(self) -> Path:
+        """The staging tree, while there is one."""
+        if self.tmp is None:
             raise OutputError(f"{self.out}: the output was already committed or aborted")
+        return self.tmp
+
+    @contextlib.contextmanager
+    def _or_abort(self) -> Iterator[None]:
+        """Any error drops the staging tree (the previous output stays) and is an OutputError."""
         try:
+            yield
+        except OutputError:
+            self._abort()
+            raise
+        except OSError as exc:
+            self._abort()
+            raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
+
+    def write(self, files: Mapping[str, bytes]) -> None:
+        tmp = self._open()
+        with self._or_abort():
             for rel, data in files.items():
                 if rel in self.written:
                     continue
@@ -304,38 +320,22 @@ class TreeWriter:
                 self.written.add(rel)
                 if self._fsync and not self._syncfs:  # the per-file fallback (no syncfs)
                     self._sync_later(Path(target))
-        except OutputError:
-            self._abort()
-            raise
-        except OSError as exc:
-            self._abort()
-            raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
 
     def open_for_workers(self, namespaces: Iterable[str]) -> Published:
         """Let the render's workers write their PodCliqueSets' directories into the staging
         tree (:func:`~grove_gitops.output.staging.spill_shard`): the namespace directories
         they go into are made here first, so a worker makes only its own directory."""
-        tmp = self.tmp
-        if tmp is None:
-            raise OutputError(f"{self.out}: the output was already committed or aborted")
-        try:
+        tmp = self._open()
+        with self._or_abort():
             for ns in sorted(set(namespaces)):
                 self._checked_folder(tmp, f"{ns}/{KUSTOMIZATION}", ns)
-        except OutputError:
-            self._abort()
-            raise
-        except OSError as exc:
-            self._abort()
-            raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
         return Published(str(tmp), str(self.out), self._chmod, self._fsync and not self._syncfs)
 
     def adopt(self, paths: Iterable[str]) -> None:
         """Files a worker wrote into the staging tree (:meth:`open_for_workers`): their
         directory is one it made with ``mkdir`` in a namespace directory made here, so it is
         taken as made here (its entries fsynced with the rest when there is no syncfs)."""
-        tmp = self.tmp
-        if tmp is None:
-            raise OutputError(f"{self.out}: the output was already committed or aborted")
+        tmp = self._open()
         for rel in paths:
             parent = rel.rpartition("/")[0]
             if parent not in self._made:
