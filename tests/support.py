@@ -53,12 +53,15 @@ def write_source(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def copy_yaml_tree(source: Path, dest: Path) -> Path:
-    """A copy of the ``.yaml`` files of ``source`` under ``dest`` (to break one of them)."""
+def with_invalid_last_workload(source: Path, dest: Path) -> Path:
+    """A copy under ``dest`` of bench.generate's tree ``source`` (its ``.yaml`` files) whose
+    last workload, the last one planned, has ``replicas: -2``."""
     for path in source.rglob("*.yaml"):
         target = dest / path.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(path.read_bytes())
+    last = sorted((dest / "workloads").glob("llama-*.yaml"))[-1]
+    last.write_text(last.read_text().replace("replicas: 2\n", "replicas: -2\n", 1))
     return dest
 
 

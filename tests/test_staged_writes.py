@@ -21,7 +21,7 @@ from grove_gitops.errors import OutputError
 from grove_gitops.output import layout, parallel, staging
 from grove_gitops.output.writer import TreeWriter, render_to
 from grove_gitops.render import plan_source
-from tests.support import copy_yaml_tree
+from tests.support import with_invalid_last_workload
 
 #: Pods of one copy of bench.generate's disaggregated workload (see tests/test_early_render.py).
 COPY_PODS = 64
@@ -171,9 +171,7 @@ def test_an_error_in_the_parent_after_workers_wrote_keeps_the_previous_output(
 def test_a_later_invalid_document_keeps_the_previous_output(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_workers: None
 ) -> None:
-    broken = copy_yaml_tree(source, tmp_path / "src")
-    last = sorted((broken / "workloads").glob("llama-*.yaml"))[-1]  # planned after the pool started
-    last.write_text(last.read_text().replace("replicas: 2\n", "replicas: -2\n", 1))
+    broken = with_invalid_last_workload(source, tmp_path / "src")  # planned after the pool started
     out = tmp_path / "out"
     assert _render(source, out, 1).exit_code == 0
     before = _files(out)
