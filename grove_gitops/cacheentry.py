@@ -46,3 +46,7 @@ class CachedShard(ShardMeta):
     #: ``keep_objects`` (``diff``: parsing the bytes back would give the same, slower; the
     #: emitter's round-trip property tests hold it to that). Never stored on disk.
     objects: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: Paths of this shard a render's worker wrote straight into the output's staging tree
+    #: (:mod:`grove_gitops.output.staging`); their bytes are not in ``files``, so such a
+    #: shard is never cached (only a render without a cache store writes them).
+    written: tuple[str, ...] = field(default=(), compare=False, repr=False)

@@ -290,6 +290,13 @@ class EarlyShards(Protocol):
     def shards(self, items: list[PlannedPCS]) -> Generator[CachedShard, None, None] | None:
         """``items``' shards in their order, or None when they are not the ones it rendered."""
 
+    def publish(self, staging: bytes) -> None:
+        """Write the shards rendered from now on into the staging tree ``staging`` describes
+        (an encoded ``grove_gitops.output.staging.Published``)."""
+
+    def close(self) -> None:
+        """Stop the workers (they finish the shard in hand)."""
+
 
 #: Told of each PodCliqueSet as planning accepts it (see :func:`plan_loaded`).
 OnAccepted = Callable[["RenderPlan", PlannedPCS], None]

@@ -53,6 +53,18 @@ def write_source(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def with_invalid_last_workload(source: Path, dest: Path) -> Path:
+    """A copy under ``dest`` of bench.generate's tree ``source`` (its ``.yaml`` files) whose
+    last workload, the last one planned, has ``replicas: -2``."""
+    for path in source.rglob("*.yaml"):
+        target = dest / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    last = sorted((dest / "workloads").glob("llama-*.yaml"))[-1]
+    last.write_text(last.read_text().replace("replicas: 2\n", "replicas: -2\n", 1))
+    return dest
+
+
 def render_files(tmp_path: Path, files: dict[str, str], at: str = "git") -> RenderResult:
     """Render ``files``; ``at="initial"`` gives Git's objects plus what the agent creates at
     the autoscaled counts' start values (``render_source``'s ``at``)."""

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grove_gitops.diff.markdown import DIAGRAM_DROPPED, render_markdown
 from grove_gitops.diff.model import load_objects
@@ -302,3 +304,63 @@ def test_parts_nest_under_their_parent_whatever_the_list_order(tmp_path: Path) -
     ]
     g = diagram.build_graph("ml/inf", objects)
     assert _parent(g, "a")[0] == "PodGroup.scheduling.run.ai" and _parent(g, "b")[0] == "a"
+
+
+# --- the README's hot paths against their plain definitions (issue 35.4) ----------------
+
+_NAMEISH = st.text(alphabet="ab-.0129 x:/", max_size=24)
+
+
+def _masked_by_regex(line: str, pcs: str, index: int) -> str:
+    """What ``_Builder._signature`` did before: a pattern compiled per replica."""
+    return re.sub(rf"(?<![A-Za-z0-9.-]){re.escape(pcs)}-{index}(?![0-9])", "\0", line)
+
+
+@settings(max_examples=400, deadline=None)
+@given(line=_NAMEISH, pcs=st.text(alphabet="ab-.1", min_size=1, max_size=4), index=st.integers(0, 12))
+def test_masked_replaces_what_the_replica_pattern_matched(line: str, pcs: str, index: int) -> None:
+    assert diagram._masked(line, f"{pcs}-{index}") == _masked_by_regex(line, pcs, index)
+
+
+def test_masked_keeps_longer_names_and_numbers() -> None:
+    token = "p-1"
+    assert diagram._masked("podgroup p-1-a, p-1", token) == "podgroup \0-a, \0"
+    assert diagram._masked("p-12 xp-1 .p-1 -p-1 p-1p-1", token) == "p-12 xp-1 .p-1 -p-1 \0p-1"
+
+
+def _facts_by_path(value: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """``diagram._facts`` as first written: each leaf tests every field name on its path."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str) or key.lower().startswith("parent"):
+                continue
+            child = value[key]
+            if isinstance(child, list) and any(isinstance(i, dict) and "name" in i for i in child):
+                continue
+            out += _facts_by_path(child, (*path, key))
+    elif isinstance(value, list):
+        for item in value:
+            out += _facts_by_path(item, path)
+    elif (
+        path
+        and isinstance(value, (str, int, float))
+        and any(w in seg.lower() for seg in path for w in diagram._FACT_WORDS)
+    ):
+        label = path[-1] if path[-1] not in diagram._GENERIC or len(path) < 2 else f"{path[-2]}.{path[-1]}"
+        out.append(f"{label}: {value}")
+    return out
+
+
+_KEYS = st.sampled_from(["minMember", "Topology", "key", "name", "mode", "spec", "parentX", "size", "other", "level"])
+_SPECS = st.recursive(
+    st.one_of(st.integers(-3, 3), st.text(max_size=3), st.booleans(), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=_SPECS)
+def test_facts_are_those_of_the_per_leaf_definition(spec: Any) -> None:
+    assert diagram._facts(spec) == _facts_by_path(spec)

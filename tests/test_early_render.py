@@ -15,6 +15,7 @@ from grove_gitops import pipeline, render
 from grove_gitops.cli import main
 from grove_gitops.output import parallel
 from grove_gitops.render import PlannedPCS
+from tests.support import with_invalid_last_workload
 
 #: Pods planning counts for one copy of bench.generate's disaggregated workload (its
 #: autoscaled units at their most).
@@ -70,14 +71,7 @@ def test_the_pool_starts_before_the_last_podcliqueset_is_validated(
 def test_a_later_invalid_document_fails_the_render_as_without_workers(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_workers: None
 ) -> None:
-    broken = tmp_path / "src"
-    broken.mkdir()
-    for path in source.rglob("*.yaml"):
-        target = broken / path.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(path.read_bytes())
-    last = sorted((broken / "workloads").glob("llama-*.yaml"))[-1]  # planned after the pool started
-    last.write_text(last.read_text().replace("replicas: 2\n", "replicas: -2\n", 1))
+    broken = with_invalid_last_workload(source, tmp_path / "src")  # planned after the pool started
     started: list[int] = []
     real_start = parallel._start_pool
     monkeypatch.setattr(parallel, "_start_pool", lambda ctx, n, *a: started.append(n) or real_start(ctx, n, *a))

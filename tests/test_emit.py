@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from bench.generate import generate
+from grove_gitops.output import emit as emit_module
 from grove_gitops.output.emit import emit
 from grove_gitops.output.layout import build_tree_from_plan
 from grove_gitops.output.writer import write_tree
@@ -201,3 +202,43 @@ def test_kubectl_kustomize_reads_the_rendered_tree_back(which: str, tmp_path: Pa
         return obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"]
 
     assert sorted(got, key=key) == sorted(expected, key=key)
+
+
+#: Characters of names plus those of numbers, dates, words and indicators: the shortcut's edges.
+_EDGE_TEXT = st.text(alphabet="abefinotxyzgpsuYNTE0189._/-:+ #~", max_size=12)
+_EDGE_CASES = [
+    "yes",
+    "Null",
+    "TRUE",
+    "y",
+    "off",
+    "2020-1-1Tpods",
+    "2020-01-01",
+    "0x1p-2",
+    "infinity",
+    ".nan",
+    "1e5",
+    "e5",
+    "pod-1",
+    "30-pod--x.yaml",
+    "llama-0000-0",
+    "a:b",
+    "p #x",
+    "-p",
+    "~",
+    "<<",
+    "=",
+    "0o17",
+    "1_000",
+]
+
+
+@given(_EDGE_TEXT)
+def test_plain_ok_shortcut_agrees_with_its_definition(s: str) -> None:
+    assert emit_module._plain_ok(s) == emit_module._plain_ok_slow(s)
+
+
+@pytest.mark.parametrize("s", _EDGE_CASES)
+def test_plain_ok_shortcut_agrees_on_the_edges_and_round_trips(s: str) -> None:
+    assert emit_module._plain_ok(s) == emit_module._plain_ok_slow(s)
+    assert yaml.safe_load(emit({"k": s})) == {"k": s}

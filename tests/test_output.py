@@ -140,3 +140,25 @@ def test_example_renders_two_gangs() -> None:
         "llama-disagg-0",
         "llama-disagg-0-prefill-0",
     ]
+
+
+def test_a_shards_own_kustomization_is_kept_only_while_its_directory_holds_just_its_files() -> None:
+    """The rendered shard's kustomization.yaml is reused when the directory holds as many
+    .yaml files as the shard put there, and written anew when another file joined them."""
+    from grove_gitops.api.renderconfig import RenderConfig
+    from grove_gitops.output import layout
+
+    own = b"cached kustomization\n"
+    for extra, expect_cached in ((False, True), (True, False)):
+        tree, summary = layout.Tree(), layout._Summary(RenderConfig())
+        files = {"ns/p/20-a.yaml": b"a", "ns/p/30-b.yaml": b"b", "ns/p/README.md": b"r"}
+        layout._merge(tree, summary, files)
+        summary.kustomizations["ns/p"] = (2, own)
+        if extra:
+            layout._merge(tree, summary, {"ns/p/25-c.yaml": b"c"})
+        layout._finish(tree, summary)
+        got = tree.files["ns/p/kustomization.yaml"]
+        if expect_cached:
+            assert got == own
+        else:
+            assert yaml.safe_load(got)["resources"] == ["20-a.yaml", "25-c.yaml", "30-b.yaml"]

@@ -47,3 +47,43 @@ def test_a_bad_name_in_a_directory_already_written_is_still_refused(tmp_path: Pa
         writer.write({bad: b"b"})
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == []  # the temporary tree is gone too
+
+
+def test_directories_the_writer_made_are_not_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory made by the writer's own ``mkdir`` (which fails on anything already there)
+    holds only what it made: writing 3 shards resolves no path (issue 35.4)."""
+    resolved: list[Path] = []
+    real_resolve = Path.resolve
+
+    def resolve(self: Path, strict: bool = False) -> Path:
+        resolved.append(self)
+        return real_resolve(self, strict)
+
+    monkeypatch.setattr(Path, "resolve", resolve)
+    files = {f"ns/p{i}/{n}.yaml": b"x" for i in range(3) for n in "ab"} | {"README.md": b"r", "ns/k.yaml": b"k"}
+    write_tree(Tree(files=files), tmp_path / "out", fsync=False)
+    assert resolved == []
+    assert {p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*.yaml")} == {
+        f for f in files if f.endswith(".yaml")
+    }
+
+
+@pytest.mark.parametrize("planted", ["dir", "symlink"])
+def test_an_entry_planted_in_the_staging_tree_fails_the_write(tmp_path: Path, planted: str) -> None:
+    """What the writer did not make is never written into: a directory in the way fails the
+    write, a symlink leading out is refused by name; no output, nothing outside."""
+    from grove_gitops.output.writer import TreeWriter
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    writer = TreeWriter(tmp_path / "out", fsync=False)
+    assert writer.tmp is not None
+    writer.write({"ns/first/a.yaml": b"a"})
+    if planted == "dir":
+        (writer.tmp / "ns" / "second").mkdir()
+    else:
+        os.symlink(outside, writer.tmp / "ns" / "second")
+    with pytest.raises(OutputError, match="resolves outside" if planted == "symlink" else "File exists"):
+        writer.write({"ns/second/b.yaml": b"b"})
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside"]

@@ -59,7 +59,7 @@ def check(
     tree.warnings = tree.warnings + outcome.feasibility_warnings  # reported, never in the output's README
     fleet = f" for {len(outcome.clusters)} cluster(s) ({', '.join(c.name for c in outcome.clusters)})" if outcome.clusters else ""
     if out is not None:
-        line = f"rendered {n_pcs} PodCliqueSet(s){fleet} into {tree.objects} objects, {len(tree.files)} files in {out}"
+        line = f"rendered {n_pcs} PodCliqueSet(s){fleet} into {tree.objects} objects, {tree.file_count} files in {out}"
     else:
         line = f"{n_pcs} PodCliqueSet(s) valid{fleet}"
     if as_json or output == "markdown":
@@ -74,7 +74,7 @@ def check(
 
             click.echo(problems_markdown(title, f"✅ {line}", problems), nl=False)
             return
-        summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": len(tree.files)}
+        summary: dict[str, Any] = {"podCliqueSets": n_pcs, "objects": tree.objects, "files": tree.file_count}
         if outcome.clusters:
             summary["clusters"] = {c.name: {"podCliqueSets": len(c.plan.items), "objects": c.tree.objects} for c in outcome.clusters}
         click.echo(json_document(True, problems, **summary))

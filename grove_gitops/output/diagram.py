@@ -180,9 +180,13 @@ def _short(name: str, prefix: str) -> str:
 # --- gang objects, drawn generically ----------------------------------------------------
 
 
-def _facts(value: Any, path: tuple[str, ...] = ()) -> list[str]:
+def _facts(value: Any, path: tuple[str, ...] = (), relevant: bool = False) -> list[str]:
     """Gang-relevant scalar leaves of ``value`` as ``field: value`` lines, skipping named list
-    items (those become child nodes) and ``parent*`` fields (those become edges)."""
+    items (those become child nodes) and ``parent*`` fields (those become edges).
+
+    A leaf is relevant when any field on its path names a fact word; ``relevant`` carries that
+    down the recursion, so each field name is tested once, not once per leaf below it (every
+    shard README draws its gang objects: issue 35.4)."""
     out: list[str] = []
     if isinstance(value, Mapping):
         for key in value:
@@ -191,14 +195,19 @@ def _facts(value: Any, path: tuple[str, ...] = ()) -> list[str]:
             child = value[key]
             if isinstance(child, list) and any(isinstance(i, Mapping) and "name" in i for i in child):
                 continue
-            out += _facts(child, (*path, key))
+            out += _facts(child, (*path, key), relevant or _names_fact(key))
     elif isinstance(value, list):
         for item in value:
-            out += _facts(item, path)
-    elif path and isinstance(value, (str, int, float)) and any(w in seg.lower() for seg in path for w in _FACT_WORDS):
+            out += _facts(item, path, relevant)
+    elif relevant and isinstance(value, (str, int, float)):
         label = path[-1] if path[-1] not in _GENERIC or len(path) < 2 else f"{path[-2]}.{path[-1]}"
         out.append(f"{label}: {value}")
     return out
+
+
+def _names_fact(field_name: str) -> bool:
+    lowered = field_name.lower()
+    return any(word in lowered for word in _FACT_WORDS)
 
 
 def _named_items(spec: Any, depth: int = 0) -> list[tuple[Mapping[str, Any], list[Any]]]:
@@ -263,6 +272,34 @@ def _parents_first(items: list[tuple[Mapping[str, Any], list[Any]]]) -> list[tup
         out += [items[i] for i in ready]
         pending = [i for i in pending if i not in set(ready)]
     return out
+
+
+#: Characters that, before a replica's ``<pcs>-<i>``, make it part of a longer name.
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-")
+_DIGITS = frozenset("0123456789")
+
+
+def _masked(line: str, token: str) -> str:
+    """``line`` with every ``token`` (a replica's ``<pcs>-<i>``) that stands as a name of its
+    own, not inside a longer name or number, replaced by NUL: two replicas whose lines differ
+    only there look alike. A scan with ``str.find``, not a regular expression compiled for
+    each replica of each shard (issue 35.4)."""
+    start = line.find(token)
+    if start < 0:
+        return line
+    parts: list[str] = []
+    done = 0
+    size = len(token)
+    while start >= 0:
+        end = start + size
+        if (start == 0 or line[start - 1] not in _NAME_CHARS) and not (end < len(line) and line[end] in _DIGITS):
+            parts += [line[done:start], "\0"]
+            done = end
+            start = line.find(token, end)
+        else:
+            start = line.find(token, start + 1)
+    parts.append(line[done:])
+    return "".join(parts)
 
 
 class _Builder:
@@ -367,10 +404,9 @@ class _Builder:
     def _signature(self, index: int | None, nodes: list[tuple[Node, int | None, bool]]) -> str:
         if index is None:
             return json.dumps([[n.lines, p, d] for n, p, d in nodes])
-        pattern = re.compile(rf"(?<![A-Za-z0-9.-]){re.escape(self.pcs)}-{index}(?![0-9])")
+        token = f"{self.pcs}-{index}"
         lines = [
-            [[pattern.sub("\0", line) for line in n.lines if not line.startswith("replica ")], p, d]
-            for n, p, d in nodes
+            [[_masked(line, token) for line in n.lines if not line.startswith("replica ")], p, d] for n, p, d in nodes
         ]
         return json.dumps(lines)
 

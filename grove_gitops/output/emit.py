@@ -84,7 +84,25 @@ def _resolves(s: str) -> bool:
     return any(regexp.match(s) for _, regexp in _RESOLVERS.get(s[0], ()))
 
 
+#: A name-like string (a letter or digit, then letters, digits, ``._/-``) holding one of these
+#: letters is decided without the resolver regexes: none of them occurs in a string that
+#: :data:`_NUMBERISH` or PyYAML's int, float, timestamp, merge or value patterns match, and
+#: its bools and nulls are words of :data:`_WORDS`; only a whole word and a loose date (any
+#: letter may follow its ``T``) remain to rule out. Names, file names and hashes are most of
+#: a render's unique strings, each formatted once (issue 35.4); ``_plain_ok_slow`` is the
+#: definition, and the tests hold the shortcut to it.
+_NAME_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
+_NON_NUMERIC_LETTER = re.compile(r"[g-hj-mp-suvwyG-HJ-MP-SUVWY]")
+
+
 def _plain_ok(s: str) -> bool:
+    """Whether ``s`` may be written as a plain scalar (see the module's docstring)."""
+    if _NAME_LIKE.fullmatch(s) and _NON_NUMERIC_LETTER.search(s):
+        return s.lower() not in _WORDS and not _LOOSE_DATE.fullmatch(s)
+    return _plain_ok_slow(s)
+
+
+def _plain_ok_slow(s: str) -> bool:
     if not s or not s.isprintable() or s[0] == " " or s[-1] == " ":
         return False
     first = s[0]

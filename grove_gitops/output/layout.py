@@ -26,9 +26,9 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from grove_gitops import __version__
 from grove_gitops.api.renderconfig import RenderConfig
@@ -40,7 +40,8 @@ from grove_gitops.output import autoscaling_readme, diagram, parallel, wiring
 from grove_gitops.output.autoscaling_readme import AgentPicture, agent_picture, gang_row
 from grove_gitops.output.gitopsmeta import annotate, wave_of
 from grove_gitops.output.serialize import dump_object, dump_plain
-from grove_gitops.render import CLUSTER_SHARD, PlannedPCS, RenderedObject, RenderPlan, RenderResult
+from grove_gitops.output.staging import Published
+from grove_gitops.render import CLUSTER_SHARD, EarlyShards, PlannedPCS, RenderedObject, RenderPlan, RenderResult
 from grove_gitops.yamlfiles.yamlio import MAX_OBJECT_BYTES
 
 KUSTOMIZATION = "kustomization.yaml"
@@ -60,6 +61,23 @@ class Tree:
     objects: int = 0
     #: Shard -> objects of PodCliqueSets built with ``skip`` (their files are not in ``files``).
     skipped: dict[str, int] = field(default_factory=dict)
+    #: Files the render's workers wrote straight into the output (``render --jobs``, see
+    #: :mod:`grove_gitops.output.staging`): part of the tree, their bytes not in ``files``.
+    written: set[str] = field(default_factory=set)
+
+    @property
+    def file_count(self) -> int:
+        """How many files the tree has, written by the workers or not."""
+        return len(self.files) + len(self.written)
+
+
+class Staging(Protocol):
+    """An output's staging tree the render's workers may write their PodCliqueSets into
+    (:class:`~grove_gitops.output.writer.TreeWriter`)."""
+
+    def open_for_workers(self, namespaces: Iterable[str]) -> Published: ...
+
+    def adopt(self, paths: Iterable[str]) -> None: ...
 
 
 def object_file_name(obj: dict[str, Any], wave: int) -> str:
@@ -136,8 +154,11 @@ class _Summary:
     #: Every non-Pod object of each PodCliqueSet shard, for the gang-structure diagram.
     shard_objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     objects: int = 0
-    #: Shard directory -> (its sorted .yaml names, their kustomization.yaml), from the cache.
-    kustomizations: dict[str, tuple[tuple[str, ...], bytes]] = field(default_factory=dict)
+    #: Shard directory -> (how many .yaml files the rendered shard put there, their
+    #: kustomization.yaml), from the shard. The tree's own list of that directory holds those
+    #: files and never a duplicate, so the same count means the same files (no name lists
+    #: built and compared per shard in the parent's output stage, issue 35.4).
+    kustomizations: dict[str, tuple[int, bytes]] = field(default_factory=dict)
 
 
 def _add_objects(
@@ -183,6 +204,12 @@ def _merge(tree: Tree, summary: _Summary, files: dict[str, bytes]) -> None:
         if path in tree.files:
             raise OutputError(f"two objects map to the same output file {path}")
         tree.files[path] = data
+    _index(tree, summary, files)
+
+
+def _index(tree: Tree, summary: _Summary, paths: Iterable[str]) -> None:
+    """Each path's file in its shard's list (its kustomization's), and objects counted."""
+    for path in paths:
         shard, _, name = path.rpartition("/")
         if name.endswith(".yaml"):
             tree.shards.setdefault(shard, []).append(name)
@@ -210,6 +237,7 @@ def build_tree_from_plan(
     on_files: Callable[[dict[str, bytes]], None] | None = None,
     skip: Collection[str] = (),
     keep_objects: bool = False,
+    staging: Staging | None = None,
 ) -> Tree:
     """The output tree, expanding one PodCliqueSet at a time (bounded memory) and reusing
     the bytes of every PodCliqueSet the cache already rendered with the same inputs.
@@ -228,16 +256,20 @@ def build_tree_from_plan(
     (kustomizations, READMEs), are left out: such a tree is for comparing objects only.
     ``keep_objects`` (``diff``): PodCliqueSets expanded here keep their objects as
     serialised (:attr:`CachedShard.objects`), so they need not be parsed back.
+
+    ``staging`` (``render`` into OUT): the writer's staging tree, where worker processes write
+    their PodCliqueSets' own files themselves when nothing here needs their bytes: a whole
+    tree, no wiring reading the objects back, and no cache store to fill (those files are in
+    ``Tree.written``). A memory-only cache does not get such a shard: it renders it again
+    next time (``render`` without ``--cache-dir`` has one that ends with the command).
     """
     tree, summary = Tree(), _Summary(plan.config, list(plan.warnings))
     if cache is not None:
         plan = _recover_lost(plan, cache, skip)
     todo = [item for item in plan.items if not (item.pcs is None and cache is not None)]
-    # Shards the workers began while the plan was validated (pipeline.render_loaded), if any.
-    rendered = plan.early.shards(todo) if plan.early is not None and not skip and not keep_objects else None
-    if rendered is None:
-        workers = parallel.worker_count(jobs, todo, parallel.MIN_PODS if min_pods is None else min_pods)
-        rendered = parallel.render_shards(plan, todo, workers, render_shard) if workers else None
+    whole = not skip and not keep_objects
+    direct = staging if whole and plan.config.wiring is None and (cache is None or cache.store is None) else None
+    rendered, writing = _workers(plan, todo, jobs, min_pods, whole, direct)
     try:
         for item in plan.items:
             if item.pcs is None and cache is not None and item.digest in skip:
@@ -251,16 +283,23 @@ def build_tree_from_plan(
                 cached = cache.shards[item.digest]  # _recover_lost loaded it
             else:
                 cached = next(rendered) if rendered is not None else _render_shard(tree, plan, item, keep_objects)
-                if cache is not None:
+                if cache is not None and not cached.written:  # a written one has not all its bytes
                     cache.put_shard(item.digest, cached)
             for key, n in cached.kind_counts.items():
                 shard, _, kind = key.partition("\0")
                 summary.shard_counts.setdefault(shard, Counter())[kind] += n
             own = f"{cached.key[0]}/{cached.key[1]}"
             summary.shard_gangs.setdefault(own, []).extend(cached.gangs)
-            if cached.kustomization:
-                summary.kustomizations[own] = (_yaml_names(cached.files, own), cached.kustomization)
+            before = len(tree.shards.get(own, ()))
             _merge(tree, summary, cached.files)
+            if cached.written:
+                if direct is None:
+                    raise OutputError("internal error: a worker wrote files no staging tree was opened for")
+                direct.adopt(cached.written)
+                tree.written.update(cached.written)
+                _index(tree, summary, cached.written)
+            if cached.kustomization:
+                summary.kustomizations[own] = (len(tree.shards.get(own, ())) - before, cached.kustomization)
             if on_files is not None:
                 on_files(cached.files)
             summary.warnings += cached.warnings
@@ -268,11 +307,43 @@ def build_tree_from_plan(
     finally:
         if rendered is not None:
             rendered.close()  # stops the workers, also when merging failed
+        if writing is not None:
+            # Its workers may still be writing into the staging tree: stopped (never killed)
+            # before the caller swaps the tree in or removes it after an error.
+            writing.close()
     files: dict[str, bytes] = {}
     _add_objects(tree, summary, plan.extra, files, "render")
     _merge(tree, summary, files)
     _finish(tree, summary)
     return tree
+
+
+def _workers(
+    plan: RenderPlan,
+    todo: list[PlannedPCS],
+    jobs: int,
+    min_pods: int | None,
+    whole: bool,
+    direct: Staging | None,
+) -> tuple[Generator[CachedShard, None, None] | None, EarlyShards | None]:
+    """The shards of ``todo`` from worker processes, in order: those the pool started during
+    validation began (``pipeline.render_loaded``) if it has exactly these, else a pool started
+    here when :func:`parallel.worker_count` says it pays (None: render them here). With
+    ``direct``, the workers write into its staging tree from now on; the early pool is
+    returned then, to be stopped before the tree is swapped in or removed."""
+    namespaces = {item.key[0] for item in todo}
+    if plan.early is not None and whole:
+        rendered = plan.early.shards(todo)
+        if rendered is not None:
+            if direct is None:
+                return rendered, None
+            plan.early.publish(direct.open_for_workers(namespaces).encode())
+            return rendered, plan.early
+    workers = parallel.worker_count(jobs, todo, parallel.MIN_PODS if min_pods is None else min_pods)
+    if not workers:
+        return None, None
+    published = direct.open_for_workers(namespaces) if direct is not None else None
+    return parallel.render_shards(plan, todo, workers, render_shard, published=published), None
 
 
 def _recover_lost(plan: RenderPlan, cache: RenderCache, skip: Collection[str]) -> RenderPlan:
@@ -344,7 +415,7 @@ def _finish(tree: Tree, summary: _Summary, pictures: dict[str, AgentPicture | No
     for shard, names in sorted(tree.shards.items()):
         ordered = sorted(names)
         known = summary.kustomizations.get(shard)
-        same = known is not None and known[0] == tuple(ordered)
+        same = known is not None and known[0] == len(ordered)
         tree.files[f"{shard}/{KUSTOMIZATION}"] = known[1] if known is not None and same else _kustomization(ordered)
         if shard != CLUSTER_SHARD:
             ns, sub = shard.split("/", 1)
@@ -358,7 +429,7 @@ def _finish(tree: Tree, summary: _Summary, pictures: dict[str, AgentPicture | No
         tree.files.update(wiring.wiring_files(target, tree.files, tree.shards))
     for (ns, pcs), source_file in summary.podcliquesets.items():
         shard = f"{ns}/{pcs}"
-        if f"{shard}/README.md" not in tree.files:
+        if f"{shard}/README.md" not in tree.files and f"{shard}/README.md" not in tree.written:
             agent = (pictures or {}).get(shard)
             tree.files[f"{shard}/README.md"] = _shard_readme(shard, source_file, summary, agent).encode()
     tree.files["README.md"] = _root_readme(summary).encode()
@@ -452,6 +523,6 @@ def _meta(summary: _Summary, tree: Tree) -> str:
         "gitops": summary.config.gitops,
         "podCliqueSets": sorted(f"{ns}/{n}" for ns, n in summary.podcliquesets),
         "objects": summary.objects,
-        "files": len(tree.files) + 1,
+        "files": tree.file_count + 1,
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"

@@ -5,7 +5,9 @@ interpreter lock. Each PodCliqueSet is independent once the plan is validated, s
 get the validated plan once (without the source documents they do not need) and then one
 :class:`~grove_gitops.render.PlannedPCS` at a time, and send back the shard's bytes. The
 parent consumes the results in plan order and merges them exactly as the serial path does,
-so the output is byte-identical to ``--jobs 1`` whatever the scheduling.
+so the output is byte-identical to ``--jobs 1`` whatever the scheduling. Once the parent
+publishes its writer's staging tree (``render`` into OUT, :mod:`grove_gitops.output.staging`),
+a worker writes each PodCliqueSet's own directory there itself and sends back only the rest.
 
 Fork- and spawn-safe: workers hold no state but the plan given to their initialiser, and the
 worker functions live at module level so ``spawn`` can import them. ``fork`` (cheap, shares
@@ -27,6 +29,7 @@ from typing import Any
 from grove_gitops.cache import CachedShard
 from grove_gitops.errors import InputProblem, InvalidInputError, OutputError
 from grove_gitops.load.source import SourceSet
+from grove_gitops.output.staging import MAX_PUBLISHED_BYTES, Published, spill_shard
 from grove_gitops.procs import FORK_SAFE_THREAD_PREFIX, default_jobs, start_method
 from grove_gitops.render import PlannedPCS, RenderPlan
 
@@ -62,13 +65,20 @@ _PLAN: RenderPlan | None = None
 _RENDER: Callable[[RenderPlan, PlannedPCS], CachedShard] | None = None
 #: Set by the parent when it no longer wants the queued work (:meth:`EarlyPool.close`).
 _CANCEL: Any = None
+#: Shared bytes, empty until the parent publishes its output's staging tree
+#: (:class:`~grove_gitops.output.staging.Published`); from then on a worker writes the files of
+#: each PodCliqueSet it renders there itself and sends back the rest (issue 35.4).
+_STAGING: Any = None
 
 
 def _init(
-    plan: RenderPlan, render: Callable[[RenderPlan, PlannedPCS], CachedShard], cancel: Any = None
+    plan: RenderPlan,
+    render: Callable[[RenderPlan, PlannedPCS], CachedShard],
+    cancel: Any = None,
+    staging: Any = None,
 ) -> None:
-    global _PLAN, _RENDER, _CANCEL
-    _PLAN, _RENDER, _CANCEL = plan, render, cancel
+    global _PLAN, _RENDER, _CANCEL, _STAGING
+    _PLAN, _RENDER, _CANCEL, _STAGING = plan, render, cancel, staging
 
 
 def _work(item: PlannedPCS) -> CachedShard | _Failure | None:
@@ -76,7 +86,9 @@ def _work(item: PlannedPCS) -> CachedShard | _Failure | None:
     if _CANCEL is not None and _CANCEL.is_set():
         return None  # dropped: the parent stopped wanting it
     try:
-        return _RENDER(_PLAN, item)
+        shard = _RENDER(_PLAN, item)
+        published = Published.decode(_STAGING.value) if _STAGING is not None else None
+        return spill_shard(shard, published) if published is not None else shard
     except InvalidInputError as exc:
         return _Failure(exc.problems, str(exc))
     except OutputError as exc:
@@ -110,16 +122,18 @@ def _start_pool(
     plan: RenderPlan,
     render: Callable[[RenderPlan, PlannedPCS], CachedShard],
     cancel: Any = None,
+    staging: Any = None,
 ) -> Pool:
-    """A pool of ``workers`` initialised with ``plan`` (slimmed) and ``cancel`` (an event that
-    makes them skip what is still queued); raises OSError where no processes can be made."""
+    """A pool of ``workers`` initialised with ``plan`` (slimmed), ``cancel`` (an event that
+    makes them skip what is still queued) and ``staging`` (where to write shards, once
+    published: :data:`_STAGING`); raises OSError where no processes can be made."""
     fork = ctx.get_start_method() == "fork"
     if fork:
         # Forked workers share the parent's heap copy-on-write; their garbage collector
         # would touch (and so copy) every inherited object. Frozen objects are not scanned.
         gc.freeze()
     try:
-        return ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render, cancel))
+        return ctx.Pool(workers, initializer=_init, initargs=(_slim(plan), render, cancel, staging))
     finally:
         if fork:
             gc.unfreeze()
@@ -177,6 +191,7 @@ class EarlyPool:
         self._pods = 0
         self._pool: Pool | None = None
         self._cancel: Any = None
+        self._staging: Any = None
         self._unavailable = False
         self._results: list[AsyncResult[CachedShard | _Failure | None]] = []
 
@@ -206,7 +221,8 @@ class EarlyPool:
             ctx = multiprocessing.get_context(self._method or start_method())
             try:
                 self._cancel = ctx.Event()
-                self._pool = _start_pool(ctx, workers, context, self._render, self._cancel)
+                self._staging = ctx.Array("c", MAX_PUBLISHED_BYTES + 1)
+                self._pool = _start_pool(ctx, workers, context, self._render, self._cancel, self._staging)
             except OSError:  # no processes here: the output stage renders them itself
                 self._unavailable = True
                 return
@@ -222,6 +238,13 @@ class EarlyPool:
         if any(a is not b for a, b in zip(items, self._offered, strict=True)):
             return None
         return (_checked(result.get()) for result in self._results)
+
+    def publish(self, staging: bytes) -> None:
+        """From now on each worker writes the PodCliqueSets it renders into the staging tree
+        ``staging`` describes (:meth:`Published.encode`, :data:`_STAGING`); shards begun
+        before come back as bytes. Only while the pool runs."""
+        if self._pool is not None:
+            self._staging.value = staging
 
     def close(self) -> None:
         """Stop the workers, dropping whatever they still hold.
@@ -243,8 +266,11 @@ def render_shards(
     workers: int,
     render: Callable[[RenderPlan, PlannedPCS], CachedShard],
     method: str | None = None,
+    published: Published | None = None,
 ) -> Generator[CachedShard, None, None]:
-    """``render(plan, item)`` for every item, in ``workers`` processes, yielded in item order.
+    """``render(plan, item)`` for every item, in ``workers`` processes, yielded in item order;
+    with ``published``, each worker writes its shards into that staging tree itself
+    (:meth:`EarlyPool.publish`). Without processes, the same work in this one, as bytes.
 
     A generator: the pool lives while the caller consumes it and is shut down when it is
     exhausted or closed (also on an error in the caller, or a shard's own error). Shut down as
@@ -256,7 +282,11 @@ def render_shards(
     chunk = max(1, min(8, len(items) // (workers * 8)))
     try:
         cancel = ctx.Event()
-        pool = _start_pool(ctx, workers, plan, render, cancel)
+        staging: Any = None
+        if published is not None:
+            staging = ctx.Array("c", MAX_PUBLISHED_BYTES + 1)
+            staging.value = published.encode()
+        pool = _start_pool(ctx, workers, plan, render, cancel, staging)
     except OSError:
         # No processes here (a sandbox without /dev/shm or fork): the same work in this one.
         yield from (render(plan, item) for item in items)

@@ -17,13 +17,14 @@ umask), one ``mkdir`` per directory.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
@@ -31,17 +32,21 @@ from typing import cast
 from grove_gitops.cache import RenderCache
 from grove_gitops.errors import OutputError
 from grove_gitops.load.marker import META_FILE, is_output_dir
-from grove_gitops.output.layout import Tree, build_tree_from_plan
+from grove_gitops.output.layout import KUSTOMIZATION, Tree, build_tree_from_plan
 from grove_gitops.output.parallel import FORK_SAFE_THREAD_PREFIX
+from grove_gitops.output.staging import (
+    DIR_MODE,
+    FILE_MODE,
+    MAX_NAME_BYTES,
+    Published,
+    fsync_path,
+    plain_name,
+    write_new,
+)
 from grove_gitops.render import RenderPlan
 
 __all__ = ["TreeWriter", "is_output_dir", "render_to", "write_tree"]
 
-#: Longest file name most filesystems (ext4, xfs, btrfs, APFS) accept, in bytes.
-MAX_NAME_BYTES = 255
-#: Modes of what the writer makes (readable by the GitOps tool's user, like a checkout).
-FILE_MODE = 0o644
-DIR_MODE = 0o755
 #: Threads issuing fsyncs: enough for the filesystem to batch them, few enough to stay cheap.
 FSYNC_THREADS = 8
 
@@ -99,15 +104,6 @@ def _current_umask() -> int | None:
     return None
 
 
-def fsync_path(path: str | Path, directory: bool = False) -> None:
-    """fsync one file or directory by path (a directory's fsync makes its entries durable)."""
-    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _reason(exc: OSError) -> str:
     """``Permission denied: /srv/out`` rather than ``[Errno 13] Permission denied: '/srv/out'``."""
     if exc.strerror and exc.filename is not None:
@@ -115,16 +111,15 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _plain_name(rel: str, name: str) -> bool:
-    """``name``, the last component of ``rel``, is one plain file name (what
-    :func:`_checked_target` checks of it), and ``rel`` is relative."""
-    return (
-        not rel.startswith("/")
-        and name not in ("", ".", "..")
-        and "\\" not in name
-        and "\0" not in name
-        and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
-    )
+def _check_relative(rel: str) -> None:
+    """``rel`` is a relative path of plain names (no ``..``, ``.``, empty part, backslash or
+    NUL), each short enough for a file name."""
+    parts = rel.split("/")
+    if rel.startswith("/") or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
+        raise OutputError(f"refusing to write {rel!r}: not a plain relative path")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise OutputError(f"refusing to write {rel!r}: a file name is longer than {MAX_NAME_BYTES} bytes")
 
 
 def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -> Path:
@@ -135,12 +130,7 @@ def _checked_target(root: Path, rel: str, dirs: dict[str, Path] | None = None) -
     ``dirs`` memoises directories already resolved: resolving every file's path cost a large
     render more than writing it (issue 10); the file name is a single checked component.
     """
-    parts = rel.split("/")
-    if rel.startswith("/") or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
-        raise OutputError(f"refusing to write {rel!r}: not a plain relative path")
-    for part in parts:
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-            raise OutputError(f"refusing to write {rel!r}: a file name is longer than {MAX_NAME_BYTES} bytes")
+    _check_relative(rel)
     parent, _, name = rel.rpartition("/")
     folder = dirs.get(parent) if dirs is not None else None
     if folder is None:
@@ -166,7 +156,7 @@ def render_to(
         return build_tree_from_plan(plan, cache, jobs=jobs)
     writer = TreeWriter(out, fsync=fsync)
     try:
-        tree = build_tree_from_plan(plan, cache, jobs=jobs, on_files=writer.write)
+        tree = build_tree_from_plan(plan, cache, jobs=jobs, on_files=writer.write, staging=writer)
         writer.write(tree.files)  # kustomizations, READMEs, metadata, pass-through objects
         writer.commit()
     except BaseException:
@@ -214,8 +204,8 @@ class TreeWriter:
             self._abort()
             raise OutputError(f"{out}: cannot write the output: {_reason(exc)}") from exc
         self.written: set[str] = set()
-        self._dirs: dict[str, Path] = {}  # the directories checked so far, by relative path
-        self._folders: dict[str, str] = {}  # the same, as strings: no Path object per file
+        #: Checked directories: relative path -> absolute path, a string (no Path object per file).
+        self._folders: dict[str, str] = {}
         self._made: set[str] = {""}  # the directories made so far ("" = the root)
         self._fsync = fsync
         #: One syncfs at commit instead of an fsync per file and directory (where available).
@@ -277,42 +267,81 @@ class TreeWriter:
                 os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
             self._made.add(rel)
 
-    def write(self, files: Mapping[str, bytes]) -> None:
-        tmp = self.tmp
-        if tmp is None:
+    def _checked_folder(self, tmp: Path, rel: str, parent: str) -> str:
+        """The directory ``rel`` goes into, made if missing.
+
+        ``rel`` is checked to be plain names only. Its directories are then made here, one
+        ``mkdir`` each, which fails on any entry already there (a symlink included), so a
+        folder this writer made holds nothing it did not make and needs no ``resolve``: a
+        render of 150 PodCliqueSets resolved 150 new directories in the parent's output
+        stage (issue 35.4). An entry found in the way is resolved, to refuse a symlink
+        leading out of the output by name."""
+        _check_relative(rel)
+        if parent not in self._made:
+            try:
+                self._make_dirs(tmp, parent)
+            except FileExistsError:
+                _checked_target(tmp, rel)  # raises when it resolves outside
+                raise
+        folder = f"{tmp}/{parent}" if parent else str(tmp)
+        self._folders[parent] = folder
+        return folder
+
+    def _open(self) -> Path:
+        """The staging tree, while there is one."""
+        if self.tmp is None:
             raise OutputError(f"{self.out}: the output was already committed or aborted")
+        return self.tmp
+
+    @contextlib.contextmanager
+    def _or_abort(self) -> Iterator[None]:
+        """Any error drops the staging tree (the previous output stays) and is an OutputError."""
         try:
-            for rel, data in files.items():
-                if rel in self.written:
-                    continue
-                parent, _, name = rel.rpartition("/")
-                folder = self._folders.get(parent)
-                if folder is not None and _plain_name(rel, name):
-                    target = f"{folder}/{name}"  # a checked directory: only the name is new
-                else:
-                    checked = _checked_target(tmp, rel, self._dirs)
-                    self._folders[parent] = str(checked.parent)
-                    target = str(checked)
-                if parent not in self._made:
-                    self._make_dirs(tmp, parent)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
-                try:
-                    if self._chmod:
-                        os.fchmod(fd, FILE_MODE)  # os.open's mode is filtered by the umask
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                finally:
-                    os.close(fd)
-                self.written.add(rel)
-                if self._fsync and not self._syncfs:  # the per-file fallback (no syncfs)
-                    self._sync_later(Path(target))
+            yield
         except OutputError:
             self._abort()
             raise
         except OSError as exc:
             self._abort()
             raise OutputError(f"{self.out}: cannot write the output: {exc}") from exc
+
+    def write(self, files: Mapping[str, bytes]) -> None:
+        tmp = self._open()
+        with self._or_abort():
+            for rel, data in files.items():
+                if rel in self.written:
+                    continue
+                parent, _, name = rel.rpartition("/")
+                folder = self._folders.get(parent)
+                if folder is None or not plain_name(rel, name):
+                    folder = self._checked_folder(tmp, rel, parent)
+                target = f"{folder}/{name}"  # a checked directory: only the name is new
+                write_new(target, data, self._chmod)
+                self.written.add(rel)
+                if self._fsync and not self._syncfs:  # the per-file fallback (no syncfs)
+                    self._sync_later(Path(target))
+
+    def open_for_workers(self, namespaces: Iterable[str]) -> Published:
+        """Let the render's workers write their PodCliqueSets' directories into the staging
+        tree (:func:`~grove_gitops.output.staging.spill_shard`): the namespace directories
+        they go into are made here first, so a worker makes only its own directory."""
+        tmp = self._open()
+        with self._or_abort():
+            for ns in sorted(set(namespaces)):
+                self._checked_folder(tmp, f"{ns}/{KUSTOMIZATION}", ns)
+        return Published(str(tmp), str(self.out), self._chmod, self._fsync and not self._syncfs)
+
+    def adopt(self, paths: Iterable[str]) -> None:
+        """Files a worker wrote into the staging tree (:meth:`open_for_workers`): their
+        directory is one it made with ``mkdir`` in a namespace directory made here, so it is
+        taken as made here (its entries fsynced with the rest when there is no syncfs)."""
+        tmp = self._open()
+        for rel in paths:
+            parent = rel.rpartition("/")[0]
+            if parent not in self._made:
+                self._made.add(parent)
+                self._folders[parent] = f"{tmp}/{parent}"
+            self.written.add(rel)
 
     def _sync_tree(self, tmp: Path) -> None:
         """Make the new tree durable: one syncfs of its filesystem, or wait for the files'
