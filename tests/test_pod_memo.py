@@ -1,12 +1,12 @@
 """The two expansions of an autoscaled PodCliqueSet share the pods they have in common
-(issue 35.4, ``expand.workload.PodMemo``): the same objects, and Git's objects unchanged."""
+(issue 35.4, ``expand.workload.ExpansionMemo``): the same objects, and Git's objects unchanged."""
 
 from __future__ import annotations
 
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.gitsplit import bumped_counts, git_objects
-from grove_gitops.expand.workload import PodMemo, expand_pcs
+from grove_gitops.expand.workload import ExpansionMemo, expand_pcs
 from grove_gitops.render import plan_source
 from tests.support import PROJECT
 
@@ -21,7 +21,7 @@ def _context() -> tuple[PodCliqueSet, ExpandContext]:
 
 def test_the_render_above_the_floor_reuses_the_floors_pods() -> None:
     pcs, ctx = _context()
-    memo = PodMemo()
+    memo = ExpansionMemo()
     floor = expand_pcs(pcs, ctx, memo=memo)
     above = expand_pcs(pcs, ctx, bumped_counts(pcs), memo)
     floor_pods = {p["metadata"]["name"]: p for p in floor.objects if p["kind"] == "Pod"}
@@ -33,7 +33,7 @@ def test_the_render_above_the_floor_reuses_the_floors_pods() -> None:
 
 def test_git_objects_are_the_same_with_and_without_the_memo() -> None:
     pcs, ctx = _context()
-    shared = git_objects(pcs, ctx, memo=PodMemo())
+    shared = git_objects(pcs, ctx, memo=ExpansionMemo())
     fresh_floor = expand_pcs(pcs, ctx)
     fresh_above = {(o["kind"], o["metadata"]["name"]): o for o in expand_pcs(pcs, ctx, bumped_counts(pcs)).objects}
     expected = [o for o in fresh_floor.objects if fresh_above.get((o["kind"], o["metadata"]["name"])) == o]

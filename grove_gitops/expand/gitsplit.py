@@ -18,7 +18,7 @@ from typing import Any
 from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.scaling import scale_units
-from grove_gitops.expand.workload import Expansion, PodMemo, expand_pcs
+from grove_gitops.expand.workload import Expansion, ExpansionMemo, expand_pcs
 
 ObjectKey = tuple[str, str, str, str]  # (apiVersion, kind, namespace, name)
 
@@ -37,18 +37,22 @@ def bumped_counts(pcs: PodCliqueSet) -> dict[tuple[int, str], int]:
 
 
 def git_objects(
-    pcs: PodCliqueSet, ctx: ExpandContext, floor: Expansion | None = None, memo: PodMemo | None = None
+    pcs: PodCliqueSet, ctx: ExpandContext, floor: Expansion | None = None, memo: ExpansionMemo | None = None
 ) -> list[dict[str, Any]]:
     """The objects of the floor render that Git holds (all of them when nothing scales).
     ``memo``: the one ``floor`` was expanded with, so the render one above reuses every
-    PodClique's pods that the bump does not change (the same objects, compared in O(1))."""
-    memo = memo if memo is not None else PodMemo()
+    object whose inputs the bump does not change (the same objects, compared in O(1))."""
+    memo = memo if memo is not None else ExpansionMemo()
     floor = floor if floor is not None else expand_pcs(pcs, ctx, memo=memo)
     bumped = bumped_counts(pcs)
     if not bumped:
         return floor.objects
     above = {object_key(o): o for o in expand_pcs(pcs, ctx, bumped, memo).objects}
-    return [o for o in floor.objects if above.get(object_key(o)) == o]
+    return [o for o in floor.objects if _same(above.get(object_key(o)), o)]
+
+
+def _same(above: dict[str, Any] | None, floor: dict[str, Any]) -> bool:
+    return above is floor or above == floor
 
 
 def keys(objects: Iterable[dict[str, Any]]) -> set[ObjectKey]:

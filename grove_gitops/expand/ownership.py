@@ -48,6 +48,9 @@ BOUND_LABELS = (
 #: rendered pod, and is refused before hashing (a hostile live object costs O(1)).
 _MAX_PART = 253
 _VALUE_LENGTH = len(_PREFIX) + 64
+#: Built once: ``json.dumps`` with options builds an encoder per call, and every rendered pod
+#: is stamped (issue 35.4).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
 def proof(namespace: Any, name: Any, labels: Any) -> str | None:
@@ -58,7 +61,7 @@ def proof(namespace: Any, name: Any, labels: Any) -> str | None:
     parts = [namespace, name, *(labels.get(k) for k in BOUND_LABELS)]
     if not all(isinstance(p, str) and 0 < len(p) <= _MAX_PART for p in parts):
         return None
-    data = json.dumps([f"grove-gitops/rendered-by/{_SCHEME}", *parts], separators=(",", ":"), ensure_ascii=True)
+    data = _ENCODE([f"grove-gitops/rendered-by/{_SCHEME}", *parts])
     return _PREFIX + hashlib.sha256(data.encode()).hexdigest()
 
 

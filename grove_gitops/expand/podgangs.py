@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 
 from grove_gitops.api.base import ObjectMeta
 from grove_gitops.api.podcliqueset import PodCliqueSet
@@ -112,51 +113,70 @@ def build_podgangs(
     translator: Translator,
 ) -> list[PodGang]:
     """Base gang ``P-i`` first, then the scaled gangs of each scaling group in order."""
+    return [
+        build_podgang(pcs, replica, gang_name, members, pod_names, scheduler, translator)
+        for gang_name, members in gang_members(instances).items()
+    ]
+
+
+def gang_members(instances: list[CliqueInstance]) -> dict[str, list[CliqueInstance]]:
+    """The PodCliques of each PodGang of one PodCliqueSet replica, gangs in first-seen order."""
     by_gang: dict[str, list[CliqueInstance]] = {}
     for inst in instances:
         by_gang.setdefault(inst.podgang, []).append(inst)
+    return by_gang
+
+
+def build_podgang(
+    pcs: PodCliqueSet,
+    replica: int,
+    gang_name: str,
+    members: list[CliqueInstance],
+    pod_names: Mapping[str, list[str]],
+    scheduler: str,
+    translator: Translator,
+) -> PodGang:
+    """PodGang ``gang_name`` of PodCliqueSet replica ``replica``: a function of these arguments
+    alone (``pod_names`` read for ``members`` only), which lets an expansion memo reuse it."""
     base = names.base_podgang_name(pcs.name, replica)
     tmpl = pcs.spec.template
-    gangs: list[PodGang] = []
-    for gang_name, members in by_gang.items():
-        podgroups = [
-            PodGroup(
-                name=inst.fqn,
-                podReferences=[NamespacedName(namespace=pcs.namespace, name=n) for n in sorted(pod_names[inst.fqn])],
-                minReplicas=inst.template.spec.minAvailable or 0,
-                topologyConstraint=translator.translate(inst.template.topologyConstraint),
-            )
-            for inst in members
-        ]
-        spec = PodGangSpec(podgroups=podgroups, priorityClassName=tmpl.priorityClassName or None)
-        if gang_name == base:
-            spec.topologyConstraint = translator.translate(tmpl.topologyConstraint)
-            configs = []
-            if translator.enabled:
-                for group in pcs.scaling_groups:
-                    if group.topologyConstraint is None:
-                        continue
-                    for j in range(group.minAvailable or 1):
-                        gfqn = f"{names.pcsg_name(pcs.name, replica, group.name)}-{j}"
-                        configs.append(
-                            TopologyConstraintGroupConfig(
-                                name=gfqn,
-                                podGroupNames=[f"{gfqn}-{c}" for c in group.cliqueNames],
-                                topologyConstraint=translator.translate(group.topologyConstraint),
-                            )
-                        )
-            spec.topologyConstraintGroupConfigs = configs or None
-        else:
-            group_cfg = members[0].group
-            own = group_cfg.topologyConstraint if group_cfg is not None else None
-            spec.topologyConstraint = translator.translate(own if own is not None else tmpl.topologyConstraint)
-        meta = _metadata(pcs, gang_name, scheduler)
-        translated = (
-            spec.topologyConstraint is not None
-            or any(pg.topologyConstraint is not None for pg in podgroups)
-            or any(c.topologyConstraint is not None for c in spec.topologyConstraintGroupConfigs or [])
+    podgroups = [
+        PodGroup(
+            name=inst.fqn,
+            podReferences=[NamespacedName(namespace=pcs.namespace, name=n) for n in sorted(pod_names[inst.fqn])],
+            minReplicas=inst.template.spec.minAvailable or 0,
+            topologyConstraint=translator.translate(inst.template.topologyConstraint),
         )
-        if translated and translator.topology_name:
-            meta.annotations = {**(meta.annotations or {}), L.TOPOLOGY_NAME: translator.topology_name}
-        gangs.append(PodGang(metadata=meta, spec=spec))
-    return gangs
+        for inst in members
+    ]
+    spec = PodGangSpec(podgroups=podgroups, priorityClassName=tmpl.priorityClassName or None)
+    if gang_name == base:
+        spec.topologyConstraint = translator.translate(tmpl.topologyConstraint)
+        configs = []
+        if translator.enabled:
+            for group in pcs.scaling_groups:
+                if group.topologyConstraint is None:
+                    continue
+                for j in range(group.minAvailable or 1):
+                    gfqn = f"{names.pcsg_name(pcs.name, replica, group.name)}-{j}"
+                    configs.append(
+                        TopologyConstraintGroupConfig(
+                            name=gfqn,
+                            podGroupNames=[f"{gfqn}-{c}" for c in group.cliqueNames],
+                            topologyConstraint=translator.translate(group.topologyConstraint),
+                        )
+                    )
+        spec.topologyConstraintGroupConfigs = configs or None
+    else:
+        group_cfg = members[0].group
+        own = group_cfg.topologyConstraint if group_cfg is not None else None
+        spec.topologyConstraint = translator.translate(own if own is not None else tmpl.topologyConstraint)
+    meta = _metadata(pcs, gang_name, scheduler)
+    translated = (
+        spec.topologyConstraint is not None
+        or any(pg.topologyConstraint is not None for pg in podgroups)
+        or any(c.topologyConstraint is not None for c in spec.topologyConstraintGroupConfigs or [])
+    )
+    if translated and translator.topology_name:
+        meta.annotations = {**(meta.annotations or {}), L.TOPOLOGY_NAME: translator.topology_name}
+    return PodGang(metadata=meta, spec=spec)
