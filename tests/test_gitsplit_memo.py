@@ -46,8 +46,7 @@ def _scaling(draw: st.DrawFn, replicas: int) -> dict[str, Any] | None:
     """An autoscaling config around ``replicas`` (sometimes min == max: nothing to bump)."""
     if not draw(st.booleans()):
         return None
-    floor = draw(st.integers(1, 3))
-    return {"minReplicas": floor, "maxReplicas": floor + draw(st.integers(0, 2))}
+    return {"minReplicas": draw(st.integers(1, replicas)), "maxReplicas": replicas + draw(st.integers(0, 2))}
 
 
 @st.composite
@@ -111,8 +110,7 @@ def workloads(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
                                  "minAvailable": draw(st.integers(1, replicas))}
         scaling = draw(_scaling(replicas))
         if scaling is not None:
-            group["scaleConfig"] = {**scaling, "minReplicas": max(scaling["minReplicas"], group["minAvailable"]),
-                                    "maxReplicas": max(scaling["maxReplicas"], group["minAvailable"])}
+            group["scaleConfig"] = {**scaling, "minReplicas": max(scaling["minReplicas"], group["minAvailable"])}
         if claims:
             group["resourceSharing"] = sharing()
         if tas and backend != "koord-scheduler" and draw(st.booleans()):
