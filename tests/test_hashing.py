@@ -10,7 +10,15 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove_gitops.expand.hashing import CanonicalWithout, canonical_json, short_hash, short_hash_of
+from grove_gitops.expand.hashing import (
+    CanonicalWithout,
+    canonical_json,
+    fnv64a,
+    pod_template_hash,
+    safe_encode,
+    short_hash,
+    short_hash_of,
+)
 from grove_gitops.output.diagram import escape_label
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
@@ -54,3 +62,10 @@ def test_parts_keep_unicode_and_order_keys_as_json_does() -> None:
 def test_escape_label_is_the_per_character_rule(text: str) -> None:
     safe = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ._/:=+-")
     assert escape_label(text) == "".join(ch if ch in safe else f"#{ord(ch)};" for ch in text)
+
+
+@given(st.lists(st.dictionaries(st.text(max_size=6), _values, max_size=4), min_size=1, max_size=4))
+def test_the_template_hash_is_fnv_of_each_templates_own_text(templates: list[dict[str, Any]]) -> None:
+    """Equal texts are hashed once (a cache across PodCliqueSets): each template still gets its own."""
+    for template in [*templates, *reversed(templates)]:
+        assert pod_template_hash(template) == safe_encode(str(fnv64a(canonical_json(template))))
