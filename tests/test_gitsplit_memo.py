@@ -117,6 +117,7 @@ def workloads(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
             group["topologyConstraint"] = pack("rack")
         groups.append(group)
     template: dict[str, Any] = {
+        **({"priorityClassName": "inference-high"} if draw(st.booleans()) else {}),
         "cliqueStartupType": startup,
         "cliques": [router, leader, worker, decode],
         "podCliqueScalingGroups": groups,

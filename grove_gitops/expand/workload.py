@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any, TypeVar, cast
 
 from grove_gitops.api.podcliqueset import PodCliqueSet, PodCliqueTemplateSpec
-from grove_gitops.api.podgang import PodGang
 from grove_gitops.expand import labels as L
 from grove_gitops.expand.children import headless_service, rbac_objects
 from grove_gitops.expand.context import ExpandContext
@@ -178,10 +177,10 @@ def _replica_objects(pcs: PodCliqueSet, ctx: ExpandContext, replica: int) -> lis
 
 
 def _gang_objects(
-    build: Callable[[], PodGang], pcs: PodCliqueSet, ctx: ExpandContext, day2: str
+    build: Callable[[], dict[str, Any]], pcs: PodCliqueSet, ctx: ExpandContext, day2: str
 ) -> list[dict[str, Any]]:
     """The PodGang ``build`` makes, then the backend's objects for it, which the PodGang names."""
-    gang_obj = build().to_object()
+    gang_obj = build()
     backend_objects = ctx.backend.gang_objects(gang_obj, pcs)
     refs = [{"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"]} for o in backend_objects]
     annotations = gang_obj["metadata"].setdefault("annotations", {})
