@@ -112,7 +112,9 @@ class SchedulerBackend:
         pod["spec"]["schedulerName"] = self.pod_scheduler_name or self.name
 
     def gang_objects(self, podgang: K8sObject, pcs: PodCliqueSet) -> list[K8sObject]:
-        """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``)."""
+        """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``). A function of its
+        arguments and this backend's configuration: an expansion reuses the objects of a PodGang
+        whose inputs did not change (``expand.workload.ExpansionMemo``)."""
         return []
 
     def reads_source_object(self, obj: Mapping[str, Any]) -> bool:
