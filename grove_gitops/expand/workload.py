@@ -52,9 +52,9 @@ class ExpansionMemo:
     - the objects of the PodCliqueSet (RBAC) and of each replica (headless Service,
       ComputeDomains, the day-2 annotation), functions of the PodCliqueSet and the replica.
 
-    Two expansions then share those objects, which nothing mutates afterwards (the output
-    stage copies what it annotates), and :func:`.gitsplit.git_objects` compares a shared one
-    in O(1).
+    Two expansions then share those objects, and :func:`.gitsplit.git_objects` compares a
+    shared one in O(1). Nothing changes them while they are compared: the output stage
+    annotates Git's objects in place only after the split, when the second expansion is gone.
     """
 
     def __init__(self) -> None:
