@@ -13,6 +13,7 @@ the expansion alone.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -23,7 +24,7 @@ from grove_gitops.api.podcliqueset import PodCliqueSet
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.expand.gitsplit import bumped_counts, git_objects, object_key
 from grove_gitops.expand.scaling import Counts, scale_units
-from grove_gitops.expand.workload import ExpansionMemo, expand_pcs
+from grove_gitops.expand.workload import ExpansionMemo, expand_pcs, placeholder_name
 from grove_gitops.load.memory import MemorySource
 from grove_gitops.render import plan_source
 
@@ -257,3 +258,37 @@ def _fixed(backend: str) -> list[dict[str, Any]]:
         docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
                      "spec": {"weight": 1}})
     return docs
+
+
+@_SETTINGS
+@given(workloads())
+def test_backends_read_pod_references_only_through_their_number(workload: tuple[str, list[dict[str, Any]]]) -> None:
+    """``backendapi``'s rule that the split's placeholder pod names rest on: renaming every pod
+    a PodGang lists leaves the backend's objects for it unchanged."""
+    _backend, docs = workload
+    pcs, ctx = _plan(docs)
+    for counts in (None, bumped_counts(pcs)):
+        for gang in [o for o in expand_pcs(pcs, ctx, counts).objects if o["kind"] == "PodGang"]:
+            renamed = copy.deepcopy(gang)
+            for group in renamed["spec"]["podgroups"]:
+                group["podReferences"] = [{**r, "name": f"other-{i}"} for i, r in enumerate(group["podReferences"])]
+            assert ctx.backend.gang_objects(copy.deepcopy(gang), pcs) == ctx.backend.gang_objects(renamed, pcs)
+
+
+def test_the_render_above_the_floor_builds_no_pod_of_a_podclique_the_floor_lacks() -> None:
+    """Its PodGangs list those pods by placeholder names; the split is the rule's all the same."""
+    pcs, ctx = _plan(_fixed("kai-scheduler"))
+    memo = ExpansionMemo()
+    floor = expand_pcs(pcs, ctx, memo=memo)
+    above = expand_pcs(pcs, ctx, bumped_counts(pcs), memo, floor.pod_cliques)
+    full = expand_pcs(pcs, ctx, bumped_counts(pcs))
+    pods = [o for o in above.objects if o["kind"] == "Pod"]
+    # the autoscaled router's new pods are built (their PodClique is the floor's), prefill-2's not
+    assert {p["metadata"]["labels"]["grove.io/podclique"] for p in pods} == floor.pod_cliques
+    assert "fixed-0-router-2" in {p["spec"]["hostname"] for p in pods}
+    assert len(pods) < sum(o["kind"] == "Pod" for o in full.objects)
+    new_gang = next(o for o in above.objects if o["kind"] == "PodGang" and o["metadata"]["name"] == "fixed-0-prefill-1")
+    for group in new_gang["spec"]["podgroups"]:
+        refs = [r["name"] for r in group["podReferences"]]
+        assert refs == sorted(placeholder_name(group["name"], k) for k in range(len(refs))) != []
+    assert git_objects(pcs, ctx, floor, memo) == _double_expansion(pcs, ctx)

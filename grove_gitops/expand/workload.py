@@ -10,7 +10,7 @@ count for the agent; which objects each holds is :mod:`.gitsplit`'s, the HPAs :m
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -119,6 +119,8 @@ class Expansion:
     objects: list[dict[str, Any]] = field(default_factory=list)
     #: (field path, message) pairs; the caller adds the file name.
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    #: The PodCliques whose pods are among ``objects``.
+    pod_cliques: set[str] = field(default_factory=set)
 
 
 def _template_hash(pcs: PodCliqueSet, template: PodCliqueTemplateSpec) -> str:
@@ -131,10 +133,17 @@ def _template_hash(pcs: PodCliqueSet, template: PodCliqueTemplateSpec) -> str:
 
 
 def expand_pcs(
-    pcs: PodCliqueSet, ctx: ExpandContext, counts: Counts | None = None, memo: ExpansionMemo | None = None
+    pcs: PodCliqueSet,
+    ctx: ExpandContext,
+    counts: Counts | None = None,
+    memo: ExpansionMemo | None = None,
+    only_named_beyond: Collection[str] | None = None,
 ) -> Expansion:
     """Every workload object at ``counts`` (default: autoscaled units at their floor); no HPAs.
-    ``memo``: shared by the expansions of this PodCliqueSet with ``ctx`` (:class:`ExpansionMemo`)."""
+    ``memo``: shared by the expansions of this PodCliqueSet with ``ctx`` (:class:`ExpansionMemo`).
+    ``only_named_beyond``: for :mod:`.gitsplit`'s comparison alone, the PodCliques whose pods
+    are built; the pods of every other PodClique are not, and their PodGangs list them by
+    :func:`placeholder_name` (why that leaves the split unchanged: :mod:`.gitsplit`)."""
     memo = memo if memo is not None else ExpansionMemo()
     result = Expansion(warnings=unit_warnings(pcs))
     result.objects.extend(memo.part("rbac", "", None, partial(rbac_objects, pcs)))
@@ -154,10 +163,14 @@ def expand_pcs(
         instances = planner.instances(replica)
         pod_names: dict[str, list[str]] = {}
         for inst in instances:
+            if only_named_beyond is not None and inst.fqn not in only_named_beyond:
+                pod_names[inst.fqn] = [placeholder_name(inst.fqn, k) for k in range(inst.pods)]
+                continue
             num = group_pods.get(inst.group.name, 0) if inst.group is not None else 0
             pods = memo.pods(pcs, inst, ctx, hashes[inst.template.name], num, claims.claims_for(inst))
             pod_names[inst.fqn] = [p["metadata"]["name"] for p in pods]
             result.objects.extend(pods)
+            result.pod_cliques.add(inst.fqn)
         # the agent's PodCliqueSet facts (docs/day2.md)
         day2 = memo.part("day2", replica, None, partial(day2_annotation, pcs, replica))
         for gang_name, members in gang_members(instances).items():
@@ -166,6 +179,13 @@ def expand_pcs(
             result.objects.extend(memo.part("gang", gang_name, inputs, partial(_gang_objects, build, pcs, ctx, day2)))
     result.objects.extend(claims.objects.values())
     return result
+
+
+def placeholder_name(pclq: str, index: int) -> str:
+    """What names pod ``index`` of PodClique ``pclq`` in a comparison-only expansion: the shape
+    of a rendered pod's name (``<podclique>-<index>-<hash8>``, so PodGangs order their pod
+    references alike) with a suffix no hash has (``-`` is not in the hash alphabet)."""
+    return f"{pclq}-{index}--------"
 
 
 def _replica_objects(pcs: PodCliqueSet, ctx: ExpandContext, replica: int) -> list[dict[str, Any]]:
