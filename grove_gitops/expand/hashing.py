@@ -44,11 +44,12 @@ class CanonicalWithout:
 
     def __init__(self, shared: Mapping[str, Any], key: str) -> None:
         self.key = key
-        self._key = _KEY(key) + ":"
         below = {k: v for k, v in shared.items() if k < key}
         above = {k: v for k, v in shared.items() if k > key}
-        self._below = _CANONICAL(below)[1:-1]
-        self._above = _CANONICAL(above)[1:-1]
+        below_text, above_text = _CANONICAL(below)[1:-1], _CANONICAL(above)[1:-1]
+        # Everything around the one member, joined once: a mapping's text is its parts joined.
+        self._head = "{" + below_text + ("," if below_text else "") + _KEY(key) + ":"
+        self._tail = ("," + above_text if above_text else "") + "}"
 
     def text(self, value: Any) -> str:
         """The canonical JSON of ``shared`` with ``key`` set to ``value``."""
@@ -56,8 +57,7 @@ class CanonicalWithout:
 
     def text_of(self, encoded: str) -> str:
         """:meth:`text` of the value whose canonical JSON is ``encoded``."""
-        parts = [p for p in (self._below, self._key + encoded, self._above) if p]
-        return "{" + ",".join(parts) + "}"
+        return self._head + encoded + self._tail
 
 
 def fnv64a(data: bytes) -> int:

@@ -178,7 +178,7 @@ class CliquePods:
         else:  # short_hash(pod), from the texts encoded once for the clique
             canonical = (
                 '{"apiVersion":"v1","kind":"Pod","metadata":'
-                + self._meta_text.text_of(self._labels_text.text(index))
+                + self._meta_text.text_of(self._labels_text.text_of(f'"{index}"'))  # (digits: no escapes)
                 + ',"spec":'
                 + shared_text.text(spec["hostname"])
                 + "}"
