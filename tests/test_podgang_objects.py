@@ -60,6 +60,7 @@ def test_a_translated_constraint_is_in_the_podgang() -> None:
     pcs, ctx = _plan(docs)
     (gang,) = [o for o in expand_pcs(pcs, ctx).objects if o["kind"] == "PodGang"]
     assert gang["spec"]["topologyConstraint"] == {"packConstraint": {"required": "topology.kubernetes.io/zone"}}
-    assert gang["spec"]["podgroups"][0]["topologyConstraint"] == {"packConstraint": {"preferred": "kubernetes.io/hostname"}}
+    host = {"packConstraint": {"preferred": "kubernetes.io/hostname"}}
+    assert gang["spec"]["podgroups"][0]["topologyConstraint"] == host
     assert gang["metadata"]["annotations"]["grove.io/topology-name"] == "fabric"
     assert json.dumps(PodGang.model_validate(gang).to_object()) == json.dumps(gang)

@@ -164,7 +164,8 @@ def build_podgang(
                     continue
                 for j in range(scaling_group.minAvailable or 1):
                     gfqn = f"{names.pcsg_name(pcs.name, replica, scaling_group.name)}-{j}"
-                    config: dict[str, Any] = {"name": gfqn, "podGroupNames": [f"{gfqn}-{c}" for c in scaling_group.cliqueNames]}
+                    pod_groups = [f"{gfqn}-{c}" for c in scaling_group.cliqueNames]
+                    config: dict[str, Any] = {"name": gfqn, "podGroupNames": pod_groups}
                     constraint = translator.translate(scaling_group.topologyConstraint)
                     if constraint is not None:
                         config["topologyConstraint"] = constraint

@@ -73,10 +73,10 @@ class ExpansionMemo:
         claims: list[list[ClaimRef]],
     ) -> list[dict[str, Any]]:
         """:func:`.pods.build_pods` of these arguments."""
-        shape = (replace(inst, pods=0), template_hash, num)
         known = self._cliques.get(inst.fqn)
-        if known is None or known.shape != shape:
-            known = self._cliques[inst.fqn] = _CliqueMemo(shape, CliquePods(pcs, inst, ctx, template_hash, num))
+        if known is None or not known.serves(inst, template_hash, num):
+            stamper = CliquePods(pcs, inst, ctx, template_hash, num)
+            known = self._cliques[inst.fqn] = _CliqueMemo(inst, template_hash, num, stamper)
         return known.pods(inst.pods, claims)
 
     def part(self, kind: str, key: str | int, inputs: Any, build: Callable[[], T]) -> T:
@@ -93,10 +93,17 @@ class ExpansionMemo:
 class _CliqueMemo:
     """The pods stamped so far for one PodClique shape, by index, with the claims each mounts."""
 
-    def __init__(self, shape: tuple[Any, ...], stamper: CliquePods) -> None:
-        self.shape = shape
+    def __init__(self, inst: CliqueInstance, template_hash: str, num: int, stamper: CliquePods) -> None:
+        self.inst, self.template_hash, self.num = inst, template_hash, num
         self.stamper = stamper
         self.built: list[tuple[list[ClaimRef], dict[str, Any]]] = []
+
+    def serves(self, inst: CliqueInstance, template_hash: str, num: int) -> bool:
+        """Whether ``inst`` is this shape: the same instance but (perhaps) its pod count."""
+        if (template_hash, num) != (self.template_hash, self.num):
+            return False
+        known = self.inst if self.inst.pods == inst.pods else replace(self.inst, pods=inst.pods)
+        return known == inst
 
     def pods(self, count: int, claims: list[list[ClaimRef]]) -> list[dict[str, Any]]:
         out = []
