@@ -112,7 +112,12 @@ class SchedulerBackend:
         pod["spec"]["schedulerName"] = self.pod_scheduler_name or self.name
 
     def gang_objects(self, podgang: K8sObject, pcs: PodCliqueSet) -> list[K8sObject]:
-        """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``)."""
+        """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``). A function of its
+        arguments and this backend's configuration: an expansion reuses the objects of a PodGang
+        whose inputs did not change (``expand.workload.ExpansionMemo``). It reads the PodGang's
+        ``podReferences`` only through their number, never their names: the render's split
+        between Git and the agent lists pods only Git's comparison sees under placeholder names
+        (``expand.gitsplit``; tests/test_gitsplit_memo.py holds every backend to it)."""
         return []
 
     def reads_source_object(self, obj: Mapping[str, Any]) -> bool:

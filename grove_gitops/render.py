@@ -31,7 +31,7 @@ from grove_gitops.expand.hpa import hpas
 from grove_gitops.expand.hpacheck import validate_hpas
 from grove_gitops.expand.resourceclaims import validate_templates
 from grove_gitops.expand.scaling import Counts, counts_at
-from grove_gitops.expand.workload import PodMemo, expand_pcs
+from grove_gitops.expand.workload import ExpansionMemo, expand_pcs
 from grove_gitops.expand.workloadobject import workload_object
 from grove_gitops.fields.fielderrors import FieldError, invalid
 from grove_gitops.load.memory import MemorySource
@@ -392,7 +392,7 @@ class RenderPlan:
         ctx = self.context_for(pcs)
         from grove_gitops import __version__
 
-        memo = PodMemo()  # the floor's pods, reused by gitsplit's render one above the floor
+        memo = ExpansionMemo()  # what gitsplit's render one above the floor shares with the floor
         expansion = expand_pcs(pcs, ctx, counts, memo)
         workload = expansion.objects if counts is not None else git_objects(pcs, ctx, expansion, memo)
         workload = [*workload, *hpas(pcs), workload_object(pcs, __version__, self.render_inputs(item))]

@@ -1,6 +1,6 @@
 """Canonical JSON by parts (issue 35.4): the pods of a PodClique are hashed from their shared
-spec members encoded once; the joined text must be the text of the whole object, or every pod
-name would change."""
+spec members and labels encoded once; the joined text must be the text of the whole object, or
+every pod name would change."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from grove_gitops.expand.hashing import (
     CanonicalWithout,
     canonical_json,
-    canonical_mapping,
-    canonical_member,
+    fnv64a,
+    pod_template_hash,
+    safe_encode,
     short_hash,
     short_hash_of,
 )
@@ -28,25 +29,44 @@ _values = st.recursive(
 )
 
 
-@given(st.dictionaries(st.text(max_size=8), _values, max_size=8))
-def test_a_mapping_joined_from_its_members_is_its_canonical_json(obj: dict[str, Any]) -> None:
-    members = {key: canonical_member(key, value) for key, value in obj.items()}
-    assert canonical_mapping(members).encode() == canonical_json(obj)
-    assert short_hash_of(canonical_mapping(members).encode()) == short_hash(obj)
-
-
 @given(st.dictionaries(st.text(max_size=8), _values, max_size=8), st.text(max_size=8), _values)
 def test_a_shared_mapping_plus_one_key_is_its_canonical_json(shared: dict[str, Any], key: str, value: Any) -> None:
-    assert CanonicalWithout(shared, key).text(value).encode() == canonical_json({**shared, key: value})
+    whole = canonical_json({**shared, key: value})
+    assert CanonicalWithout(shared, key).text(value).encode() == whole
+    assert short_hash_of(whole) == short_hash({**shared, key: value})
 
 
-def test_members_keep_unicode_and_order_keys_as_json_does() -> None:
-    obj = {"é": "ü", "B": [1, {"z": 1, "a": 2}], "a": None, "": 1.5}
-    members = {key: canonical_member(key, value) for key, value in obj.items()}
-    assert canonical_mapping(members) == json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+@given(
+    st.dictionaries(st.text(max_size=8), _values, max_size=6),
+    st.text(max_size=8),
+    st.dictionaries(st.text(max_size=8), _values, max_size=6),
+    st.text(max_size=8),
+    _values,
+)
+def test_a_member_joined_from_its_own_parts_is_its_canonical_json(
+    outer: dict[str, Any], key: str, inner: dict[str, Any], inner_key: str, value: Any
+) -> None:
+    """A pod's metadata: the shared members, and labels that are shared but the pod index."""
+    text = CanonicalWithout(outer, key).text_of(CanonicalWithout(inner, inner_key).text(value))
+    assert text.encode() == canonical_json({**outer, key: {**inner, inner_key: value}})
+
+
+def test_parts_keep_unicode_and_order_keys_as_json_does() -> None:
+    shared = {"é": "ü", "B": [1, {"z": 1, "a": 2}], "a": None, "": 1.5}
+    text = CanonicalWithout(shared, "b").text({"y": "ß", "x": 2})
+    whole = {**shared, "b": {"y": "ß", "x": 2}}
+    expected = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert text == expected
 
 
 @given(st.text(max_size=30))
 def test_escape_label_is_the_per_character_rule(text: str) -> None:
     safe = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ._/:=+-")
     assert escape_label(text) == "".join(ch if ch in safe else f"#{ord(ch)};" for ch in text)
+
+
+@given(st.lists(st.dictionaries(st.text(max_size=6), _values, max_size=4), min_size=1, max_size=4))
+def test_the_template_hash_is_fnv_of_each_templates_own_text(templates: list[dict[str, Any]]) -> None:
+    """Equal texts are hashed once (a cache across PodCliqueSets): each template still gets its own."""
+    for template in [*templates, *reversed(templates)]:
+        assert pod_template_hash(template) == safe_encode(str(fnv64a(canonical_json(template))))

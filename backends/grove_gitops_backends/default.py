@@ -165,7 +165,7 @@ class DefaultSchedulerBackend(SchedulerBackend):
         instances = Planner(pcs).instances(0)
         gangs = build_podgangs(pcs, 0, instances, {i.fqn: [] for i in instances}, self.name, Translator(pcs, ctx))
         index = wapi.ReplicaIndex.build(pcs, 0, instances)
-        return [wapi.plan_gang(g.to_object(), pcs, self.version, index) for g in gangs]
+        return [wapi.plan_gang(g, pcs, self.version, index) for g in gangs]
 
     def _replica_index(self, podgang: K8sObject, pcs: PodCliqueSet) -> wapi.ReplicaIndex:
         """The index of the replica being expanded, kept while its gangs are (one replica at a time)."""

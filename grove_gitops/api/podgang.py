@@ -1,7 +1,10 @@
 """``scheduler.grove.io/v1alpha1`` PodGang (``scheduler/api/core/v1alpha1/podgang.go``).
 
-This is what every backend translates. The renderer builds it with these models and dumps
-it with ``exclude_none`` so absent optional fields stay absent, as with Go's ``omitempty``.
+This is what every backend translates. PodGangs in a source tree are validated with these
+models; the renderer builds its PodGangs as the objects these models dump with
+``exclude_none`` (absent optional fields stay absent, as with Go's ``omitempty``), without a
+model per pod reference (``expand.podgangs``; tests/test_podgang_objects.py holds the two
+together).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ same construction is applied to canonical JSON (the value is opaque either way).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -18,25 +19,22 @@ _FNV_PRIME = 0x100000001B3
 _MASK = (1 << 64) - 1
 
 
+#: One encoder for every canonical text: ``json.dumps`` with options builds a new encoder per
+#: call, a measurable share of hashing thousands of pods (issue 35.4); same options, same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_KEY = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def canonical_json(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _CANONICAL(obj).encode()
 
 
 # Canonical JSON by parts (issue 35.4): the pods of a PodClique share every spec member but
-# the hostname, so the shared members' text is encoded once and the pods' texts are joined from
-# it. ``json.dumps(sort_keys=True)`` writes a mapping as ``{`` + its members sorted by key,
-# joined by ``,`` + ``}``, each member ``"key":value`` with the value encoded alone the same way,
-# so the joined text is byte for byte the text of the whole mapping (tests/test_hashing.py).
-
-
-def canonical_member(key: str, value: Any) -> str:
-    """``"key":value`` as it stands in the canonical JSON of a mapping holding it."""
-    return json.dumps(key, ensure_ascii=False) + ":" + json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def canonical_mapping(members: Mapping[str, str]) -> str:
-    """The canonical JSON of a mapping of string keys, from its :func:`canonical_member` texts."""
-    return "{" + ",".join(members[key] for key in sorted(members)) + "}"
+# the hostname and every label but the pod index, so the shared members' text is encoded once
+# and the pods' texts are joined from it. ``json.dumps(sort_keys=True)`` writes a mapping as
+# ``{`` + its members sorted by key, joined by ``,`` + ``}``, each member ``"key":value`` with
+# the value encoded alone the same way, so the joined text is byte for byte the text of the
+# whole mapping (tests/test_hashing.py).
 
 
 class CanonicalWithout:
@@ -48,13 +46,18 @@ class CanonicalWithout:
         self.key = key
         below = {k: v for k, v in shared.items() if k < key}
         above = {k: v for k, v in shared.items() if k > key}
-        self._below = canonical_json(below).decode()[1:-1]
-        self._above = canonical_json(above).decode()[1:-1]
+        below_text, above_text = _CANONICAL(below)[1:-1], _CANONICAL(above)[1:-1]
+        # Everything around the one member, joined once: a mapping's text is its parts joined.
+        self._head = "{" + below_text + ("," if below_text else "") + _KEY(key) + ":"
+        self._tail = ("," + above_text if above_text else "") + "}"
 
     def text(self, value: Any) -> str:
         """The canonical JSON of ``shared`` with ``key`` set to ``value``."""
-        parts = [p for p in (self._below, canonical_member(self.key, value), self._above) if p]
-        return "{" + ",".join(parts) + "}"
+        return self.text_of(_CANONICAL(value))
+
+    def text_of(self, encoded: str) -> str:
+        """:meth:`text` of the value whose canonical JSON is ``encoded``."""
+        return self._head + encoded + self._tail
 
 
 def fnv64a(data: bytes) -> int:
@@ -71,7 +74,14 @@ def safe_encode(text: str) -> str:
 
 
 def pod_template_hash(template: Any) -> str:
-    return safe_encode(str(fnv64a(canonical_json(template))))
+    return _template_digest(canonical_json(template))
+
+
+@functools.lru_cache(maxsize=256)
+def _template_digest(canonical: bytes) -> str:
+    """FNV-64a runs byte by byte in Python (~50 us a template); the PodCliqueSets of one tree
+    often share templates (one model served in many namespaces), so equal texts are hashed once."""
+    return safe_encode(str(fnv64a(canonical)))
 
 
 def short_hash(obj: Any, length: int = 8) -> str:

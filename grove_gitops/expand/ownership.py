@@ -34,6 +34,7 @@ from grove_gitops.expand import labels as L
 RENDERED_BY = "gitops.grove.io/rendered-by"
 _SCHEME = "v1"
 _PREFIX = f"{_SCHEME}:"
+_TAG = f"grove-gitops/rendered-by/{_SCHEME}"
 #: The labels the proof binds, in a fixed order (a missing one makes the pod unprovable).
 BOUND_LABELS = (
     L.MANAGED_BY,
@@ -48,6 +49,9 @@ BOUND_LABELS = (
 #: rendered pod, and is refused before hashing (a hostile live object costs O(1)).
 _MAX_PART = 253
 _VALUE_LENGTH = len(_PREFIX) + 64
+#: Built once: ``json.dumps`` with options builds an encoder per call, and every rendered pod
+#: is stamped (issue 35.4).
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
 def proof(namespace: Any, name: Any, labels: Any) -> str | None:
@@ -55,10 +59,12 @@ def proof(namespace: Any, name: Any, labels: Any) -> str | None:
     (a bound label missing, or a part that is not a short string)."""
     if not isinstance(labels, Mapping):
         return None
-    parts = [namespace, name, *(labels.get(k) for k in BOUND_LABELS)]
-    if not all(isinstance(p, str) and 0 < len(p) <= _MAX_PART for p in parts):
-        return None
-    data = json.dumps([f"grove-gitops/rendered-by/{_SCHEME}", *parts], separators=(",", ":"), ensure_ascii=True)
+    parts = [_TAG, namespace, name]
+    parts.extend(map(labels.get, BOUND_LABELS))
+    for part in parts:  # (a plain loop: every rendered pod is stamped, issue 35.4)
+        if not (isinstance(part, str) and 0 < len(part) <= _MAX_PART):
+            return None
+    data = _ENCODE(parts)
     return _PREFIX + hashlib.sha256(data.encode()).hexdigest()
 
 

@@ -15,16 +15,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from typing import Any
 
-from grove_gitops.api.base import ObjectMeta
 from grove_gitops.api.podcliqueset import PodCliqueSet
-from grove_gitops.api.podgang import (
-    NamespacedName,
-    PodGang,
-    PodGangSpec,
-    PodGroup,
-    TopologyConstraintGroupConfig,
-)
+from grove_gitops.api.podgang import API_VERSION
 from grove_gitops.expand import labels as L
 from grove_gitops.expand import names
 from grove_gitops.expand.plan import CliqueInstance
@@ -94,13 +89,16 @@ def day2_annotation(pcs: PodCliqueSet, replica: int) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _metadata(pcs: PodCliqueSet, name: str, scheduler: str) -> ObjectMeta:
+def _metadata(pcs: PodCliqueSet, name: str, scheduler: str) -> dict[str, Any]:
     labels = {k: v for k, v in (pcs.metadata.labels or {}).items() if not k.startswith("grove.io/")}
     labels.update(L.default_labels(pcs.name))
     labels[L.COMPONENT] = L.COMPONENT_PODGANG
     labels[L.SCHEDULER_NAME] = scheduler
+    meta: dict[str, Any] = {"name": name, "namespace": pcs.namespace, "labels": labels}
     annotations = {k: v for k, v in (pcs.metadata.annotations or {}).items() if not k.startswith("grove.io/")}
-    return ObjectMeta(name=name, namespace=pcs.namespace, labels=labels, annotations=annotations or None)
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
 
 
 def build_podgangs(
@@ -110,53 +108,84 @@ def build_podgangs(
     pod_names: dict[str, list[str]],
     scheduler: str,
     translator: Translator,
-) -> list[PodGang]:
+) -> list[dict[str, Any]]:
     """Base gang ``P-i`` first, then the scaled gangs of each scaling group in order."""
+    return [
+        build_podgang(pcs, replica, gang_name, members, pod_names, scheduler, translator)
+        for gang_name, members in gang_members(instances).items()
+    ]
+
+
+def gang_members(instances: list[CliqueInstance]) -> dict[str, list[CliqueInstance]]:
+    """The PodCliques of each PodGang of one PodCliqueSet replica, gangs in first-seen order."""
     by_gang: dict[str, list[CliqueInstance]] = {}
     for inst in instances:
         by_gang.setdefault(inst.podgang, []).append(inst)
+    return by_gang
+
+
+def build_podgang(
+    pcs: PodCliqueSet,
+    replica: int,
+    gang_name: str,
+    members: list[CliqueInstance],
+    pod_names: Mapping[str, list[str]],
+    scheduler: str,
+    translator: Translator,
+) -> dict[str, Any]:
+    """PodGang ``gang_name`` of PodCliqueSet replica ``replica``: a function of these arguments
+    alone (``pod_names`` read for ``members`` only), which lets an expansion memo reuse it.
+
+    Built as the object itself, in the field order and with the absent fields of
+    :class:`~grove_gitops.api.podgang.PodGang` dumped with ``exclude_none`` (Go's ``omitempty``):
+    a model per pod reference cost a tenth of a mid-size render's expansion (issue 35.4);
+    tests/test_podgang_objects.py holds the two to each other."""
     base = names.base_podgang_name(pcs.name, replica)
     tmpl = pcs.spec.template
-    gangs: list[PodGang] = []
-    for gang_name, members in by_gang.items():
-        podgroups = [
-            PodGroup(
-                name=inst.fqn,
-                podReferences=[NamespacedName(namespace=pcs.namespace, name=n) for n in sorted(pod_names[inst.fqn])],
-                minReplicas=inst.template.spec.minAvailable or 0,
-                topologyConstraint=translator.translate(inst.template.topologyConstraint),
-            )
-            for inst in members
-        ]
-        spec = PodGangSpec(podgroups=podgroups, priorityClassName=tmpl.priorityClassName or None)
-        if gang_name == base:
-            spec.topologyConstraint = translator.translate(tmpl.topologyConstraint)
-            configs = []
-            if translator.enabled:
-                for group in pcs.scaling_groups:
-                    if group.topologyConstraint is None:
-                        continue
-                    for j in range(group.minAvailable or 1):
-                        gfqn = f"{names.pcsg_name(pcs.name, replica, group.name)}-{j}"
-                        configs.append(
-                            TopologyConstraintGroupConfig(
-                                name=gfqn,
-                                podGroupNames=[f"{gfqn}-{c}" for c in group.cliqueNames],
-                                topologyConstraint=translator.translate(group.topologyConstraint),
-                            )
-                        )
-            spec.topologyConstraintGroupConfigs = configs or None
-        else:
-            group_cfg = members[0].group
-            own = group_cfg.topologyConstraint if group_cfg is not None else None
-            spec.topologyConstraint = translator.translate(own if own is not None else tmpl.topologyConstraint)
-        meta = _metadata(pcs, gang_name, scheduler)
-        translated = (
-            spec.topologyConstraint is not None
-            or any(pg.topologyConstraint is not None for pg in podgroups)
-            or any(c.topologyConstraint is not None for c in spec.topologyConstraintGroupConfigs or [])
-        )
-        if translated and translator.topology_name:
-            meta.annotations = {**(meta.annotations or {}), L.TOPOLOGY_NAME: translator.topology_name}
-        gangs.append(PodGang(metadata=meta, spec=spec))
-    return gangs
+    ns = pcs.namespace
+    podgroups = []
+    for inst in members:
+        group: dict[str, Any] = {
+            "name": inst.fqn,
+            "podReferences": [{"namespace": ns, "name": n} for n in sorted(pod_names[inst.fqn])],
+            "minReplicas": inst.template.spec.minAvailable or 0,
+        }
+        constraint = translator.translate(inst.template.topologyConstraint)
+        if constraint is not None:
+            group["topologyConstraint"] = constraint
+        podgroups.append(group)
+    spec: dict[str, Any] = {"podgroups": podgroups}
+    configs: list[dict[str, Any]] = []
+    if gang_name == base:
+        gang_constraint = translator.translate(tmpl.topologyConstraint)
+        if translator.enabled:
+            for scaling_group in pcs.scaling_groups:
+                if scaling_group.topologyConstraint is None:
+                    continue
+                for j in range(scaling_group.minAvailable or 1):
+                    gfqn = f"{names.pcsg_name(pcs.name, replica, scaling_group.name)}-{j}"
+                    pod_groups = [f"{gfqn}-{c}" for c in scaling_group.cliqueNames]
+                    config: dict[str, Any] = {"name": gfqn, "podGroupNames": pod_groups}
+                    constraint = translator.translate(scaling_group.topologyConstraint)
+                    if constraint is not None:
+                        config["topologyConstraint"] = constraint
+                    configs.append(config)
+    else:
+        group_cfg = members[0].group
+        own = group_cfg.topologyConstraint if group_cfg is not None else None
+        gang_constraint = translator.translate(own if own is not None else tmpl.topologyConstraint)
+    if gang_constraint is not None:
+        spec["topologyConstraint"] = gang_constraint
+    if configs:
+        spec["topologyConstraintGroupConfigs"] = configs
+    if tmpl.priorityClassName:
+        spec["priorityClassName"] = tmpl.priorityClassName
+    meta = _metadata(pcs, gang_name, scheduler)
+    translated = (
+        gang_constraint is not None
+        or any("topologyConstraint" in pg for pg in podgroups)
+        or any("topologyConstraint" in c for c in configs)
+    )
+    if translated and translator.topology_name:
+        meta["annotations"] = {**meta.get("annotations", {}), L.TOPOLOGY_NAME: translator.topology_name}
+    return {"apiVersion": API_VERSION, "kind": "PodGang", "metadata": meta, "spec": spec}

@@ -17,7 +17,7 @@ from grove_gitops.backendapi import PodPlacement
 from grove_gitops.expand import labels as L
 from grove_gitops.expand import mnnvl, names, ownership
 from grove_gitops.expand.context import ExpandContext
-from grove_gitops.expand.hashing import CanonicalWithout, canonical_member, short_hash, short_hash_of
+from grove_gitops.expand.hashing import CanonicalWithout, short_hash, short_hash_of
 from grove_gitops.expand.jsoncopy import json_copy
 from grove_gitops.expand.plan import CliqueInstance
 from grove_gitops.expand.resourceclaims import ClaimRef
@@ -56,6 +56,139 @@ def _prepend_env(containers: list[dict[str, Any]], env: list[dict[str, Any]]) ->
         container["env"] = json_copy(env) + user
 
 
+class CliquePods:
+    """The pods of one PodClique instance, stamped one at a time from one prototype.
+
+    Every pod of the clique starts from the prototype (issue 10, "stamp repeated pods"):
+    labels, annotations and spec are built once, and each pod then only gets its index label,
+    hostname, name and (when it mounts claims of its own) its own copy of the spec. Pod ``k``
+    is a function of the prototype, ``k`` and its claims alone, never of how many pods the
+    clique has: an expansion at another count reuses the pods it shares with this one and
+    stamps only the others (:class:`~grove_gitops.expand.workload.ExpansionMemo`).
+
+    The canonical JSON that names a pod is joined from parts encoded once per clique (the
+    spec but its hostname, the metadata but its labels, the labels but the pod index,
+    :class:`~grove_gitops.expand.hashing.CanonicalWithout`): per pod only the few values that
+    differ are encoded (issue 35.4).
+    """
+
+    def __init__(
+        self, pcs: PodCliqueSet, inst: CliqueInstance, ctx: ExpandContext, template_hash: str, pcsg_num_pods: int
+    ) -> None:
+        ns = pcs.namespace
+        self.pcs_name, self.inst, self.init_image = pcs.name, inst, ctx.render.initContainerImage
+        pclq_labels = podclique_labels(pcs, inst, template_hash)
+        # A template's own rendered-by value is dropped: the render alone says which pods it made.
+        annotations = {
+            k: v
+            for k, v in (inst.template.annotations or {}).items()
+            if k not in (L.TOPOLOGY_NAME, ownership.RENDERED_BY)
+        }
+        # The PodClique spec: the template's pod spec with the PCSG variables prepended (§4.2).
+        base_spec = json_copy(inst.template.spec.podSpec)
+        if ctx.mnnvl_enabled:
+            group = mnnvl.resolve_group(pcs, inst.template, inst.group)
+            if group is not None:
+                mnnvl.inject_claim(base_spec, mnnvl.template_name(pcs.name, inst.pcs_replica, group))
+        if inst.group_fqn is not None:
+            pcsg_env = [
+                _field_env("GROVE_PCSG_NAME", L.PCSG),
+                {"name": "GROVE_PCSG_TEMPLATE_NUM_PODS", "value": str(pcsg_num_pods)},
+                _field_env("GROVE_PCSG_INDEX", L.PCSG_REPLICA_INDEX),
+            ]
+            for key in ("containers", "initContainers"):
+                if base_spec.get(key):
+                    _prepend_env(base_spec[key], pcsg_env)
+        grove_env = [
+            {"name": "GROVE_PCS_NAME", "value": pcs.name},
+            {"name": "GROVE_PCS_INDEX", "value": str(inst.pcs_replica)},
+            {"name": "GROVE_PCLQ_NAME", "value": inst.fqn},
+            {"name": "GROVE_HEADLESS_SERVICE", "value": names.headless_service_address(pcs.name, inst.pcs_replica, ns)},
+            _field_env("GROVE_PCLQ_POD_INDEX", L.POD_INDEX),
+        ]
+        placement = PodPlacement(pcs.name, ns, inst.podgang, inst.fqn, inst.base_podgang)
+        proto_labels = L.default_labels(pcs.name)
+        proto_labels.update(pclq_labels)
+        proto_labels[L.PODCLIQUE] = inst.fqn
+        proto_labels[L.PCS_REPLICA_INDEX] = str(inst.pcs_replica)
+        proto_labels[L.PODGANG] = inst.podgang
+        proto: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"namespace": ns, "labels": proto_labels, "annotations": dict(annotations)},
+            "spec": base_spec,
+        }
+        base_spec["schedulingGates"] = [{"name": L.SCHEDULING_GATE}]
+        ctx.backend.prepare_pod(proto, placement)
+        for key in ("containers", "initContainers"):
+            if base_spec.get(key):
+                _prepend_env(base_spec[key], grove_env)
+        base_spec["subdomain"] = names.headless_service_name(pcs.name, inst.pcs_replica)
+        proto_meta = proto["metadata"]
+        #: Never changed after this: each pod mounting claims of its own deep-copies it.
+        self.base_spec = base_spec
+        self.ns = ns
+        self.labels: dict[str, str] = proto_meta["labels"]
+        self.annotations: dict[str, str] | None = proto_meta.get("annotations") or None
+        self._labels_text = CanonicalWithout(self.labels, L.POD_INDEX)
+        shared_meta: dict[str, Any] = {"namespace": ns}
+        if self.annotations is not None:
+            shared_meta["annotations"] = self.annotations
+        self._meta_text = CanonicalWithout(shared_meta, "labels")
+        self._shared_spec: dict[str, Any] | None = None
+        self._shared_text: CanonicalWithout | None = None  # the shared spec's canonical JSON but the hostname
+
+    def _shared(self) -> tuple[dict[str, Any], CanonicalWithout]:
+        """The spec every pod without claims of its own shares, and its canonical JSON but the
+        hostname. Made on first use: the base spec's top level copied (only the volume and init
+        container lists grow, both copied first), its lists and mappings shared subtrees."""
+        if self._shared_spec is None or self._shared_text is None:
+            spec = dict(self.base_spec)
+            if self.inst.starts_after:
+                for key in ("volumes", "initContainers"):
+                    if key in spec:
+                        spec[key] = list(spec[key])
+                _add_init_container(spec, self.pcs_name, self.inst, self.init_image)
+            self._shared_spec = share_values(spec)
+            self._shared_text = CanonicalWithout(self._shared_spec, "hostname")
+        return self._shared_spec, self._shared_text
+
+    def pod(self, k: int, claims: list[ClaimRef]) -> dict[str, Any]:
+        """Pod ``k``, mounting ``claims`` (the ResourceClaims of this pod, or none)."""
+        inst = self.inst
+        if claims:  # this pod mounts its own claims: its own copy of the spec
+            spec = json_copy(self.base_spec)
+            _inject_claims(spec, claims)
+            if inst.starts_after:
+                _add_init_container(spec, self.pcs_name, inst, self.init_image)
+            shared_text = None
+        else:
+            shared_spec, shared_text = self._shared()
+            spec = dict(shared_spec)
+        index = str(k)
+        spec["hostname"] = names.pod_hostname(inst.fqn, k)
+        labels = dict(self.labels)
+        labels[L.POD_INDEX] = index
+        meta: dict[str, Any] = {"namespace": self.ns, "labels": labels}
+        if self.annotations is not None:
+            meta["annotations"] = dict(self.annotations)
+        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        if shared_text is None:
+            suffix = short_hash(pod)
+        else:  # short_hash(pod), from the texts encoded once for the clique
+            canonical = (
+                '{"apiVersion":"v1","kind":"Pod","metadata":'
+                + self._meta_text.text_of(self._labels_text.text_of(f'"{index}"'))  # (digits: no escapes)
+                + ',"spec":'
+                + shared_text.text(spec["hostname"])
+                + "}"
+            )
+            suffix = short_hash_of(canonical.encode())
+        pod["metadata"] = {"name": f"{inst.fqn}-{k}-{suffix}", **meta}
+        ownership.stamp(pod)  # after naming: the proof binds the name (docs/day2.md)
+        return pod
+
+
 def build_pods(
     pcs: PodCliqueSet,
     inst: CliqueInstance,
@@ -65,98 +198,8 @@ def build_pods(
     claims_for_pod: list[list[ClaimRef]],
 ) -> list[dict[str, Any]]:
     """Every pod of ``inst``; ``claims_for_pod[k]`` are the ResourceClaims pod ``k`` mounts."""
-    ns = pcs.namespace
-    pclq_labels = podclique_labels(pcs, inst, template_hash)
-    # A template's own rendered-by value is dropped: the render alone says which pods it made.
-    annotations = {
-        k: v for k, v in (inst.template.annotations or {}).items() if k not in (L.TOPOLOGY_NAME, ownership.RENDERED_BY)
-    }
-    # The PodClique spec: the template's pod spec with the PCSG variables prepended (§4.2).
-    base_spec = json_copy(inst.template.spec.podSpec)
-    if ctx.mnnvl_enabled:
-        group = mnnvl.resolve_group(pcs, inst.template, inst.group)
-        if group is not None:
-            mnnvl.inject_claim(base_spec, mnnvl.template_name(pcs.name, inst.pcs_replica, group))
-    if inst.group_fqn is not None:
-        pcsg_env = [
-            _field_env("GROVE_PCSG_NAME", L.PCSG),
-            {"name": "GROVE_PCSG_TEMPLATE_NUM_PODS", "value": str(pcsg_num_pods)},
-            _field_env("GROVE_PCSG_INDEX", L.PCSG_REPLICA_INDEX),
-        ]
-        for key in ("containers", "initContainers"):
-            if base_spec.get(key):
-                _prepend_env(base_spec[key], pcsg_env)
-    grove_env = [
-        {"name": "GROVE_PCS_NAME", "value": pcs.name},
-        {"name": "GROVE_PCS_INDEX", "value": str(inst.pcs_replica)},
-        {"name": "GROVE_PCLQ_NAME", "value": inst.fqn},
-        {"name": "GROVE_HEADLESS_SERVICE", "value": names.headless_service_address(pcs.name, inst.pcs_replica, ns)},
-        _field_env("GROVE_PCLQ_POD_INDEX", L.POD_INDEX),
-    ]
-    placement = PodPlacement(pcs.name, ns, inst.podgang, inst.fqn, inst.base_podgang)
-    # Every pod of the clique starts from one prototype (issue 10, "stamp repeated pods"):
-    # labels, annotations and spec are built once, and each pod then only gets its index
-    # label, hostname and name. Its spec's lists and mappings are shared with the other pods.
-    proto_labels = L.default_labels(pcs.name)
-    proto_labels.update(pclq_labels)
-    proto_labels[L.PODCLIQUE] = inst.fqn
-    proto_labels[L.PCS_REPLICA_INDEX] = str(inst.pcs_replica)
-    proto_labels[L.PODGANG] = inst.podgang
-    proto: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"namespace": ns, "labels": proto_labels, "annotations": dict(annotations)},
-        "spec": base_spec,
-    }
-    base_spec["schedulingGates"] = [{"name": L.SCHEDULING_GATE}]
-    ctx.backend.prepare_pod(proto, placement)
-    for key in ("containers", "initContainers"):
-        if base_spec.get(key):
-            _prepend_env(base_spec[key], grove_env)
-    base_spec["subdomain"] = names.headless_service_name(pcs.name, inst.pcs_replica)
-    proto_meta = proto["metadata"]
-    if not proto_meta["annotations"]:
-        del proto_meta["annotations"]
-    shared_spec: dict[str, Any] | None = None
-    shared_text: CanonicalWithout | None = None  # the shared spec's canonical JSON but the hostname
-    pods = []
-    for k in range(inst.pods):
-        claims = claims_for_pod[k] if k < len(claims_for_pod) else []
-        if claims:  # this pod mounts its own claims: its own copy of the spec
-            spec = json_copy(base_spec)
-            _inject_claims(spec, claims)
-            if inst.starts_after:
-                _add_init_container(spec, pcs.name, inst, ctx.render.initContainerImage)
-        else:
-            if shared_spec is None:
-                spec = json_copy(base_spec)
-                if inst.starts_after:
-                    _add_init_container(spec, pcs.name, inst, ctx.render.initContainerImage)
-                shared_spec = share_values(spec)
-                shared_text = CanonicalWithout(shared_spec, "hostname")
-            spec = dict(shared_spec)
-        spec["hostname"] = names.pod_hostname(inst.fqn, k)
-        labels = dict(proto_labels)
-        labels[L.POD_INDEX] = str(k)
-        meta: dict[str, Any] = {"namespace": ns, "labels": labels}
-        if "annotations" in proto_meta:
-            meta["annotations"] = dict(proto_meta["annotations"])
-        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-        if shared_text is None or claims:
-            suffix = short_hash(pod)
-        else:  # short_hash(pod), the shared spec members encoded once for the clique
-            canonical = (
-                '{"apiVersion":"v1","kind":"Pod",'
-                + canonical_member("metadata", meta)
-                + ',"spec":'
-                + shared_text.text(spec["hostname"])
-                + "}"
-            )
-            suffix = short_hash_of(canonical.encode())
-        pod["metadata"] = {"name": f"{inst.fqn}-{k}-{suffix}", **meta}
-        ownership.stamp(pod)  # after naming: the proof binds the name (docs/day2.md)
-        pods.append(pod)
-    return pods
+    stamper = CliquePods(pcs, inst, ctx, template_hash, pcsg_num_pods)
+    return [stamper.pod(k, claims_for_pod[k] if k < len(claims_for_pod) else []) for k in range(inst.pods)]
 
 
 def _inject_claims(spec: dict[str, Any], claims: list[ClaimRef]) -> None:

@@ -7,8 +7,9 @@ domain the binding lacks is dropped per field.
 
 from __future__ import annotations
 
+from typing import Any
+
 from grove_gitops.api.podcliqueset import PodCliqueSet, TopologyConstraint
-from grove_gitops.api.podgang import GangTopologyConstraint, PackConstraint
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.expand.context import ExpandContext
 from grove_gitops.validation.topology import explicit_topology_name, has_constraints
@@ -22,7 +23,9 @@ class Translator:
             ctx.bindings.get(self.topology_name) if self.topology_name else None
         )
 
-    def translate(self, tc: TopologyConstraint | None) -> GangTopologyConstraint | None:
+    def translate(self, tc: TopologyConstraint | None) -> dict[str, Any] | None:
+        """The PodGang's ``topologyConstraint`` object (``GangTopologyConstraint`` dumped with
+        ``exclude_none``), or None when nothing of ``tc`` translates."""
         if not self.enabled or tc is None or self.binding is None:
             return None
         req_domain, pref_domain = tc.required_domain(), tc.preferred_domain()
@@ -30,4 +33,7 @@ class Translator:
         pref = self.binding.key_for(pref_domain) if pref_domain else None
         if req is None and pref is None:
             return None
-        return GangTopologyConstraint(packConstraint=PackConstraint(required=req, preferred=pref))
+        pack = {"required": req} if req is not None else {}
+        if pref is not None:
+            pack["preferred"] = pref
+        return {"packConstraint": pack}
