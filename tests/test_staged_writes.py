@@ -209,3 +209,14 @@ def test_spill_never_follows_a_symlink_in_the_way(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="File exists"):
         staging.spill_shard(_shard({"ns/p/a.yaml": b"a"}), staging.Published(str(root), "OUT", False, False))
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("key", [("ns", "../escape"), ("ns/../..", "p"), ("..", "p"), ("ns", "a/b"), ("ns", "")])
+def test_spill_refuses_a_key_that_is_not_two_plain_names(tmp_path: Path, key: tuple[str, str]) -> None:
+    """A plan's keys are validated names; a worker still writes nowhere else if one is not."""
+    root = tmp_path / "root"
+    (root / "ns").mkdir(parents=True)
+    shard = CachedShard(key, "p.yaml", {}, [], [], files={f"{key[0]}/{key[1]}/a.yaml": b"a"})
+    with pytest.raises(OutputError, match="not <namespace>/<name>"):
+        staging.spill_shard(shard, staging.Published(str(root), "OUT", False, False))
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["root", "root/ns"]

@@ -40,6 +40,7 @@ def plain_name(rel: str, name: str) -> bool:
     return (
         not rel.startswith("/")
         and name not in ("", ".", "..")
+        and "/" not in name
         and "\\" not in name
         and "\0" not in name
         and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
