@@ -13,9 +13,14 @@ def json_copy(value: T) -> T:
     return _copy(value)  # type: ignore[no-any-return]
 
 
+#: Values returned as they are without a call: most of a spec's values are such leaves, and a
+#: call per leaf was most of the copy's time (issue 35.4: every PodClique copies its spec).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _LEAVES else _copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [v if type(v) in _LEAVES else _copy(v) for v in value]
     return value
