@@ -1,11 +1,13 @@
 """Shortcuts on expansion's per-pod path (issue 35.4) give exactly what their plain definitions
-give: the ownership proof hashes ``json.dumps`` of its parts, and ``json_copy`` is a deep
-copy (equal, nothing mutable shared, leaves of any type kept)."""
+give: the ownership proof hashes ``json.dumps`` of its parts, ``json_copy`` is a deep copy
+(equal, nothing mutable shared, leaves of any type kept), and the variables Grove injects are
+each container's own."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 from grove_gitops.expand import labels as L
 from grove_gitops.expand import ownership
 from grove_gitops.expand.jsoncopy import json_copy
+from tests.support import objects_by_kind, render_files
 
 # Label values and names as a hostile or unusual source may write them: quotes, backslashes,
 # control characters, non-ASCII, astral characters and lone surrogates (escaped alike).
@@ -76,3 +79,45 @@ def test_json_copy_keeps_leaves_of_other_types_and_copies_nested_ones() -> None:
     assert copied["b"][0] == inner and copied["b"][0] is not inner
     assert copied["b"][0]["k"] is not inner["k"]
     assert copied["b"][1][0] is not inner
+
+
+_TWO_CONTAINERS = """
+apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: svc, namespace: ml}
+spec:
+  replicas: 1
+  template:
+    cliques:
+    - name: a
+      spec:
+        roleName: a
+        replicas: 1
+        podSpec:
+          initContainers:
+          - {name: i, image: x}
+          containers:
+          - name: c
+            image: x
+            env: [{name: GROVE_PCSG_INDEX, value: spoofed}, {name: MINE, value: kept}]
+          - {name: d, image: x}
+    podCliqueScalingGroups:
+    - {name: g, cliqueNames: [a]}
+"""
+
+
+def test_every_container_gets_grove_variables_of_its_own(tmp_path: Path) -> None:
+    """Grove's variables, then the scaling group's, then the user's of other names; built
+    afresh per container, so no two containers (nor two cliques) share an entry."""
+    result = render_files(tmp_path, {"s.yaml": _TWO_CONTAINERS})
+    pod = next(iter(objects_by_kind(result, "Pod").values()))
+    spec = pod["spec"]
+    lists = [c["env"] for c in (*spec["containers"], *spec["initContainers"])]
+    grove = ["GROVE_PCS_NAME", "GROVE_PCS_INDEX", "GROVE_PCLQ_NAME", "GROVE_HEADLESS_SERVICE", "GROVE_PCLQ_POD_INDEX"]
+    group = ["GROVE_PCSG_NAME", "GROVE_PCSG_TEMPLATE_NUM_PODS", "GROVE_PCSG_INDEX"]
+    assert [e["name"] for e in lists[0]] == [*grove, *group, "MINE"]
+    assert all([e["name"] for e in env] == [*grove, *group] for env in lists[1:])
+    assert lists[1] == lists[2] == lists[0][:-1]
+    entries = [id(e) for env in lists for e in env]
+    nested = [id(e["valueFrom"]) for env in lists for e in env if "valueFrom" in e]
+    assert len(set(entries)) == len(entries) and len(set(nested)) == len(nested)
