@@ -84,25 +84,21 @@ def test_json_copy_keeps_leaves_of_other_types_and_copies_nested_ones() -> None:
 _TWO_CONTAINERS = """
 apiVersion: grove.io/v1alpha1
 kind: PodCliqueSet
-metadata: {name: svc, namespace: ml}
+metadata: {name: envs, namespace: ml}
 spec:
   replicas: 1
   template:
+    podCliqueScalingGroups: [{name: g, cliqueNames: [a]}]
     cliques:
     - name: a
       spec:
-        roleName: a
         replicas: 1
+        roleName: a
         podSpec:
-          initContainers:
-          - {name: i, image: x}
+          initContainers: [{name: i, image: x}]
           containers:
-          - name: c
-            image: x
-            env: [{name: GROVE_PCSG_INDEX, value: spoofed}, {name: MINE, value: kept}]
+          - {name: c, image: x, env: [{name: GROVE_PCSG_INDEX, value: spoofed}, {name: MINE, value: kept}]}
           - {name: d, image: x}
-    podCliqueScalingGroups:
-    - {name: g, cliqueNames: [a]}
 """
 
 
