@@ -43,8 +43,6 @@ def path_segment(value: str) -> str:
     return quote(value, safe="")
 
 
-_seg = path_segment
-
 
 #: ``group/version`` or a core ``version``: a DNS subdomain, then ``v<N>`` with an optional
 #: ``alpha<N>``/``beta<N>`` (what the API server serves). Object data names the API versions the
@@ -275,8 +273,8 @@ class Kube:
         return _json(self.core.read_namespaced_pod(name, namespace, _preload_content=False, _request_timeout=self.timeout))
 
     def patch_pod_json(self, namespace: str, name: str, ops: list[Raw]) -> Raw:
-        return self.raw("PATCH", f"/api/v1/namespaces/{_seg(namespace)}/pods/{_seg(name)}?fieldManager="
-                        f"{_seg(self.field_manager)}", ops, "application/json-patch+json")
+        return self.raw("PATCH", f"/api/v1/namespaces/{path_segment(namespace)}/pods/{path_segment(name)}?fieldManager="
+                        f"{path_segment(self.field_manager)}", ops, "application/json-patch+json")
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> Raw | None:
         """Delete one pod, only if it still has ``uid``; returns the pod when it is now
@@ -293,7 +291,7 @@ class Kube:
 
     def patch_podgang_status(self, namespace: str, name: str, status: Raw) -> None:
         # (the group and version spelled out: the RBAC test reads the path's constant start)
-        self.raw("PATCH", f"/apis/scheduler.grove.io/v1alpha1/namespaces/{_seg(namespace)}/podgangs/{_seg(name)}/status",
+        self.raw("PATCH", f"/apis/scheduler.grove.io/v1alpha1/namespaces/{path_segment(namespace)}/podgangs/{path_segment(name)}/status",
                  {"status": status}, "application/merge-patch+json")
 
     def plural(self, api_version: str, kind: str) -> str | None:
@@ -331,7 +329,7 @@ class Kube:
                     _request_timeout=self.timeout,
                 )
             else:
-                self.raw("GET", f"{api_root(ref.api_version)}/namespaces/{_seg(ref.namespace)}/{_seg(plural)}/{_seg(ref.name)}")
+                self.raw("GET", f"{api_root(ref.api_version)}/namespaces/{path_segment(ref.namespace)}/{path_segment(plural)}/{path_segment(ref.name)}")
             return True
         except ApiException as exc:
             if exc.status == 404:
@@ -356,8 +354,8 @@ class Kube:
         plural = self.plural(api_version, kind)
         if plural is None:
             return None
-        base = f"{api_root(api_version)}/namespaces/{_seg(namespace)}/{_seg(plural)}"
-        return f"{base}/{_seg(name)}" if name is not None else base
+        base = f"{api_root(api_version)}/namespaces/{path_segment(namespace)}/{path_segment(plural)}"
+        return f"{base}/{path_segment(name)}" if name is not None else base
 
     def _need(self, api_version: str, kind: str, namespace: str, name: str | None = None) -> str:
         found = self.path(api_version, kind, namespace, name)
@@ -368,7 +366,7 @@ class Kube:
     def create(self, obj: Raw) -> Raw:
         meta = obj["metadata"]
         return self.raw("POST", self._need(obj["apiVersion"], obj["kind"], meta["namespace"]) +
-                        f"?fieldManager={_seg(self.field_manager)}", obj)
+                        f"?fieldManager={path_segment(self.field_manager)}", obj)
 
     def list_objects(self, api_version: str, kind: str, namespace: str | None, selector: str) -> Raw:
         if namespace:
@@ -377,13 +375,13 @@ class Kube:
             plural = self.plural(api_version, kind)
             if plural is None:
                 raise ApiException(status=404, reason=f"{kind}.{api_version} is not served by the API server")
-            path = f"{api_root(api_version)}/{_seg(plural)}"
-        return self.raw("GET", f"{path}?labelSelector={_seg(selector)}")
+            path = f"{api_root(api_version)}/{path_segment(plural)}"
+        return self.raw("GET", f"{path}?labelSelector={path_segment(selector)}")
 
     def patch_object(self, api_version: str, kind: str, namespace: str, name: str, body: Any, *,
                      subresource: str = "", patch_type: str = "application/merge-patch+json") -> Raw:
-        path = self._need(api_version, kind, namespace, name) + (f"/{_seg(subresource)}" if subresource else "")
-        return self.raw("PATCH", f"{path}?fieldManager={_seg(self.field_manager)}", body, patch_type)
+        path = self._need(api_version, kind, namespace, name) + (f"/{path_segment(subresource)}" if subresource else "")
+        return self.raw("PATCH", f"{path}?fieldManager={path_segment(self.field_manager)}", body, patch_type)
 
     def delete_object(self, api_version: str, kind: str, namespace: str, name: str, uid: str) -> None:
         """Delete one object only if it still has ``uid``; gone already is success."""
@@ -426,7 +424,7 @@ class Kube:
         body = event_body(involved, reason, note, event_type, self.field_manager)
         where = body["metadata"]["namespace"]
         try:
-            self.raw("POST", f"/apis/events.k8s.io/v1/namespaces/{_seg(str(where))}/events", body)
+            self.raw("POST", f"/apis/events.k8s.io/v1/namespaces/{path_segment(str(where))}/events", body)
             return True
         except (ApiException, HTTPError, OSError, ValueError) as exc:
             agent_log.warning("Event %s about %s %s not recorded: %s", reason, involved.get("kind"),
