@@ -33,6 +33,16 @@ fresh world:
 
 One JSON line on stdout: every run, and the median and worst of each figure.
 
+``--shape`` (issue 35.2: outside harnesses count on shapes this one did not run): ``default``
+is the workload above; the others change one thing each (see :data:`SHAPES`): ``small`` (1 ->
+3, where the per-pass writes weigh most), ``two-groups`` (two scaling groups of one
+PodCliqueSet, both scaled in the same second), ``pcs-replicas`` (a PodCliqueSet of 2 replicas,
+the group of each replica scaled: PodCliqueSet ``replicas`` themselves stay Git-owned, see
+docs/autoscaling.md), ``volcano`` (the same 2 -> 50 with Volcano as the gang backend) and
+``two-workloads`` (two PodCliqueSets scaled at once). A shape other than ``default`` adds to
+each run the scaled targets and workloads and ``status_over_bound``: the status writes over
+"one per new gang + one per scaled target + one per workload".
+
 ``--world-gc`` (issue 35): this process (server and simulators) keeps its collector pauses short
 as the agent does (``freeze``, the default) or runs CPython's defaults (``python``); either
 way ``world_gc_pause_ms_max`` reports its longest pause in the scale-out (see
@@ -48,6 +58,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +107,83 @@ def source(root: Path, low: int, high: int, namespace: str = NS, name: str = PCS
               "gitops": "argocd"}
     root.mkdir(parents=True)
     (root / "workload.yaml").write_text(yaml.safe_dump_all([pcs, opcfg, render], sort_keys=False))
+    return root
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One PodCliqueSet of a shape: ``replicas`` PodCliqueSet replicas, each with the scaling
+    groups ``groups`` (each leader 1 + workers 3, autoscaled from the shape's low to high)."""
+
+    name: str
+    groups: tuple[str, ...] = (GROUP,)
+    replicas: int = 1
+
+    def targets(self) -> list[tuple[int, str]]:
+        return [(i, g) for i in range(self.replicas) for g in self.groups]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one run scales: every scale target of every workload goes from ``low`` to ``high``
+    (one ``/scale`` write each, back to back); ``backend``: the gang scheduler's profile."""
+
+    low: int
+    high: int
+    workloads: tuple[Workload, ...] = (Workload(PCS),)
+    backend: str = "kai-scheduler"
+
+    def targets(self) -> list[tuple[str, int, str]]:
+        return [(w.name, i, g) for w in self.workloads for i, g in w.targets()]
+
+
+#: The shapes of ``--shape``; every one creates 48 new gangs but ``small`` (2).
+SHAPES: dict[str, Shape] = {
+    "default": Shape(2, 50),
+    "small": Shape(1, 3),
+    "two-groups": Shape(2, 26, (Workload(PCS, (GROUP, "draft")),)),
+    "pcs-replicas": Shape(2, 26, (Workload(PCS, replicas=2),)),
+    "volcano": Shape(2, 50, backend="volcano"),
+    "two-workloads": Shape(2, 26, (Workload(PCS), Workload(f"{PCS}-b"))),
+}
+#: The backend gang object's resource in the fake server, by scheduler profile.
+GANG_OBJECTS = {"kai-scheduler": "podgroups.scheduling.run.ai", "volcano": "podgroups.scheduling.volcano.sh"}
+
+
+def shape_source(root: Path, shape: Shape, namespace: str = NS) -> Path:
+    """The source of ``shape``: :func:`source`'s PodCliqueSet per workload, with its groups
+    (each its own leader and workers) and replicas, and the shape's gang backend."""
+
+    def clique(name: str, replicas: int) -> dict[str, Any]:
+        return {"name": name, "spec": {
+            "roleName": name, "replicas": replicas, "minAvailable": replicas,
+            "podSpec": {"containers": [{"name": "main", "image": "busybox:1.36",
+                                        "resources": {"requests": {"cpu": "100m"}}}]},
+        }}
+
+    docs: list[dict[str, Any]] = []
+    for w in shape.workloads:
+        cliques: list[dict[str, Any]] = []
+        groups: list[dict[str, Any]] = []
+        for g in w.groups:
+            names = ["leader", "worker"] if g == GROUP else [f"{g}-leader", f"{g}-worker"]
+            cliques += [clique(names[0], 1), clique(names[1], 3)]
+            groups.append({"name": g, "cliqueNames": names, "replicas": shape.low, "minAvailable": 1,
+                           "scaleConfig": {"minReplicas": shape.low, "maxReplicas": shape.high}})
+        labels = {"kai.scheduler/queue": "default"} if shape.backend == "kai-scheduler" else {}
+        docs.append({"apiVersion": "grove.io/v1alpha1", "kind": "PodCliqueSet",
+                     "metadata": {"name": w.name, "namespace": namespace, "labels": labels},
+                     "spec": {"replicas": w.replicas, "template": {"cliques": cliques,
+                                                                   "podCliqueScalingGroups": groups}}})
+    docs.append({"apiVersion": "operator.config.grove.io/v1alpha1", "kind": "OperatorConfiguration",
+                 "scheduler": {"defaultProfileName": shape.backend, "profiles": [{"name": shape.backend}]}})
+    if shape.backend == "volcano":
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+                     "spec": {"weight": 1}})
+    docs.append({"apiVersion": "gitops.grove.io/v1alpha1", "kind": "RenderConfiguration",
+                 "kubernetesVersion": "1.35", "gitops": "argocd"})
+    root.mkdir(parents=True)
+    (root / "workload.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return root
 
 
@@ -188,63 +276,87 @@ def api_floor(env: Any, snapshot: dict[str, list[dict[str, Any]]], writes: Write
     return time.perf_counter() - t0, sent
 
 
-def _snapshot(env: Any, new_pods: set[str], new_gangs: set[str]) -> dict[str, list[dict[str, Any]]]:
-    """The scale-out's own objects as stored, for :func:`api_floor`."""
+def _snapshot(env: Any, new_pods: set[str], new_gangs: set[str], shape: Shape) -> dict[str, list[dict[str, Any]]]:
+    """The scale-out's own objects as stored, for :func:`api_floor` (the first target and
+    workload stand for every one: the floor's status patches all go to copies of them)."""
     store = env.server.store
+    first = shape.workloads[0]
     return {
         "pods": [p for p in store.list_objects("pods", NS) if p["metadata"]["name"] in new_pods],
         "podgangs": [g for g in store.list_objects("podgangs.scheduler.grove.io", NS)
                      if g["metadata"]["name"] in new_gangs],
-        "podgroups": [g for g in store.list_objects("podgroups.scheduling.run.ai", NS)
+        "podgroups": [g for g in store.list_objects(GANG_OBJECTS[shape.backend], NS)
                       if g["metadata"]["name"] in new_gangs],
-        "target": [env.server.get_object("podcliquescalinggroups.gitops.grove.io", NS, TARGET)],
-        "workload": [env.server.get_object("podcliquesets.gitops.grove.io", NS, PCS)],
+        "target": [env.server.get_object("podcliquescalinggroups.gitops.grove.io", NS,
+                                         _target_name(first.name, *first.targets()[0]))],
+        "workload": [env.server.get_object("podcliquesets.gitops.grove.io", NS, first.name)],
     }
 
 
-def run_once(low: int, high: int, world_gc: str = "freeze") -> dict[str, Any]:
+def _target_name(pcs: str, index: int, group: str) -> str:
+    return f"{pcs}-{index}-{group}"
+
+
+def _counts(shape: Shape, count: int) -> dict[str, dict[tuple[int, str], int]]:
+    return {w.name: {t: count for t in w.targets()} for w in shape.workloads}
+
+
+def run_once(low: int, high: int, world_gc: str = "freeze", shape: Shape | None = None) -> dict[str, Any]:
     with world_collector(world_gc) as world:
-        return _run_once(low, high, world)
+        return _run_once(low, high, world, shape)
 
 
-def _run_once(low: int, high: int, world: Any) -> dict[str, Any]:
+def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> dict[str, Any]:
     from kubernetes.client import CustomObjectsApi
     from kubernetes.client.exceptions import ApiException
 
     from tests.day2.harness import day2_env
 
+    default = shape is None
+    shape = Shape(low, high) if shape is None else Shape(low, high, shape.workloads, shape.backend)
+    targets = [_target_name(*t) for t in shape.targets()]
     with tempfile.TemporaryDirectory() as tmp:
-        src = source(Path(tmp) / "source", low, high)
+        src = source(Path(tmp) / "source", low, high) if default else shape_source(Path(tmp) / "source", shape)
         with day2_env(Path(tmp) / "world", source=src, namespace=NS, ready_delay=0.0, termination_delay=None,
                       sync_interval=1.0, agent=False, bystander=False) as env, \
                 _agent_process(env.server, Path(tmp) / "kubeconfig", 2.0) as agent:
             env.primary = PCS
-            env.set_counts({(0, GROUP): low})
+            env.set_counts_of(_counts(shape, low))
             api = CustomObjectsApi(env.server.api_client())
 
-            def target() -> dict[str, Any] | None:
+            def target(name: str = TARGET) -> dict[str, Any] | None:
                 try:
                     return dict(api.get_namespaced_custom_object("gitops.grove.io", "v1alpha1", NS,
-                                                                 "podcliquescalinggroups", TARGET))
+                                                                 "podcliquescalinggroups", name))
                 except ApiException:  # not created yet
                     return None
 
-            env.wait_until(lambda: target() is not None and env.converged(), timeout=120, what="the first deploy",
-                           interval=0.1)
+            def all_gangs() -> set[str]:
+                return {o["metadata"]["name"] for w in shape.workloads
+                        for o in env.objects_at(env.counts if w.name == PCS else env.counts_of[w.name], w.name)
+                        if o["kind"] == "PodGang"}
+
+            def scale(count: int) -> None:
+                for name in targets:
+                    api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS,
+                                                             "podcliquescalinggroups", name,
+                                                             {"spec": {"replicas": count}})
+
+            env.wait_until(lambda: all(target(t) is not None for t in targets) and env.converged(), timeout=120,
+                           what="the first deploy", interval=0.1)
             before_pods = {v.name for v in env.views()}
             time.sleep(QUIET)  # the agent's first-deploy status writes land before the count starts
             env.settle()
             writes_before = _writes(env)
             cpu_before = agent.cpu()
             mark = env.observer.mark()
-            gangs_at_low = {o["metadata"]["name"] for o in env.objects_at(env.counts) if o["kind"] == "PodGang"}
-            env.set_counts({(0, GROUP): high})
-            wanted_gangs = {o["metadata"]["name"] for o in env.objects_at(env.counts) if o["kind"] == "PodGang"}
+            gangs_at_low = all_gangs()
+            env.set_counts_of(_counts(shape, high))
+            wanted_gangs = all_gangs()
             world.report()
             world.longest = 0.0
             started = time.monotonic()
-            api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS, "podcliquescalinggroups",
-                                                     TARGET, {"spec": {"replicas": high}})
+            scale(high)
 
             def gangs() -> set[str]:
                 listed = env.rest.request("GET", f"/apis/scheduler.grove.io/v1alpha1/namespaces/{NS}/podgangs")
@@ -268,17 +380,17 @@ def _run_once(low: int, high: int, world: Any) -> dict[str, Any]:
             # The simulators' own writes in the same window (the kubelet's pod status, the
             # applier's syncs): the server serves them beside the agent's; the floor has none.
             simulator_writes = sum((writes_after[1] - writes_before[1]).values())
-            writes["patch", "podcliquescalinggroups/scale"] -= 1  # the benchmark's own /scale write
-            count = target()
-            assert count is not None and count["spec"]["replicas"] == high
+            writes["patch", "podcliquescalinggroups/scale"] -= len(targets)  # the benchmark's own /scale writes
+            for name in targets:
+                count = target(name)
+                assert count is not None and count["spec"]["replicas"] == high
             before_gangs = {n for n in wanted_gangs if n not in gangs_at_low}
-            snapshot = _snapshot(env, new_pods, before_gangs)
+            snapshot = _snapshot(env, new_pods, before_gangs, shape)
 
             mark = env.observer.mark()
-            env.set_counts({(0, GROUP): low})
+            env.set_counts_of(_counts(shape, low))
             started = time.monotonic()
-            api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS, "podcliquescalinggroups",
-                                                     TARGET, {"spec": {"replicas": low}})
+            scale(low)
             env.wait_until(lambda: not new_pods & {v.name for v in env.views()}, timeout=300,
                            what=f"count {low}: the new pods deleted", interval=0.5)
             env.settle()
@@ -287,9 +399,14 @@ def _run_once(low: int, high: int, world: Any) -> dict[str, Any]:
             problems = env.invariant_problems()
             floor_s, floor_writes = api_floor(env, snapshot, writes)
             status_writes = sum(v for (verb, resource), v in writes.items() if resource.endswith("/status"))
-            gangs_new = high - low
+            gangs_new = len(before_gangs)
             pods_new = len(new_pods)
-            return {
+            extra: dict[str, Any] = {} if default else {
+                "scaled_targets": len(targets),
+                "workloads": len(shape.workloads),
+                "status_over_bound": status_writes - (gangs_new + len(targets) + len(shape.workloads)),
+            }
+            return {**extra,
                 "new_gangs": gangs_new,
                 "new_pods": pods_new,
                 "release_s": round(release_s, 3),
@@ -314,20 +431,31 @@ FIGURES = ("release_s", "scale_in_s", "cpu_ms_per_gang", "pod_creates_per_pod", 
            "pod_writes_per_pod", "writes_per_pod", "status_writes_per_gang", "api_floor_s", "release_over_floor")
 
 
-def run(low: int, high: int, repeat: int, world_gc: str = "freeze") -> dict[str, Any]:
+def run(low: int, high: int, repeat: int, world_gc: str = "freeze", shape: str = "default") -> dict[str, Any]:
     if not 1 <= low < high <= 500:
         raise ValueError(f"need 1 <= low < high <= 500, got {low} and {high}")
-    runs = [run_once(low, high, world_gc) for _ in range(repeat)]
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
+    chosen = None if shape == "default" else SHAPES[shape]
+    runs = [run_once(low, high, world_gc, chosen) for _ in range(repeat)]
+    figures = FIGURES if chosen is None else (*FIGURES, "status_over_bound")
     summary = {k: {"median": statistics.median(r[k] for r in runs), "worst": max(r[k] for r in runs)}
-               for k in FIGURES}
-    return {"low": low, "high": high, "pods_per_replica": PODS_PER_REPLICA, "repeat": repeat, "runs": runs,
-            "summary": summary}
+               for k in figures}
+    out: dict[str, Any] = {"low": low, "high": high, "pods_per_replica": PODS_PER_REPLICA, "repeat": repeat,
+                           "runs": runs, "summary": summary}
+    if chosen is not None:
+        out["shape"] = shape
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--low", type=int, default=2, help="the floor (Git's count) and the count scaled back to")
-    parser.add_argument("--high", type=int, default=50, help="the count of the one /scale write")
+    parser.add_argument("--shape", choices=tuple(SHAPES), default="default",
+                        help="what is scaled (default: one group of one PodCliqueSet); see the module's doc")
+    parser.add_argument("--low", type=int, default=None,
+                        help="the floor (Git's count) and the count scaled back to (default: the shape's, 2)")
+    parser.add_argument("--high", type=int, default=None,
+                        help="the count of each target's /scale write (default: the shape's, 50)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--world-gc", choices=("freeze", "python"), default="freeze",
                         help="this process's collector: kept short as the agent's (default) or CPython's defaults")
@@ -335,7 +463,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     try:
-        print(json.dumps(run(args.low, args.high, args.repeat, args.world_gc), sort_keys=True))
+        chosen = SHAPES[args.shape]
+        low = chosen.low if args.low is None else args.low
+        high = chosen.high if args.high is None else args.high
+        print(json.dumps(run(low, high, args.repeat, args.world_gc, args.shape), sort_keys=True))
     except ValueError as exc:
         parser.error(str(exc))
     return 0

@@ -244,6 +244,9 @@ class Day2World:
         # template name): count} of the primary), and the pods the agent materialises at them
         # beyond Git's (see :meth:`set_counts`).
         self.counts: dict[tuple[int, str], int] | None = None
+        # Other PodCliqueSets' live counts ({pcs: counts}, :meth:`set_counts_of`): a scenario
+        # that scales several workloads at once (the autoscaling bench's shapes).
+        self.counts_of: dict[str, dict[tuple[int, str], int]] = {}
         self._agent_pods: dict[Slot, tuple[str, str]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -263,7 +266,7 @@ class Day2World:
         the live counts, once a scenario set them)."""
         with self.applier.lock:
             render(self.source, self.out)
-            self._agent_pods = self._pods_at(self.counts) if self.counts is not None else {}
+            self._agent_pods = self._all_agent_pods()
             self.targets.append((self.observer.mark(), frozenset(self.all_desired_pods())))
 
     def set_counts(self, counts: dict[tuple[int, str], int]) -> None:
@@ -272,25 +275,44 @@ class Day2World:
         wanted slots are Git's plus what the agent materialises at these counts (the render at
         them, :meth:`~grove_gitops.render.RenderPlan.expand`)."""
         self.counts = dict(counts)
-        self._agent_pods = self._pods_at(self.counts)
+        self._agent_pods = self._all_agent_pods()
         self.targets.append((self.observer.mark(), frozenset(self.all_desired_pods())))
 
-    def objects_at(self, counts: dict[tuple[int, str], int] | None) -> list[Raw]:
-        """Every object of the primary at ``counts`` (Git's plus the agent's), rendered from
-        the current source; ``None``: Git's objects of the primary."""
+    def set_counts_of(self, counts_of: dict[str, dict[tuple[int, str], int]]) -> None:
+        """As :meth:`set_counts`, for several PodCliqueSets at once (``{pcs: counts}``; the
+        primary's entry, if any, becomes :attr:`counts`)."""
+        counts_of = {pcs: dict(c) for pcs, c in counts_of.items()}
+        if self.primary in counts_of:
+            self.counts = counts_of.pop(self.primary)
+        self.counts_of = counts_of
+        self._agent_pods = self._all_agent_pods()
+        self.targets.append((self.observer.mark(), frozenset(self.all_desired_pods())))
+
+    def objects_at(self, counts: dict[tuple[int, str], int] | None, pcs: str | None = None) -> list[Raw]:
+        """Every object of ``pcs`` (default: the primary) at ``counts`` (Git's plus the
+        agent's), rendered from the current source; ``None``: Git's objects of it."""
+        wanted = pcs or self.primary
         plan = plan_source(self.source)
         out: list[Raw] = []
         for item in plan.items:
-            if item.key[1] == self.primary:
+            if item.key[1] == wanted:
                 out += [o.obj for o in plan.expand(item, counts)[0]]
         return out
 
-    def _pods_at(self, counts: dict[tuple[int, str], int]) -> dict[Slot, tuple[str, str]]:
+    def _pods_at(self, counts: dict[tuple[int, str], int], pcs: str | None = None) -> dict[Slot, tuple[str, str]]:
+        wanted = pcs or self.primary
         return {
-            (str(p["metadata"]["namespace"]), str(p["spec"]["hostname"])): (str(p["metadata"]["name"]), self.primary)
-            for p in self.objects_at(counts)
+            (str(p["metadata"]["namespace"]), str(p["spec"]["hostname"])): (str(p["metadata"]["name"]), wanted)
+            for p in self.objects_at(counts, wanted)
             if p["kind"] == "Pod"
         }
+
+    def _all_agent_pods(self) -> dict[Slot, tuple[str, str]]:
+        """The pods the agent materialises at every live count set so far."""
+        out = self._pods_at(self.counts) if self.counts is not None else {}
+        for pcs, counts in self.counts_of.items():
+            out.update(self._pods_at(counts, pcs))
+        return out
 
     def bump_image(self, cliques: tuple[str, ...] | None = None, image: str | None = None,
                    name: str | None = None) -> dict[str, str]:
