@@ -39,7 +39,10 @@ is the workload above; the others change one thing each (see :data:`SHAPES`): ``
 PodCliqueSet, both scaled in the same second), ``pcs-replicas`` (a PodCliqueSet of 2 replicas,
 the group of each replica scaled: PodCliqueSet ``replicas`` themselves stay Git-owned, see
 docs/autoscaling.md), ``volcano`` (the same 2 -> 50 with Volcano as the gang backend) and
-``two-workloads`` (two PodCliqueSets scaled at once). A shape other than ``default`` adds to
+``two-workloads`` (two PodCliqueSets scaled at once), ``slow-ready`` (pods Ready 2 s after
+their binding, so the scale-out outlasts the 5 s a target's progress is held back) and
+``hpa-steps`` (2 -> 4 -> 8 -> 16 -> 32 -> 50, one ``/scale`` write a second, as an HPA steps
+up). A shape other than ``default`` adds to
 each run the scaled targets and workloads and ``status_over_bound``: the status writes over
 "one per new gang + one per scaled target + one per workload".
 
@@ -52,13 +55,13 @@ way ``world_gc_pause_ms_max`` reports its longest pause in the scale-out (see
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +113,7 @@ def source(root: Path, low: int, high: int, namespace: str = NS, name: str = PCS
     return root
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Workload:
     """One PodCliqueSet of a shape: ``replicas`` PodCliqueSet replicas, each with the scaling
     groups ``groups`` (each leader 1 + workers 3, autoscaled from the shape's low to high)."""
@@ -123,7 +126,7 @@ class Workload:
         return [(i, g) for i in range(self.replicas) for g in self.groups]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Shape:
     """What one run scales: every scale target of every workload goes from ``low`` to ``high``
     (one ``/scale`` write each, back to back); ``backend``: the gang scheduler's profile."""
@@ -132,6 +135,10 @@ class Shape:
     high: int
     workloads: tuple[Workload, ...] = (Workload(PCS),)
     backend: str = "kai-scheduler"
+    #: Seconds from a pod's binding to its Ready (the kubelet's; 0: at once).
+    ready_delay: float = 0.0
+    #: Counts written before ``high``, :data:`STEP_GAP` apart (as an HPA steps up).
+    steps: tuple[int, ...] = ()
 
     def targets(self) -> list[tuple[str, int, str]]:
         return [(w.name, i, g) for w in self.workloads for i, g in w.targets()]
@@ -145,7 +152,11 @@ SHAPES: dict[str, Shape] = {
     "pcs-replicas": Shape(2, 26, (Workload(PCS, replicas=2),)),
     "volcano": Shape(2, 50, backend="volcano"),
     "two-workloads": Shape(2, 26, (Workload(PCS), Workload(f"{PCS}-b"))),
+    "slow-ready": Shape(2, 50, ready_delay=2.0),
+    "hpa-steps": Shape(2, 50, steps=(4, 8, 16, 32)),
 }
+#: Seconds between the counts of a shape's ``steps``.
+STEP_GAP = 1.0
 #: The backend gang object's resource in the fake server, by scheduler profile.
 GANG_OBJECTS = {"kai-scheduler": "podgroups.scheduling.run.ai", "volcano": "podgroups.scheduling.volcano.sh"}
 
@@ -313,11 +324,13 @@ def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> di
     from tests.day2.harness import day2_env
 
     default = shape is None
-    shape = Shape(low, high) if shape is None else Shape(low, high, shape.workloads, shape.backend)
+    shape = Shape(low, high) if shape is None else dataclasses.replace(
+        shape, low=low, high=high, steps=tuple(c for c in shape.steps if low < c < high))
     targets = [_target_name(*t) for t in shape.targets()]
     with tempfile.TemporaryDirectory() as tmp:
         src = source(Path(tmp) / "source", low, high) if default else shape_source(Path(tmp) / "source", shape)
-        with day2_env(Path(tmp) / "world", source=src, namespace=NS, ready_delay=0.0, termination_delay=None,
+        with day2_env(Path(tmp) / "world", source=src, namespace=NS, ready_delay=shape.ready_delay,
+                      termination_delay=None,
                       sync_interval=1.0, agent=False, bystander=False) as env, \
                 _agent_process(env.server, Path(tmp) / "kubeconfig", 2.0) as agent:
             env.primary = PCS
@@ -356,6 +369,9 @@ def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> di
             world.report()
             world.longest = 0.0
             started = time.monotonic()
+            for step in shape.steps:
+                scale(step)
+                time.sleep(STEP_GAP)
             scale(high)
 
             def gangs() -> set[str]:
@@ -380,7 +396,8 @@ def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> di
             # The simulators' own writes in the same window (the kubelet's pod status, the
             # applier's syncs): the server serves them beside the agent's; the floor has none.
             simulator_writes = sum((writes_after[1] - writes_before[1]).values())
-            writes["patch", "podcliquescalinggroups/scale"] -= len(targets)  # the benchmark's own /scale writes
+            # the benchmark's own /scale writes
+            writes["patch", "podcliquescalinggroups/scale"] -= len(targets) * (len(shape.steps) + 1)
             for name in targets:
                 count = target(name)
                 assert count is not None and count["spec"]["replicas"] == high

@@ -9,6 +9,9 @@ rolling update counts as existing and ready; "updated" needs the pod the current
 - ``readyReplicas``: units whose every slot holds a Ready pod;
 - ``updatedReplicas``: units whose every pod is the current render's pod, and Ready.
 
+The workload's units are its replicas' base PodGangs (:func:`base_gangs`), as Grove's
+PodCliqueSet availability rests on standalone cliques and each group's ``minAvailable``.
+
 The ``/scale`` subresource reads ``status.replicas`` and ``status.selector``; an HPA's
 "current replicas" is ``spec.replicas`` (Kubernetes' rule), so a unit still starting never
 makes it scale again.
@@ -108,6 +111,19 @@ def replica_units(podgangs: Iterable[Raw], pods: Mapping[str, str]) -> dict[int,
             continue
         for name in gang_members(gang):
             out.setdefault(replica, []).append((name, pods.get(name, hostname_of(name))))
+    return out
+
+
+def base_gangs(podgangs: Iterable[Raw], pcs: str) -> list[Raw]:
+    """The base PodGangs (``<pcs>-<i>``) of ``podgangs``: a replica's standalone cliques and
+    its scaling groups' replicas below ``minAvailable``, what Grove's PodCliqueSet
+    availability rests on; the scaled gangs (``<pcs>-<i>-<group>-<j>``) are left out."""
+    prefix = f"{pcs}-"
+    out = []
+    for gang in podgangs:
+        name = str((gang.get("metadata") or {}).get("name", ""))
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            out.append(gang)
     return out
 
 
