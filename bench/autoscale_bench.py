@@ -121,9 +121,12 @@ class Workload:
     name: str
     groups: tuple[str, ...] = (GROUP,)
     replicas: int = 1
+    #: Autoscaled standalone cliques (one pod a replica, ``autoScalingConfig``): their pods
+    #: join the replica's base PodGang, no new gang.
+    cliques: tuple[str, ...] = ()
 
     def targets(self) -> list[tuple[int, str]]:
-        return [(i, g) for i in range(self.replicas) for g in self.groups]
+        return [(i, u) for i in range(self.replicas) for u in (*self.cliques, *self.groups)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +157,7 @@ SHAPES: dict[str, Shape] = {
     "two-workloads": Shape(2, 26, (Workload(PCS), Workload(f"{PCS}-b"))),
     "slow-ready": Shape(2, 50, ready_delay=2.0),
     "hpa-steps": Shape(2, 50, steps=(4, 8, 16, 32)),
+    "clique": Shape(2, 50, (Workload(PCS, groups=(), cliques=("router",)),)),
 }
 #: Seconds between the counts of a shape's ``steps``.
 STEP_GAP = 1.0
@@ -175,6 +179,9 @@ def shape_source(root: Path, shape: Shape, namespace: str = NS) -> Path:
     docs: list[dict[str, Any]] = []
     for w in shape.workloads:
         cliques: list[dict[str, Any]] = []
+        for c in w.cliques:
+            cliques.append(clique(c, shape.low))
+            cliques[-1]["spec"]["autoScalingConfig"] = {"minReplicas": shape.low, "maxReplicas": shape.high}
         groups: list[dict[str, Any]] = []
         for g in w.groups:
             names = ["leader", "worker"] if g == GROUP else [f"{g}-leader", f"{g}-worker"]
@@ -275,7 +282,8 @@ def api_floor(env: Any, snapshot: dict[str, list[dict[str, Any]]], writes: Write
         kube.patch_object(gang["apiVersion"], "PodGang", FLOOR_NS, gang["metadata"]["name"], {"status": status},
                           subresource="status")
         sent["patch", "podgangs/status"] += 1
-    for key, resource in (("target", "podcliquescalinggroups/status"), ("workload", "podcliquesets/status")):
+    for key, resource in (("target", "podcliquescalinggroups/status"), ("target", "podcliques/status"),
+                          ("workload", "podcliquesets/status")):
         live = holders[key]
         for i in range(writes[("patch", resource)]):
             kube.patch_object(live["apiVersion"], live["kind"], FLOOR_NS, live["metadata"]["name"],
@@ -298,14 +306,19 @@ def _snapshot(env: Any, new_pods: set[str], new_gangs: set[str], shape: Shape) -
                      if g["metadata"]["name"] in new_gangs],
         "podgroups": [g for g in store.list_objects(GANG_OBJECTS[shape.backend], NS)
                       if g["metadata"]["name"] in new_gangs],
-        "target": [env.server.get_object("podcliquescalinggroups.gitops.grove.io", NS,
-                                         _target_name(first.name, *first.targets()[0]))],
+        "target": [_target_object(env, _target_name(first.name, *first.targets()[0]))],
         "workload": [env.server.get_object("podcliquesets.gitops.grove.io", NS, first.name)],
     }
 
 
 def _target_name(pcs: str, index: int, group: str) -> str:
     return f"{pcs}-{index}-{group}"
+
+
+def _target_object(env: Any, name: str) -> dict[str, Any]:
+    """A scale target as stored: a scaling group's, or a standalone clique's."""
+    found = env.server.get_object("podcliquescalinggroups.gitops.grove.io", NS, name)
+    return found if found is not None else env.server.get_object("podcliques.gitops.grove.io", NS, name)
 
 
 def _counts(shape: Shape, count: int) -> dict[str, dict[tuple[int, str], int]]:
@@ -337,10 +350,14 @@ def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> di
             env.set_counts_of(_counts(shape, low))
             api = CustomObjectsApi(env.server.api_client())
 
+            def plural(name: str) -> str:
+                return "podcliques" if any(name.endswith(f"-{c}") for w in shape.workloads for c in w.cliques) \
+                    else "podcliquescalinggroups"
+
             def target(name: str = TARGET) -> dict[str, Any] | None:
                 try:
-                    return dict(api.get_namespaced_custom_object("gitops.grove.io", "v1alpha1", NS,
-                                                                 "podcliquescalinggroups", name))
+                    return dict(api.get_namespaced_custom_object("gitops.grove.io", "v1alpha1", NS, plural(name),
+                                                                 name))
                 except ApiException:  # not created yet
                     return None
 
@@ -351,8 +368,7 @@ def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> di
 
             def scale(count: int) -> None:
                 for name in targets:
-                    api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS,
-                                                             "podcliquescalinggroups", name,
+                    api.patch_namespaced_custom_object_scale("gitops.grove.io", "v1alpha1", NS, plural(name), name,
                                                              {"spec": {"replicas": count}})
 
             env.wait_until(lambda: all(target(t) is not None for t in targets) and env.converged(), timeout=120,
@@ -397,7 +413,9 @@ def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> di
             # applier's syncs): the server serves them beside the agent's; the floor has none.
             simulator_writes = sum((writes_after[1] - writes_before[1]).values())
             # the benchmark's own /scale writes
-            writes["patch", "podcliquescalinggroups/scale"] -= len(targets) * (len(shape.steps) + 1)
+            for name in targets:
+                writes["patch", f"{plural(name)}/scale"] -= len(shape.steps) + 1
+            writes = +writes
             for name in targets:
                 count = target(name)
                 assert count is not None and count["spec"]["replicas"] == high
@@ -417,24 +435,27 @@ def _run_once(low: int, high: int, world: Any, shape: Shape | None = None) -> di
             floor_s, floor_writes = api_floor(env, snapshot, writes)
             status_writes = sum(v for (verb, resource), v in writes.items() if resource.endswith("/status"))
             gangs_new = len(before_gangs)
+            per_gang = max(gangs_new, 1)  # (``clique`` creates no gang: its figures per run)
             pods_new = len(new_pods)
             extra: dict[str, Any] = {} if default else {
                 "scaled_targets": len(targets),
                 "workloads": len(shape.workloads),
+                "status_writes": status_writes,
                 "status_over_bound": status_writes - (gangs_new + len(targets) + len(shape.workloads)),
+                "new_pods_per_new_gang": round(pods_new / gangs_new, 3) if gangs_new else None,
             }
             return {**extra,
                 "new_gangs": gangs_new,
                 "new_pods": pods_new,
                 "release_s": round(release_s, 3),
                 "scale_in_s": round(scale_in_s, 3),
-                "cpu_ms_per_gang": round(1000 * cpu / gangs_new, 2),
+                "cpu_ms_per_gang": round(1000 * cpu / per_gang, 2),
                 "pod_creates_per_pod": round(writes["create", "pods"] / pods_new, 3),
                 "gate_patches_per_pod": round(writes["patch", "pods"] / pods_new, 3),
                 "pod_writes_per_pod": round((writes["create", "pods"] + writes["patch", "pods"]) / pods_new, 3),
                 "writes_per_pod": round(sum(writes.values()) / pods_new, 3),
                 "writes": {f"{verb} {resource}": n for (verb, resource), n in sorted(writes.items()) if n},
-                "status_writes_per_gang": round(status_writes / gangs_new, 3),
+                "status_writes_per_gang": round(status_writes / per_gang, 3),
                 "api_floor_s": round(floor_s, 3),
                 "simulator_writes_per_pod": round(simulator_writes / pods_new, 3),
                 "release_over_floor": round(release_s / floor_s, 3),
