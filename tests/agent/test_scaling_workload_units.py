@@ -1,0 +1,45 @@
+"""The workload's (``gitops.grove.io`` PodCliqueSet's) status counts each replica by the pods of
+its base PodGang only (issue 35.2): Grove's PodCliqueSet replica is available while its
+standalone cliques and each scaling group's ``minAvailable`` replicas are, so the scaled
+gangs' pods starting in a scale-out never make the workload unavailable, and a base pod that
+is not Ready still does."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from grove_gitops.agent.scaling import status as S
+
+
+def _gang(name: str, replica: int, pods: list[str]) -> dict[str, Any]:
+    return {"metadata": {"name": name, "annotations": {S.DAY2: json.dumps({"replicaIndex": replica})}},
+            "spec": {"podgroups": [{"podReferences": [{"name": p} for p in pods]}]}}
+
+
+def _pod(name: str, ready: bool) -> dict[str, Any]:
+    return {"metadata": {"name": name, "resourceVersion": "1"}, "spec": {"hostname": name},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+GANGS = [_gang("w-0", 0, ["w-0-g-0-a-0"]), _gang("w-0-g-0", 0, ["w-0-g-1-a-0"]),
+         _gang("w-1", 1, ["w-1-g-0-a-0"]), _gang("w-1-g-0", 1, ["w-1-g-1-a-0"]),
+         _gang("w-x", 0, ["stray"]), _gang("other-0", 0, ["o"])]
+
+
+def _ready_replicas(ready: dict[str, bool]) -> int:
+    pods = [_pod(n, r) for n, r in ready.items()]
+    index = S.SlotIndex.of(pods)
+    units = S.replica_units(S.base_gangs(GANGS, "w"), {p.name: p.slot for p in index.by_name.values()})
+    return index.count([units.get(i, []) for i in range(2)]).ready
+
+
+def test_only_base_podgangs_make_up_a_replica() -> None:
+    assert [g["metadata"]["name"] for g in S.base_gangs(GANGS, "w")] == ["w-0", "w-1"]
+
+
+def test_scaled_pods_starting_leave_the_replicas_available_and_a_base_pod_does_not() -> None:
+    every = {"w-0-g-0-a-0": True, "w-0-g-1-a-0": True, "w-1-g-0-a-0": True, "w-1-g-1-a-0": True}
+    assert _ready_replicas(every) == 2
+    assert _ready_replicas({**every, "w-0-g-1-a-0": False, "w-1-g-1-a-0": False}) == 2  # scaled gangs starting
+    assert _ready_replicas({**every, "w-1-g-0-a-0": False}) == 1  # replica 1's base pod is not Ready
