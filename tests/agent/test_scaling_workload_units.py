@@ -43,3 +43,17 @@ def test_scaled_pods_starting_leave_the_replicas_available_and_a_base_pod_does_n
     assert _ready_replicas(every) == 2
     assert _ready_replicas({**every, "w-0-g-1-a-0": False, "w-1-g-1-a-0": False}) == 2  # scaled gangs starting
     assert _ready_replicas({**every, "w-1-g-0-a-0": False}) == 1  # replica 1's base pod is not Ready
+
+
+def test_an_autoscaled_cliques_pods_above_its_floor_are_left_out_and_hostile_values_ignored() -> None:
+    day2 = json.dumps({"replicaIndex": 0, "cliques": [
+        {"name": "w-0-router", "minAvailable": 2, "replicas": 2, "scaleTarget": True},
+        {"name": "w-0-fixed", "minAvailable": 1, "replicas": 3},  # not autoscaled: every pod counts
+        {"name": "w-0-odd", "minAvailable": True, "scaleTarget": True}, "junk"]})
+    members = ["w-0-router-0", "w-0-router-1", "w-0-router-2", "w-0-router-17", "w-0-fixed-0", "w-0-fixed-2",
+               "w-0-router-x", "w-0-router-²"]
+    gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: day2}},
+            "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
+    units = S.base_units([gang], "w", {p: p for p in members})
+    assert [slot for _, slot in units[0]] == ["w-0-router-0", "w-0-router-1", "w-0-fixed-0", "w-0-fixed-2",
+                                              "w-0-router-x", "w-0-router-²"]

@@ -14,11 +14,14 @@ times for 48 gangs in ``bench.autoscale_bench``), then 2-3 times.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bench import autoscale_bench
 from grove_gitops.agent.scaling.scaler import STATUS_INTERVAL
@@ -95,44 +98,58 @@ def test_a_scale_out_writes_at_most_one_status_per_new_gang_beside_a_bounded_few
     assert ready(workload()) and (workload().get("status") or {}).get("availableReplicas") == 1, workload()
 
 
+@pytest.mark.parametrize("unit", ["group", "clique"])
 def test_a_scale_out_longer_than_the_status_interval_leaves_the_workload_status_alone(
-        day2: Callable[..., Day2Env], tmp_path: Path) -> None:
-    """Grove's PodCliqueSet replica is available while its standalone cliques and each scaling
-    group's ``minAvailable`` replicas are (spec grove-desired-state.md §8): new replicas of a
-    group starting above ``minAvailable`` do not make it unavailable. The agent counted every
-    pod of every PodGang of the replica, so a scale-out that outlasted ``STATUS_INTERVAL``
-    (pods Ready slowly) wrote the workload ``Ready=False``, ``availableReplicas`` 0, and then
-    back: two writes of a status that ends where it started (``bench.autoscale_bench --shape
+        day2: Callable[..., Day2Env], tmp_path: Path, unit: str) -> None:
+    """Grove's PodCliqueSet replica is available while its standalone cliques have
+    ``minAvailable`` pods Ready and each scaling group ``minAvailable`` replicas (spec
+    grove-desired-state.md §8): new replicas of a group, or new pods of an autoscaled clique,
+    starting above ``minAvailable`` do not make it unavailable. The agent counted every pod of
+    every PodGang of the replica, so a scale-out that outlasted ``STATUS_INTERVAL`` (pods Ready
+    slowly) wrote the workload ``Ready=False``, ``availableReplicas`` 0, and then back: two
+    writes of a status that ends where it started (``bench.autoscale_bench --shape
     slow-ready``: 48 + 2 + 2 for 48 gangs)."""
     low, high = 2, 4
-    src = autoscale_bench.source(tmp_path / "source", low, high, namespace=NS, name=PCS)
+    if unit == "group":
+        pcs, target, plural = PCS, TARGET, "podcliquescalinggroups"
+        src = autoscale_bench.source(tmp_path / "source", low, high, namespace=NS, name=PCS)
+    else:  # the bench's ``clique`` shape: a standalone clique ``router`` of one pod a replica
+        shape = dataclasses.replace(autoscale_bench.SHAPES["clique"], low=low, high=high)
+        pcs, target, plural = autoscale_bench.PCS, f"{autoscale_bench.PCS}-0-router", "podcliques"
+        src = autoscale_bench.shape_source(tmp_path / "source", shape, namespace=NS)
     env = day2(source=src, namespace=NS, ready_delay=STATUS_INTERVAL + 1.5, sync_interval=1.0, bystander=False)
-    env.primary = PCS
-    env.set_counts({(0, GROUP): low})
+    env.primary = pcs
+    env.set_counts({(0, GROUP if unit == "group" else "router"): low})
 
     def workload() -> dict[str, Any]:
-        return env.rest.get("gitops.grove.io/v1alpha1", "PodCliqueSet", NS, PCS) or {}
+        return env.rest.get("gitops.grove.io/v1alpha1", "PodCliqueSet", NS, pcs) or {}
 
     def available() -> bool:
         status = workload().get("status") or {}
         return status.get("availableReplicas") == 1 and any(
             c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
+    def target_ready() -> Any:
+        kind = "PodCliqueScalingGroup" if unit == "group" else "PodClique"
+        return ((env.rest.get("gitops.grove.io/v1alpha1", kind, NS, target) or {}).get("status") or {}).get(
+            "readyReplicas")
+
     env.wait_until(lambda: env.converged() and available(), timeout=60, what="the first deploy", interval=0.1)
     before = _status_writes(env)
-    env.set_counts({(0, GROUP): high})
+    before_clique = env.agent_requests("patch", "podcliques/status")
+    env.set_counts({(0, GROUP if unit == "group" else "router"): high})
     started = time.monotonic()
-    env.rest.request("PATCH", f"/apis/gitops.grove.io/v1alpha1/namespaces/{NS}/podcliquescalinggroups/{TARGET}/scale",
+    env.rest.request("PATCH", f"/apis/gitops.grove.io/v1alpha1/namespaces/{NS}/{plural}/{target}/scale",
                      {"spec": {"replicas": high}}, content_type="application/merge-patch+json")
     env.wait_until(lambda: env.converged(), timeout=60, what=f"count {high} Ready", interval=0.2)
-    env.wait_until(lambda: ((env.rest.get("gitops.grove.io/v1alpha1", "PodCliqueScalingGroup", NS, TARGET) or {})
-                            .get("status") or {}).get("readyReplicas") == high, timeout=30,
-                   what="the target's status at the new count", interval=0.1)
+    env.wait_until(lambda: target_ready() == high, timeout=30, what="the target's status at the new count",
+                   interval=0.1)
     time.sleep(1.0)  # any trailing status write lands
     elapsed = time.monotonic() - started
     after = _status_writes(env)
     writes = {resource: after[resource] - before[resource] for resource in STATUS}
+    writes["podcliques/status"] = env.agent_requests("patch", "podcliques/status") - before_clique
     assert elapsed > STATUS_INTERVAL, elapsed  # the scale-out outlasted the hold: progress was due
     assert writes["podcliquesets/status"] == 0, writes
-    assert writes["podgangs/status"] <= high - low, writes
+    assert writes["podgangs/status"] <= (high - low if unit == "group" else 0), writes
     assert available(), workload()

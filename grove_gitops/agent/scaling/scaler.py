@@ -568,10 +568,11 @@ class Scaler:
         replicas = int((obj.get("spec") or {}).get("replicas", 0) or 0)
         # A replica is judged by its base PodGang only, as Grove judges it by its standalone
         # cliques and each group's minAvailable replicas (spec grove-desired-state.md §8): a
-        # group's scaled replicas starting above minAvailable do not make it unavailable
+        # group's scaled replicas (or an autoscaled clique's pods) starting above minAvailable
+        # do not make it unavailable
         # (issue 35.2: counting them, a scale-out longer than status_interval wrote the
         # workload Ready=False and back).
-        per_replica = S.replica_units(S.base_gangs(gang_list, workload.name), slots)
+        per_replica = S.base_units(gang_list, workload.name, slots)
         counted = index.count([per_replica.get(i, []) for i in range(min(replicas, len(per_replica) + 1))])
         old = obj.get("status") or {}
         generation = workload.generation

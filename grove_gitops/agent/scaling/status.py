@@ -9,8 +9,9 @@ rolling update counts as existing and ready; "updated" needs the pod the current
 - ``readyReplicas``: units whose every slot holds a Ready pod;
 - ``updatedReplicas``: units whose every pod is the current render's pod, and Ready.
 
-The workload's units are its replicas' base PodGangs (:func:`base_gangs`), as Grove's
-PodCliqueSet availability rests on standalone cliques and each group's ``minAvailable``.
+The workload's units are its replicas' base PodGangs (:func:`base_units`: an autoscaled
+standalone clique's pods from its ``minAvailable`` up left out), as Grove's PodCliqueSet
+availability rests on standalone cliques' and each group's ``minAvailable``.
 
 The ``/scale`` subresource reads ``status.replicas`` and ``status.selector``; an HPA's
 "current replicas" is ``spec.replicas`` (Kubernetes' rule), so a unit still starting never
@@ -125,6 +126,51 @@ def base_gangs(podgangs: Iterable[Raw], pcs: str) -> list[Raw]:
         if name.startswith(prefix) and name[len(prefix):].isdigit():
             out.append(gang)
     return out
+
+
+def base_units(podgangs: Iterable[Raw], pcs: str, pods: Mapping[str, str]) -> dict[int, list[tuple[str, str]]]:
+    """Per PodCliqueSet replica, the pods its availability rests on, as Grove's: the members
+    of its base PodGang (:func:`base_gangs`) but an autoscaled standalone clique's slots from
+    its ``minAvailable`` up (Grove: the clique's ``readyReplicas >= minAvailable``; its pods
+    above the floor join the base PodGang, and starting they must not make the replica
+    unavailable)."""
+    gangs = base_gangs(podgangs, pcs)
+    out = replica_units(gangs, pods)
+    for gang in gangs:
+        raw = ((gang.get("metadata") or {}).get("annotations") or {}).get(DAY2)
+        if not isinstance(raw, str):
+            continue
+        replica = _replica_of(raw) if len(raw) <= 4096 else _replica_of.__wrapped__(raw)
+        floors = _clique_floors(raw) if len(raw) <= 4096 else _clique_floors.__wrapped__(raw)
+        if replica in out and floors:
+            out[replica] = [(name, slot) for name, slot in out[replica] if not _above_floor(slot, floors)]
+    return out
+
+
+def _above_floor(slot: str, floors: tuple[tuple[str, int], ...]) -> bool:
+    for clique, floor in floors:
+        index = slot[len(clique) + 1:] if slot.startswith(f"{clique}-") else ""
+        if index.isascii() and index.isdigit() and int(index) >= floor:
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _clique_floors(raw: str) -> tuple[tuple[str, int], ...]:
+    """(PodClique name, minAvailable) of each autoscaled standalone clique of a day-2
+    annotation (parsed once per distinct value, as :func:`_replica_of`)."""
+    try:
+        cliques = json.loads(raw).get("cliques")
+    except (ValueError, AttributeError):
+        return ()
+    out: list[tuple[str, int]] = []
+    for c in cliques if isinstance(cliques, list) else []:
+        if not isinstance(c, dict) or c.get("scaleTarget") is not True:
+            continue
+        name, floor = c.get("name"), c.get("minAvailable")
+        if isinstance(name, str) and isinstance(floor, int) and not isinstance(floor, bool):
+            out.append((name, floor))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=4096)
