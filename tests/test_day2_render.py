@@ -399,3 +399,16 @@ def test_day2_doc_names_the_rendered_annotations_and_readme_links_it() -> None:
     agent = (PROJECT / "docs" / "agent.md").read_text()
     assert "## Day 2" in agent and "(day2.md)" in agent
     assert "(docs/agent.md)" in (PROJECT / "README.md").read_text()
+
+
+def test_memoised_option_merging_is_the_function_for_each_value() -> None:
+    """``_with_option`` is memoised (issue 35.4): values that differ, one after another and
+    again, each get their own result, the one the plain function gives."""
+    from grove_gitops.output.gitopsmeta import _with_option
+
+    plain = _with_option.__wrapped__
+    values = [None, "", "Prune=true", "Prune=true, Validate=false", "Validate=false,Prune=false", "x,,y"]
+    for value in [*values, *reversed(values)]:
+        for option, drop in (("Prune=false", "Prune="), ("IgnoreExtraneous", None)):
+            assert _with_option(value, option, drop) == plain(value, option, drop)
+    assert _with_option("Prune=true, Validate=false", "Prune=false", "Prune=") == "Validate=false,Prune=false"

@@ -242,3 +242,20 @@ spec:
     env = next(iter(objects_by_kind(result, "Pod").values()))["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env][-1] == "MINE"
     assert [e.get("value") for e in env if e["name"] == "GROVE_PCS_NAME"] == ["svc"]
+
+
+def test_scaling_group_claims_alone_are_mounted_and_cliques_without_any_mount_none(tmp_path: Path) -> None:
+    """A clique that mounts nothing costs no per-pod claim lists (issue 35.4); one whose only
+    claims come from its scaling group must still mount them."""
+    first, *others = SHARING.split("\n---\n")
+    doc = yaml.safe_load(first)
+    template = doc["spec"]["template"]
+    del template["resourceSharing"]
+    del template["cliques"][0]["resourceSharing"]
+    result = render_files(tmp_path, {"rs.yaml": "\n---\n".join([yaml.safe_dump(doc), *others])})
+    pods = objects_by_kind(result, "Pod")
+    solo = next(p for p in pods.values() if p["spec"]["hostname"] == "rs-1-solo-1")
+    assert "resourceClaims" not in solo["spec"]
+    assert "resources" not in solo["spec"]["containers"][0]
+    member = next(p for p in pods.values() if p["spec"]["hostname"] == "rs-1-grp-0-member-0")
+    assert claims_of(member) == ["rs-1-grp-all-gpu", "rs-1-grp-0-gpu2"]

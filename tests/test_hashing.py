@@ -70,3 +70,25 @@ def test_the_template_hash_is_fnv_of_each_templates_own_text(templates: list[dic
     """Equal texts are hashed once (a cache across PodCliqueSets): each template still gets its own."""
     for template in [*templates, *reversed(templates)]:
         assert pod_template_hash(template) == safe_encode(str(fnv64a(canonical_json(template))))
+
+
+def _digit_by_digit(canonical: bytes, length: int) -> str:
+    """The suffix's definition: base-27 digits of the digest's first 8 bytes, lowest first."""
+    import hashlib
+
+    value = int.from_bytes(hashlib.sha256(canonical).digest()[:8], "big")
+    out = []
+    for _ in range(length):
+        value, rem = divmod(value, 27)
+        out.append("bcdfghjklmnpqrstvwxz2456789"[rem])
+    return "".join(out)
+
+
+@given(st.binary(max_size=64), st.integers(min_value=0, max_value=14))
+def test_the_suffix_taken_two_digits_at_a_time_is_the_digit_by_digit_one(canonical: bytes, length: int) -> None:
+    assert short_hash_of(canonical, length) == _digit_by_digit(canonical, length)
+
+
+def test_a_known_pod_suffix_is_unchanged() -> None:
+    """Pod names of every render depend on it: one fixed value, computed before the change."""
+    assert short_hash_of(b'{"a":1}') == "s2jh7rkl"

@@ -1,6 +1,6 @@
 """``python -m grove_gitops.cli`` = ``grove-gitops`` (as ``python -m grove_gitops``)."""
 
-from grove_gitops.cli.main import main
+from grove_gitops.cli.entry import run
 
 if __name__ == "__main__":
-    main(prog_name="grove-gitops")
+    run()

@@ -89,11 +89,21 @@ def short_hash(obj: Any, length: int = 8) -> str:
     return short_hash_of(canonical_json(obj), length)
 
 
+#: Two characters at a time: ``_PAIRS[n]`` is the low digit then the high digit of ``n`` in base
+#: 27, so a suffix takes half the divisions (every rendered pod is named: issue 35.4).
+_BASE = len(_SAFE_ALPHABET)
+_PAIRS = tuple(_SAFE_ALPHABET[n % _BASE] + _SAFE_ALPHABET[n // _BASE] for n in range(_BASE * _BASE))
+
+
 def short_hash_of(canonical: bytes, length: int = 8) -> str:
-    """:func:`short_hash` of an object whose canonical JSON is ``canonical``."""
+    """:func:`short_hash` of an object whose canonical JSON is ``canonical``: the first 8 bytes
+    of its SHA-256 as a number, written in base 27 with the SafeEncode alphabet, lowest digit
+    first, ``length`` digits."""
     value = int.from_bytes(hashlib.sha256(canonical).digest()[:8], "big")
     out = []
-    for _ in range(length):
-        value, rem = divmod(value, len(_SAFE_ALPHABET))
-        out.append(_SAFE_ALPHABET[rem])
+    for _ in range(length // 2):
+        value, rem = divmod(value, _BASE * _BASE)
+        out.append(_PAIRS[rem])
+    if length % 2:
+        out.append(_SAFE_ALPHABET[value % _BASE])
     return "".join(out)

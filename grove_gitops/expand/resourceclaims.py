@@ -154,7 +154,15 @@ class ClaimPlanner:
         return self._make(ref, f"{owner}-{index}-{ref.name}", per)
 
     def claims_for(self, inst: CliqueInstance) -> list[list[ClaimRef]]:
+        """The ResourceClaims each pod of ``inst`` mounts, by pod index; ``[]`` when none of
+        them mounts any (a pod past the end of the list mounts none: the callers' rule), which
+        is most cliques of most trees and then costs no list per pod (issue 35.4)."""
         pcs = self.pcs
+        group_refs: list[PCSGResourceSharingSpec] = []
+        if inst.group is not None and inst.group_fqn is not None:
+            group_refs = self._matching_group_refs(inst.group, inst.template.name)
+        if not (inst.template.resourceSharing or group_refs or self._matching_pcs_refs(inst)):
+            return []
         shared: list[ClaimRef] = []
         pcs_refs = self._matching_pcs_refs(inst)
         for ref in pcs_refs:
@@ -167,9 +175,8 @@ class ClaimPlanner:
                         ref, f"{pcs.name}-{inst.pcs_replica}-{ref.name}", {L.PCS_REPLICA_INDEX: str(inst.pcs_replica)}
                     )
                 )
-        if inst.group is not None and inst.group_fqn is not None:
+        if group_refs and inst.group_fqn is not None:
             group_labels = {L.PCSG: inst.group_fqn}
-            group_refs = self._matching_group_refs(inst.group, inst.template.name)
             for want_all in (True, False):
                 for gref in group_refs:
                     if (gref.scope == ALL) == want_all:

@@ -31,6 +31,7 @@ them, so nothing else would.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
@@ -92,11 +93,14 @@ def wave_of(obj: dict[str, Any], cluster_scoped: bool) -> int:
     return WAVE_GANG
 
 
+@functools.lru_cache(maxsize=256)
 def _with_option(value: str | None, option: str, drop_prefix: str | None = None) -> str:
     """``value`` (Argo CD's comma-separated options) with ``option`` added once.
 
     Items are split and trimmed as Argo CD does; items starting with ``drop_prefix`` (a
-    contradicting ``Prune=true``) are dropped, the rest keep their order.
+    contradicting ``Prune=true``) are dropped, the rest keep their order. Memoised (a pure
+    function of strings): every rendered pod asks twice, nearly always with the same value
+    (issue 35.4).
     """
     items = [item.strip() for item in (value or "").split(",") if item.strip()]
     if drop_prefix is not None:

@@ -197,6 +197,48 @@ def _check_node(root: yaml.Node) -> None:
     size(root)
 
 
+def _plain_tree_ok(root: yaml.Node) -> bool:
+    """Whether a document composed without aliases passes :func:`_check_node`, found cheaply.
+
+    Without an alias every node occurs once, so no recursion is possible and the expanded size
+    is the node count: one walk with a stack, scalars counted by their parent, no per-node memo
+    (the memo's ``id`` and set work was a quarter of parsing the mid-size tree, issue 35.4).
+    False on any problem: the caller then runs :func:`_check_node`, whose error (and the node it
+    names) is the one reported.
+    """
+    count = 1
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            pairs = node.value
+            count += 2 * len(pairs)
+            seen: set[str] = set()
+            for k, v in pairs:
+                if type(k) is yaml.ScalarNode:
+                    if k.value != "<<":
+                        if k.value in seen:
+                            return False
+                        seen.add(k.value)
+                else:
+                    stack.append(k)
+                if type(v) is not yaml.ScalarNode:
+                    stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            items = node.value
+            count += len(items)
+            stack.extend(item for item in items if type(item) is not yaml.ScalarNode)
+        if count > MAX_EXPANDED_NODES:
+            return False
+    return True
+
+
+def _may_alias(text: str) -> bool:
+    """An alias needs an anchor (``&name``) and a reference to it (``*name``): a text without
+    one of the two characters has none."""
+    return "*" in text and "&" in text
+
+
 _JSON_SCALARS = (str, int, bool, type(None))
 
 
@@ -280,12 +322,14 @@ def parse_documents(text: str, display: str) -> tuple[list[Document], list[Input
     docs: list[Document] = []
     loader = _Loader(text)
     index = 0
+    plain = not _may_alias(text)
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # pragma: no cover - check_node guarantees a node
                 break
-            _check_node(node)
+            if not (plain and _plain_tree_ok(node)):
+                _check_node(node)
             data = loader.construct_document(node)
             bad = json_problem(data)
             if bad is not None:
