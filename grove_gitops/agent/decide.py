@@ -27,8 +27,9 @@ def day2_actions(snap: Snapshot, memories: Memories, now: float, grace: float,
         intent.observe(wl, memory, now)
         rolling = rollout.rolling_replicas(wl)
         actions += healing.failed_pods(wl)
-        actions += healing.gang_termination(wl, memory, now, rolling)
-        breached = healing.breached_replicas(wl, memory, now, rolling)
+        units = healing.workload_units(wl)  # once for both (they derived the same units each)
+        actions += healing.gang_termination(wl, memory, now, rolling, units)
+        breached = healing.breached_replicas(wl, memory, now, rolling, units)
         retire, found = rollout.rollout(wl, memory, now, breached=breached, grace=grace, unordered_grace=unordered_grace)
         actions += retire
         actions += scalein.unwanted_pods(wl, memory, now, grace, snap, unordered_grace)

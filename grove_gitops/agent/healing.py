@@ -255,6 +255,19 @@ def replica_units(wl: Workload, day2: Day2, idx: Index | None = None) -> list[Un
     return units
 
 
+def workload_units(wl: Workload) -> dict[int, list[Unit]]:
+    """:func:`replica_units` of every replica of ``wl``, over one :func:`index`.
+
+    Computed once per workload and pass (:func:`~.decide.day2_actions`) and handed to both
+    :func:`gang_termination` and :func:`breached_replicas`, which otherwise derived the same
+    units each: a third of the agent's healing time per pass, and a pass runs every few pod
+    events in a scale-out (issue 35.2). Units are frozen and depend on ``wl`` alone (not on the
+    memory or the time), so sharing them changes nothing the two decide.
+    """
+    idx = index(wl)
+    return {i: replica_units(wl, day2, idx) for i, day2 in wl.replicas.items()}
+
+
 # --------------------------------------------------------------------------- persisted condition
 
 
@@ -469,7 +482,8 @@ def _persist(wl: Workload, base: Key, units: list[Unit], memory: Memory, *, roll
     return [SetCondition(base, MIN_AVAILABLE_BREACHED, "True", reason, message, memory.breach_since[breached[0].id])]
 
 
-def gang_termination(wl: Workload, memory: Memory, now: float, rolling: set[int]) -> list[Action]:
+def gang_termination(wl: Workload, memory: Memory, now: float, rolling: set[int],
+                     units_of: Mapping[int, list[Unit]] | None = None) -> list[Action]:
     """Breach bookkeeping, gang termination and the persisted condition of every replica.
 
     Per PodCliqueSet replica ``i`` with a ``gitops.grove.io/day2`` description and an applied
@@ -480,17 +494,18 @@ def gang_termination(wl: Workload, memory: Memory, now: float, rolling: set[int]
 
     Action order matters to the executor: the ``Initialized=False`` resets come before the
     deletes, so no re-created pod can be released on its own into a gang still marked
-    initialized (§8.8); the deletes are last. ``memory`` is updated in place.
+    initialized (§8.8); the deletes are last. ``memory`` is updated in place. ``units_of``:
+    :func:`workload_units` of ``wl`` when the caller has them already.
     """
     out: list[Action] = []
-    idx = index(wl)
+    idx = index(wl) if units_of is None else None
     seen: set[str] = set()
     for i in sorted(wl.replicas):
         day2 = wl.replicas[i]
         base = _base_gang(wl, i)
         if base is None:
             continue
-        units = replica_units(wl, day2, idx)
+        units = units_of[i] if units_of is not None else replica_units(wl, day2, idx)
         seen.update(u.id for u in units)
         _resume(wl, base, units, memory)
         _observe(units, memory, now, i in rolling)
@@ -515,22 +530,23 @@ def _prune(wl: Workload, seen: set[str], memory: Memory) -> None:
     memory.ever_healthy -= {u for u in memory.ever_healthy if u.startswith(prefix) and u not in seen}
 
 
-def breached_replicas(wl: Workload, memory: Memory, now: float, rolling: Iterable[int] = ()) -> set[int]:
+def breached_replicas(wl: Workload, memory: Memory, now: float, rolling: Iterable[int] = (),
+                      units_of: Mapping[int, list[Unit]] | None = None) -> set[int]:
     """Replicas with a once-healthy standalone PodClique or scaling group breached, not yet expired.
 
     Grove's ``breachedNotExpired`` (§2.2, ``pcsr/gangterminate.go:99-102``), which the rollout
     uses to order replicas. Reads ``memory`` without changing it: call it after
     :func:`gang_termination` in the same pass so the clocks are current (a breach not yet
     recorded counts as starting now). Replicas in ``rolling`` are never breached, as Grove's
-    ``UpdateInProgress`` children are not.
+    ``UpdateInProgress`` children are not. ``units_of``: as in :func:`gang_termination`.
     """
     out: set[int] = set()
-    idx = index(wl)
+    idx = index(wl) if units_of is None else None
     skip = set(rolling)
     for i, day2 in wl.replicas.items():
         if i in skip:
             continue
-        for u in replica_units(wl, day2, idx):
+        for u in (units_of[i] if units_of is not None else replica_units(wl, day2, idx)):
             if u.pcs_scope and _candidate(u, memory) and not _expired(u, memory, now, day2.termination_delay):
                 out.add(i)
                 break
