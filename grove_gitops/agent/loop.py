@@ -261,8 +261,7 @@ class Agent(ReleaseStep):
                     self._run_actions(actions, wait)
         gang_keys: set[Key] = set(self._poll_due())
         for wl in keys:
-            _, gangs = self.cache.workload(wl)
-            gang_keys.update(gangs)
+            gang_keys.update(self.cache.gang_keys(wl))
         self.sync_gangs(sorted(gang_keys), unchanged, wait)
         self.passes += 1
         took = time.monotonic() - started

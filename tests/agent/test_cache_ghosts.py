@@ -51,3 +51,28 @@ def test_a_pod_our_delete_removed_is_not_brought_back_by_a_late_event() -> None:
     cache.forget_pod(("ns", "p-0"), "a")
     cache.apply("pods", "MODIFIED", _pod("a", 6, terminating=True))
     assert ("ns", "p-0") not in cache.pods
+
+
+def _gang(name: str, rv: int, part_of: str) -> dict[str, Any]:
+    return {"apiVersion": "scheduler.grove.io/v1alpha1", "kind": "PodGang",
+            "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": str(rv),
+                         "labels": {"app.kubernetes.io/part-of": part_of}},
+            "spec": {"podgroups": []}}
+
+
+def test_gang_keys_are_the_keys_of_the_workloads_copy() -> None:
+    """The pass driver reads only a workload's PodGang keys (issue 35.2): the same keys the full
+    copy has, per workload, after adds, a move to another workload and a deletion."""
+    cache = _cache()
+    for n, (name, part_of) in enumerate([("w-0", "w"), ("w-1", "w"), ("v-0", "v")]):
+        cache.apply("podgangs", "ADDED", _gang(name, 10 + n, part_of))
+    cache.apply("pods", "ADDED", _pod("a", 5))
+    for wl in [("ns", "w"), ("ns", "v"), ("ns", "x")]:
+        assert sorted(cache.gang_keys(wl)) == sorted(cache.workload(wl)[1])
+    assert sorted(cache.gang_keys(("ns", "w"))) == [("ns", "w-0"), ("ns", "w-1")]
+    cache.apply("podgangs", "MODIFIED", _gang("w-1", 20, "v"))  # relabelled: now v's
+    cache.apply("podgangs", "DELETED", _gang("w-0", 21, "w"))
+    for wl in [("ns", "w"), ("ns", "v")]:
+        assert sorted(cache.gang_keys(wl)) == sorted(cache.workload(wl)[1])
+    assert cache.gang_keys(("ns", "w")) == []
+    assert sorted(cache.gang_keys(("ns", "v"))) == [("ns", "v-0"), ("ns", "w-1")]
