@@ -175,20 +175,6 @@ def _slots_by_podclique(wl: Workload) -> dict[str, list[Slot]]:
     return out
 
 
-def _pods(slots: Iterable[Slot]) -> list[PodView]:
-    return [p for s in slots for p in ([s.new] if s.new is not None else []) + s.old]
-
-
-def _breach(pods: list[PodView], min_available: int) -> str | None:
-    """Grove's ``MinAvailableBreached`` of a PodClique (§5.3 rows 2-4), over the given pods."""
-    scheduled = sum(p.scheduled for p in pods)
-    if scheduled < min_available:
-        return SCHEDULED_BELOW
-    if scheduled - sum(p.errored for p in pods) - sum(p.started_not_ready for p in pods) < min_available:
-        return INSUFFICIENT_READY
-    return None
-
-
 @dataclass(frozen=True)
 class _Clique:
     breach: str | None  # over all pods (Grove's condition)
@@ -197,13 +183,34 @@ class _Clique:
 
 
 def _clique(slots: list[Slot], min_available: int) -> _Clique:
-    pods = _pods(slots)
-    live = [p for p in pods if not p.terminating]
+    """The breach over all of the clique's pods (old and new of its slots) and over its live
+    ones, and its health, in one walk over the pods: it runs for every PodClique of every
+    replica on every pass (issue 35.2); ``tests/agent/test_healing_shared_units.py`` holds
+    it to Grove's formula written out over two lists of pods."""
+    scheduled = not_ready = live_scheduled = live_not_ready = 0
+    for s in slots:
+        for p in ([s.new] if s.new is not None else []) + s.old:
+            sched, bad = int(p.scheduled), int(p.errored) + int(p.started_not_ready)
+            scheduled += sched
+            not_ready += bad
+            if not p.terminating:
+                live_scheduled += sched
+                live_not_ready += bad
     return _Clique(
-        _breach(pods, min_available),
-        _breach(live, min_available),
-        sum(p.scheduled for p in live) >= min_available,
+        _breach_of(scheduled, not_ready, min_available),
+        _breach_of(live_scheduled, live_not_ready, min_available),
+        live_scheduled >= min_available,
     )
+
+
+def _breach_of(scheduled: int, not_ready: int, min_available: int) -> str | None:
+    """Grove's ``MinAvailableBreached`` of a PodClique (§5.3 rows 2-4), from the counts of its
+    pods: scheduled, and errored or started not Ready."""
+    if scheduled < min_available:
+        return SCHEDULED_BELOW
+    if scheduled - not_ready < min_available:
+        return INSUFFICIENT_READY
+    return None
 
 
 @dataclass(frozen=True)

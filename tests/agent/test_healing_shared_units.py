@@ -11,6 +11,11 @@ state are never those of another.
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grove_gitops.agent import healing
 from grove_gitops.agent.actions import Memory
@@ -83,3 +88,32 @@ def test_units_of_one_state_are_not_those_of_the_next() -> None:
     assert [u.breach for u in before[1] if u.name == "p-1-router"] == [None]
     assert [u.breach for u in after[1] if u.name == "p-1-router"] != [None]
     assert both_paths(w, memory, T0 + 1, set()) == {1}
+
+
+# --------------------------------------------------------------------------- one walk per clique
+
+POD = st.builds(
+    SimpleNamespace, scheduled=st.booleans(), errored=st.booleans(), started_not_ready=st.booleans(),
+    terminating=st.booleans(),
+)
+SLOT = st.builds(SimpleNamespace, new=st.none() | POD, old=st.lists(POD, max_size=3))
+
+
+def _grove_breach(pods: list[Any], min_available: int) -> str | None:
+    """Grove's MinAvailableBreached (spec grove-day2.md §5.3 rows 2-4), written out plainly."""
+    scheduled = sum(p.scheduled for p in pods)
+    if scheduled < min_available:
+        return healing.SCHEDULED_BELOW
+    if scheduled - sum(p.errored for p in pods) - sum(p.started_not_ready for p in pods) < min_available:
+        return healing.INSUFFICIENT_READY
+    return None
+
+
+@given(slots=st.lists(SLOT, max_size=6), min_available=st.integers(0, 8))
+def test_one_walk_per_clique_is_grove_formula_over_all_and_over_live_pods(slots: list[Any], min_available: int) -> None:
+    pods = [p for s in slots for p in ([s.new] if s.new is not None else []) + s.old]
+    live = [p for p in pods if not p.terminating]
+    state = healing._clique(slots, min_available)
+    assert state.breach == _grove_breach(pods, min_available)
+    assert state.fresh_breach == _grove_breach(live, min_available)
+    assert state.healthy == (sum(p.scheduled for p in live) >= min_available)
