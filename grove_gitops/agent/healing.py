@@ -505,14 +505,15 @@ def gang_termination(wl: Workload, memory: Memory, now: float, rolling: set[int]
     :func:`workload_units` of ``wl`` when the caller has them already.
     """
     out: list[Action] = []
-    idx = index(wl) if units_of is None else None
+    if units_of is None:
+        units_of = workload_units(wl)
     seen: set[str] = set()
     for i in sorted(wl.replicas):
         day2 = wl.replicas[i]
         base = _base_gang(wl, i)
         if base is None:
             continue
-        units = units_of[i] if units_of is not None else replica_units(wl, day2, idx)
+        units = units_of[i]
         seen.update(u.id for u in units)
         _resume(wl, base, units, memory)
         _observe(units, memory, now, i in rolling)
@@ -548,12 +549,13 @@ def breached_replicas(wl: Workload, memory: Memory, now: float, rolling: Iterabl
     ``UpdateInProgress`` children are not. ``units_of``: as in :func:`gang_termination`.
     """
     out: set[int] = set()
-    idx = index(wl) if units_of is None else None
+    if units_of is None:
+        units_of = workload_units(wl)
     skip = set(rolling)
     for i, day2 in wl.replicas.items():
         if i in skip:
             continue
-        for u in (units_of[i] if units_of is not None else replica_units(wl, day2, idx)):
+        for u in units_of[i]:
             if u.pcs_scope and _candidate(u, memory) and not _expired(u, memory, now, day2.termination_delay):
                 out.add(i)
                 break
