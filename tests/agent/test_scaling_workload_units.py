@@ -57,3 +57,21 @@ def test_an_autoscaled_cliques_pods_above_its_floor_are_left_out_and_hostile_val
     units = S.base_units([gang], "w", {p: p for p in members})
     assert [slot for _, slot in units[0]] == ["w-0-router-0", "w-0-router-1", "w-0-fixed-0", "w-0-fixed-2",
                                               "w-0-router-x", "w-0-router-²"]
+
+
+def test_hostile_floors_and_indexes_neither_raise_nor_leave_pods_out() -> None:
+    """A 5,000-digit ``minAvailable`` (beyond Python's int-from-text limit), an annotation that is
+    not JSON, a list where the object belongs, and a 300-digit pod index: no traceback, and no
+    floor is read from any of them (every pod counts)."""
+    members = ["w-0-r-0", "w-0-r-" + "9" * 300]
+    for raw in ('{"replicaIndex": 0, "cliques": [{"name": "w-0-r", "scaleTarget": true, "minAvailable": '
+                + "9" * 5000 + "}]}", "nul\x00", "[1, 2]", '{"replicaIndex": 0, "cliques": "w-0-r"}'):
+        gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: raw}},
+                "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
+        units = S.base_units([gang], "w", {p: p for p in members})
+        assert all(slot in members for unit in units.values() for _, slot in unit)
+        assert sum(len(u) for u in units.values()) in (0, 2)  # no replica index read, or every pod
+    big = json.dumps({"replicaIndex": 0, "cliques": [{"name": "w-0-r", "scaleTarget": True, "minAvailable": 10**9}]})
+    gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: big}},
+            "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
+    assert [slot for _, slot in S.base_units([gang], "w", {p: p for p in members})[0]] == ["w-0-r-0"]
