@@ -318,9 +318,11 @@ class Agent(ReleaseStep):
         ]
         if self.scaler is not None:
             watchers.append(threading.Thread(target=self.scaler.run, args=(stop,), name="scaler", daemon=True))
-        self._threads = [*watchers, threading.current_thread()]
         for t in watchers:
             t.start()
+        # Published only once started: healthy() reads a listed thread that is not alive as
+        # a dead one, and a probe between the two answered 503 (stop 43's CI).
+        self._threads = [*watchers, threading.current_thread()]
         try:
             while not stop.is_set():
                 self.cache.mark("worker")

@@ -138,9 +138,9 @@ class Scaler:
             threading.Thread(target=self.gitops.list_watch, args=(kind, stop), name=f"scaler-{kind}", daemon=True)
             for kind in self.gitops.objects
         ]
-        self.threads = threads
         for t in threads:
             t.start()
+        self.threads = threads  # only once started, as Agent.run does (healthy() reads them)
         try:
             while not stop.is_set():
                 with self.wake:
