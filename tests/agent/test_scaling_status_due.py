@@ -78,7 +78,7 @@ def test_the_workloads_ready_flipping_while_pods_start_is_progress_and_a_problem
                 "conditions": [ready, _blocked(False)]}
 
     ok = workload(_ready(True, "Available", "1 of 1 replicas have every pod Ready"), 1)
-    starting = workload(_ready(False, "ReplicasNotReady", "0 of 1 replicas have every pod Ready"), 0)
+    starting = workload(_ready(False, "ReplicasNotReady", "0 of 1 replicas available (each standalone PodClique and scaling group at its minAvailable)"), 0)
     held: dict[str, float] = {}
     assert not status_due(held, "w", ok, starting, False, STATUS_INTERVAL, 0.0)
     assert not status_due(held, "w", ok, ok, True, STATUS_INTERVAL, 1.0)  # back where it was: nothing to write

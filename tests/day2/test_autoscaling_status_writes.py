@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from bench import autoscale_bench
 from grove_gitops.agent.scaling.scaler import STATUS_INTERVAL
@@ -153,3 +154,52 @@ def test_a_scale_out_longer_than_the_status_interval_leaves_the_workload_status_
     assert writes["podcliquesets/status"] == 0, writes
     assert writes["podgangs/status"] <= (high - low if unit == "group" else 0), writes
     assert available(), workload()
+
+
+def _availability_source(root: Path) -> Path:
+    """The bench's workload plus a standalone router of 4 pods, ``minAvailable: 3``."""
+    path = _source(root) / "workload.yaml"
+    docs = list(yaml.safe_load_all(path.read_text()))
+    docs[0]["spec"]["template"]["cliques"].append({"name": "router", "spec": {
+        "roleName": "router", "replicas": 4, "minAvailable": 3,
+        "podSpec": {"containers": [{"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "100m"}}}]}}})
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path.parent
+
+
+def test_the_workload_is_available_while_each_clique_meets_its_min_available(
+        day2: Callable[..., Day2Env], tmp_path: Path) -> None:
+    """Grove's availability (spec grove-desired-state.md §8) on the live world: one router pod of
+    four not Ready leaves the replica available (``minAvailable: 3``); a second makes it
+    unavailable, and Ready again once both are back. Before, the first pod already turned the
+    workload ``Ready=False`` with ``availableReplicas`` 0."""
+    env = day2(source=_availability_source(tmp_path / "source"), namespace=NS, ready_delay=0.1, sync_interval=1.0,
+               bystander=False)
+    env.primary = PCS
+    env.set_counts({(0, GROUP): LOW})
+
+    def workload() -> dict[str, Any]:
+        return env.rest.get("gitops.grove.io/v1alpha1", "PodCliqueSet", NS, PCS) or {}
+
+    def available() -> tuple[int | None, str | None]:
+        status = workload().get("status") or {}
+        ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+        return status.get("availableReplicas"), ready
+
+    env.wait_until(lambda: env.converged() and available() == (1, "True"), timeout=60, what="the first deploy Ready",
+                   interval=0.1)
+    routers = sorted(p["metadata"]["name"] for p in env.pods() if p["metadata"]["name"].startswith(f"{PCS}-0-router-"))
+    assert len(routers) == 4, routers
+    env.kubelet.set_ready(NS, routers[3], False)
+    # Held back at most STATUS_INTERVAL, then written: wait past it and the status still says 1.
+    time.sleep(STATUS_INTERVAL + 1.5)
+    assert available() == (1, "True"), workload().get("status")
+    env.kubelet.set_ready(NS, routers[0], False)
+    env.wait_until(lambda: available() == (0, "False"), timeout=STATUS_INTERVAL + 10,
+                   what="two router pods down: below minAvailable", interval=0.1)
+    message = next(c["message"] for c in workload()["status"]["conditions"] if c["type"] == "Ready")
+    assert message.startswith("0 of 1 replicas available"), message
+    env.kubelet.set_ready(NS, routers[0], True)
+    env.kubelet.set_ready(NS, routers[3], True)
+    env.wait_until(lambda: available() == (1, "True"), timeout=STATUS_INTERVAL + 10, what="Ready again",
+                   interval=0.1)

@@ -690,7 +690,7 @@ CASES += [
         G,
         "PodCliqueSet",
         "starting",
-        pcs(pcs_status(1, 2, 1, cond("Ready", "False", "ReplicasNotReady", "1 of 2 replicas have every pod Ready"))),
+        pcs(pcs_status(1, 2, 1, cond("Ready", "False", "ReplicasNotReady", "1 of 2 replicas available (each standalone PodClique and scaling group at its minAvailable)"))),
         "Progressing",
         "1 of 2 replicas available, 2 updated",
     ),

@@ -43,6 +43,7 @@ from grove_gitops.agent.execute import rfc3339
 from grove_gitops.agent.kube import Kube, Raw
 from grove_gitops.agent.ratelog import agent_log, describe
 from grove_gitops.agent.release import ReleaseGuard
+from grove_gitops.agent.scaling import availability as A
 from grove_gitops.agent.scaling import status as S
 from grove_gitops.agent.scaling.expansion import Desired, Expander
 from grove_gitops.agent.scaling.limits import ScalingLimits
@@ -540,12 +541,17 @@ class Scaler:
         index = S.SlotIndex.of(pod_list, memory.pod_states)
         now = rfc3339()
         every_target_settled = True
+        ready, minimums = A.ready_by_clique(index), A.clique_minimums(gang_list)
         for target in workload.targets:
             live = targets.get(target.name)
             if live is None or desired is None:
                 continue
             count = self._count(target, live)
-            counted = index.count(desired.units.get(target.name, [])[:count])
+            units = desired.units.get(target.name, [])[:count]
+            counted = index.count(units)
+            # A group's replicas are available at their cliques' minAvailable (Grove's
+            # PodCliqueScalingGroup); a clique's, one pod each, when Ready.
+            available = A.units_available(units, ready, minimums) if target.kind == PCSG_KIND else counted.ready
             old = live.get("status") or {}
             blocked = memory.blocked.get(target.name)
             conditions = [
@@ -554,7 +560,7 @@ class Scaler:
                             int((live.get("metadata") or {}).get("generation", 0) or 0), old.get("conditions") or []),
             ]
             new = {"replicas": counted.replicas, "readyReplicas": counted.ready, "updatedReplicas": counted.updated,
-                   "availableReplicas": counted.ready, "selector": target.selector,
+                   "availableReplicas": available, "selector": target.selector,
                    "observedGeneration": int((live.get("metadata") or {}).get("generation", 0) or 0),
                    "conditions": conditions}
             settled = counted.replicas == counted.ready == counted.updated == count
@@ -574,13 +580,16 @@ class Scaler:
         # workload Ready=False and back).
         per_replica = S.base_units(gang_list, workload.name, slots)
         counted = index.count([per_replica.get(i, []) for i in range(min(replicas, len(per_replica) + 1))])
+        # Available as Grove says it: each standalone clique and each group at its minAvailable.
+        available = A.available_replicas(gang_list, workload.name, index, replicas)
         old = obj.get("status") or {}
         generation = workload.generation
-        ready = counted.ready >= replicas
+        is_ready = available >= replicas
         blocked_any = {**memory.refused_targets, **memory.blocked}
         conditions = [
-            S.condition("Ready", ready and not memory.problem, "Available" if ready else "ReplicasNotReady",
-                        memory.problem or f"{counted.ready} of {replicas} replicas have every pod Ready", now,
+            S.condition("Ready", is_ready and not memory.problem, "Available" if is_ready else "ReplicasNotReady",
+                        memory.problem or (f"{available} of {replicas} replicas available (each standalone PodClique"
+                                           " and scaling group at its minAvailable)"), now,
                         generation, old.get("conditions") or []),
             S.condition("ScaleBlocked", bool(blocked_any), _blocked_reason(next(iter(blocked_any.values()), None)),
                         next(iter(blocked_any.values()), "every gang of every count was created"), now,
@@ -589,7 +598,7 @@ class Scaler:
         # Conditions another part of the agent writes (RolloutBlocked, agent/blocked.py) are kept.
         conditions += [c for c in old.get("conditions") or []
                        if isinstance(c, dict) and c.get("type") not in ("Ready", "ScaleBlocked")]
-        new = {"observedGeneration": generation, "replicas": replicas, "availableReplicas": counted.ready,
+        new = {"observedGeneration": generation, "replicas": replicas, "availableReplicas": available,
                "updatedReplicas": counted.updated, "conditions": conditions}
         settled = every_target_settled and counted.ready == counted.updated == replicas
         if self._due(memory, workload.name, old, new, settled):

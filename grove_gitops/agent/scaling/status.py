@@ -10,8 +10,9 @@ rolling update counts as existing and ready; "updated" needs the pod the current
 - ``updatedReplicas``: units whose every pod is the current render's pod, and Ready.
 
 The workload's units are its replicas' base PodGangs (:func:`base_units`: an autoscaled
-standalone clique's pods from its ``minAvailable`` up left out), as Grove's PodCliqueSet
-availability rests on standalone cliques' and each group's ``minAvailable``.
+standalone clique's pods from its ``minAvailable`` up left out) for ``updatedReplicas`` and
+whether a scale has settled; ``availableReplicas`` and ``Ready`` are Grove's availability
+(:mod:`.availability`: each clique at its ``minAvailable``).
 
 The ``/scale`` subresource reads ``status.replicas`` and ``status.selector``; an HPA's
 "current replicas" is ``spec.replicas`` (Kubernetes' rule), so a unit still starting never
