@@ -337,7 +337,8 @@ RAW_CALLS: dict[tuple[str, str], frozenset[Permission]] = {
     # OwnerReferencesPermissionEnforcement that needs UPDATE of the owner's finalizers.
     ("POST", "<variable>"): frozenset(p for p in AUTOSCALING_PERMISSIONS if p[2] == "create")
     | {("gitops.grove.io", "podcliquesets/finalizers", "update")},
-    ("GET", ""): frozenset(
+    # Kube.object_exists (a backend's gang objects, ``{api_root}/namespaces/...``) and the lists
+    ("GET", ""): GANG_GETS | frozenset(
         {(g, r, "list") for g, r in BACKEND_GANG_RESOURCES}
         | {("resource.k8s.io", "resourceclaims", "list")}
         | {("gitops.grove.io", r, "list") for r in ("podcliquesets", "podcliquescalinggroups", "podcliques")}
@@ -402,9 +403,9 @@ def test_every_client_call_is_in_the_table() -> None:
 
 
 def test_podgangs_are_never_fetched_one_by_one() -> None:
-    """The generated client's single-object reads of custom resources are Kube.object_exists
-    (backend gang objects) and Kube.get_cluster_object (topologies) only; the one PodGang read (the
-    scaler's fresh look before a scale-in resets Initialized) is a Kube.raw GET, in RAW_CALLS."""
+    """The generated client's single-object read of custom resources is Kube.get_cluster_object
+    (topologies) only; Kube.object_exists (backend gang objects) and the one PodGang read (the
+    scaler's fresh look before a scale-in resets Initialized) are Kube.raw GETs, in RAW_CALLS."""
     source = (PROJECT / "grove_gitops" / "agent" / "kube.py").read_text()
     tree = ast.parse(source)
     readers = {
@@ -414,7 +415,7 @@ def test_podgangs_are_never_fetched_one_by_one() -> None:
         for node in ast.walk(fn)
         if isinstance(node, ast.Attribute) and re.fullmatch(r"get_(namespaced|cluster)_custom_object", node.attr)
     }
-    assert readers == {"object_exists", "get_cluster_object"}
+    assert readers == {"get_cluster_object"}
 
 
 # -- autoscaling (issue 23) ------------------------------------------------------------------------
