@@ -30,9 +30,11 @@ from grove_gitops.readmodel.gangs import ObjectRef
 
 PODGANG_GROUP, PODGANG_VERSION, PODGANG_PLURAL = "scheduler.grove.io", "v1alpha1", "podgangs"
 Raw = dict[str, Any]
-#: Seconds the server URL and credential headers of :meth:`Kube.raw`'s writes are reused (see
+#: Seconds the server URL and credential headers of :meth:`Kube.raw`'s requests are reused (see
 #: :meth:`Kube._auth`): a token rotated on disk is picked up at most this late.
 AUTH_REFRESH = 1.0
+
+
 def path_segment(value: str) -> str:
     """One path segment or query value, escaped as the generated client escapes it: a name
     read from an object (or a hostile annotation) holding ``/``, ``..``, ``?`` or ``#`` stays

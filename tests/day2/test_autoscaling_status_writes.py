@@ -195,11 +195,11 @@ def test_the_workload_is_available_while_each_clique_meets_its_min_available(
     time.sleep(STATUS_INTERVAL + 1.5)
     assert available() == (1, "True"), workload().get("status")
     env.kubelet.set_ready(NS, routers[0], False)
-    env.wait_until(lambda: available() == (0, "False"), timeout=STATUS_INTERVAL + 10,
+    env.wait_until(lambda: available() == (0, "False"), timeout=STATUS_INTERVAL + 30,
                    what="two router pods down: below minAvailable", interval=0.1)
     message = next(c["message"] for c in workload()["status"]["conditions"] if c["type"] == "Ready")
     assert message.startswith("0 of 1 replicas available"), message
     env.kubelet.set_ready(NS, routers[0], True)
     env.kubelet.set_ready(NS, routers[3], True)
-    env.wait_until(lambda: available() == (1, "True"), timeout=STATUS_INTERVAL + 10, what="Ready again",
+    env.wait_until(lambda: available() == (1, "True"), timeout=STATUS_INTERVAL + 30, what="Ready again",
                    interval=0.1)

@@ -572,12 +572,10 @@ class Scaler:
                 self.gitops.put(target.kind, done)
         slots = {p.name: p.slot for p in index.by_name.values()}
         replicas = int((obj.get("spec") or {}).get("replicas", 0) or 0)
-        # A replica is judged by its base PodGang only, as Grove judges it by its standalone
-        # cliques and each group's minAvailable replicas (spec grove-desired-state.md §8): a
-        # group's scaled replicas (or an autoscaled clique's pods) starting above minAvailable
-        # do not make it unavailable
-        # (issue 35.2: counting them, a scale-out longer than status_interval wrote the
-        # workload Ready=False and back).
+        # Updated and settled judge a replica by its base PodGang only: a group's scaled
+        # replicas (or an autoscaled clique's pods) starting above minAvailable are their
+        # target's progress (issue 35.2: counting them, a scale-out longer than status_interval
+        # wrote the workload back and forth).
         per_replica = S.base_units(gang_list, workload.name, slots)
         counted = index.count([per_replica.get(i, []) for i in range(min(replicas, len(per_replica) + 1))])
         # Available as Grove says it: each standalone clique and each group at its minAvailable.
