@@ -121,6 +121,10 @@ def test_hostile_layouts_count_as_unavailable_without_raising() -> None:
     assert _available(gangs, pods) == 0
     gangs[0]["spec"]["podgroups"][0]["minReplicas"] = "1"
     assert A.clique_minimums(gangs) == {}
+    # A podgroup name of a million characters, mostly dashes, is no PodClique: skipped, at once.
+    gangs[0]["spec"]["podgroups"].append({"name": "w-0-g" + "-" * 1_000_000, "minReplicas": 1})
+    assert A.clique_minimums(gangs) == {}
+    assert A.group_replicas({"w-0-g" + "-0" * 500_000: 1}, {"w-0-g": ("c",)}) == {"w-0-g": set()}
 
 
 @settings(max_examples=150, deadline=None)

@@ -37,6 +37,10 @@ Raw = Mapping[str, Any]
 #: Annotations longer than this are parsed each time instead of memoised (a hostile one must
 #: not fill the memo): the render's own are a few hundred bytes.
 _MEMO_MAX = 4096
+#: A PodClique's name is an object name: no longer than this. A longer podgroup name in a
+#: (hand-edited) PodGang is no PodClique of ours, and is skipped before :func:`group_replicas`
+#: cuts it at each ``-`` (a 1 MB name of dashes would otherwise cost a pass minutes).
+_MAX_NAME = 253
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ def clique_minimums(podgangs: Iterable[Raw]) -> dict[str, int]:
     out: dict[str, int] = {}
     for gang in podgangs:
         for group in (gang.get("spec") or {}).get("podgroups") or []:
-            if isinstance(group, Mapping) and isinstance(group.get("name"), str):
+            if isinstance(group, Mapping) and isinstance(group.get("name"), str) and len(group["name"]) <= _MAX_NAME:
                 floor = _count(group.get("minReplicas"))
                 if floor is not None:
                     out[group["name"]] = floor
@@ -117,6 +121,8 @@ def group_replicas(minimums: Mapping[str, int], groups: Mapping[str, tuple[str, 
     the number of groups (a name is cut at each ``-`` until a prefix is a group's)."""
     out: dict[str, set[str]] = {group: set() for group in groups}
     for name in minimums:
+        if len(name) > _MAX_NAME:
+            continue
         cut = name.find("-")
         while cut > 0:
             members = groups.get(name[:cut])
