@@ -113,7 +113,12 @@ def test_hostile_layouts_count_as_unavailable_without_raising() -> None:
     pods = _pods(gangs)
     for day2 in ("not json", "[]", json.dumps({"replicaIndex": True}), json.dumps({"replicaIndex": -1}),
                  "{" * 5000, json.dumps({"replicaIndex": 0, "cliques": [{"name": "w-0-a", "minAvailable": 10**40}]}),
-                 json.dumps({"replicaIndex": 0, "cliques": "x", "scalingGroups": [{"name": 3}, None]})):
+                 json.dumps({"replicaIndex": 0, "cliques": "x", "scalingGroups": [{"name": 3}, None]}),
+                 # 5,000-digit integers (beyond the decoder's digit limit), names that look like paths
+                 '{"replicaIndex": 0, "cliques": [{"name": "w-0-a", "minAvailable": ' + "9" * 5000 + "}]}",
+                 '{"replicaIndex": ' + "1" * 5000 + "}",
+                 json.dumps({"replicaIndex": 0, "cliques": [{"name": "..", "minAvailable": 1},
+                                                            {"name": "/abs\u0000", "minAvailable": 1}]})):
         gangs[0]["metadata"]["annotations"][S.DAY2] = day2
         assert _available(gangs, pods) in (0, 1)
     gangs[0]["metadata"]["annotations"][S.DAY2] = json.dumps({"replicaIndex": 0, "cliques": [
