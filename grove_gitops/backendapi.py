@@ -17,6 +17,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from grove_gitops.errors import GroveGitopsError
+from grove_gitops.fields import pointer
 
 if TYPE_CHECKING:
     from grove_gitops.api.podcliqueset import PodCliqueSet
@@ -99,6 +100,9 @@ class SchedulerBackend:
     #: regex of the warning's fixed wording, searched in its ``file: field: message`` text. A
     #: workload acknowledges one with its ``gitops.grove.io/acknowledge`` annotation.
     warning_codes: ClassVar[Mapping[str, str]] = {}
+    #: Fields :meth:`prepare_pod` writes that do not tie the pod to its gang (a default a
+    #: template may set otherwise), as JSON pointers: left out of :meth:`pod_binding`.
+    unbound_fields: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: BackendContext) -> None:
         self.context = context
@@ -110,6 +114,27 @@ class SchedulerBackend:
     def prepare_pod(self, pod: K8sObject, placement: PodPlacement) -> None:
         """Mutate a rendered pod in place (Grove's ``PreparePod``): at least ``schedulerName``."""
         pod["spec"]["schedulerName"] = self.pod_scheduler_name or self.name
+
+    def pod_binding(self, placement: PodPlacement) -> dict[str, Any]:
+        """What ties a pod at ``placement`` to its gang, as JSON pointer -> value: every label,
+        annotation and spec field :meth:`prepare_pod` writes, but :attr:`unbound_fields`.
+
+        The render records it on each PodGang (``gitops.grove.io/pod-binding``) and the agent
+        releases no pod that lost one of them: a pod whose applier or a webhook dropped its
+        ``schedulerName`` or its PodGroup annotation would be placed alone, outside its gang.
+        ``prepare_pod`` is run on an empty pod, so the values are those of the placement and
+        the backend's configuration alone (tests/test_pod_binding.py holds them to the pods).
+        """
+        pod: K8sObject = {"metadata": {}, "spec": {}}
+        self.prepare_pod(pod, placement)
+        found: dict[str, Any] = {}
+        meta = pod.get("metadata") or {}
+        for part in ("labels", "annotations"):
+            for key, value in (meta.get(part) or {}).items():
+                found[pointer.encode("metadata", part, key)] = value
+        for key, value in (pod.get("spec") or {}).items():
+            found[pointer.encode("spec", key)] = value
+        return {p: v for p, v in found.items() if p not in self.unbound_fields}
 
     def gang_objects(self, podgang: K8sObject, pcs: PodCliqueSet) -> list[K8sObject]:
         """Scheduler objects for one rendered PodGang (Grove's ``SyncPodGang``). A function of its

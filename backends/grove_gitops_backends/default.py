@@ -90,7 +90,7 @@ COMPOSITE_REQUIREMENT = (
 FLUX_DROPS_WORKLOAD_REF = (
     "gitops: {gitops} on Kubernetes 1.35: {when}Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods "
     "(its server-side apply passes them through client-go's typed PodSpec, which no longer has the field), so "
-    "kube-scheduler sees no gang and places the pods one by one; apply with Argo CD, or use another gang backend "
+    "the pods lose their gang and the agent releases none of them; apply with Argo CD, or use another gang backend "
     "on 1.35 (docs/backends/default-scheduler.md, GitOps notes)"
 )
 

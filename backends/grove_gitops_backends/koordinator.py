@@ -82,6 +82,7 @@ from grove_gitops.api.podcliqueset import PodCliqueSet, TopologyConstraint
 from grove_gitops.api.topology import ClusterTopologyBinding
 from grove_gitops.backendapi import BackendContext, BackendFinding, K8sObject, PodPlacement, SchedulerBackend
 from grove_gitops.errors import InputProblem, InvalidInputError
+from grove_gitops.fields import pointer
 from grove_gitops.validation.topology import explicit_topology_name, has_constraints
 
 SCHEDULER = "koord-scheduler"
@@ -323,6 +324,9 @@ class KoordinatorBackend(SchedulerBackend):
         "preferred-ignored": r"preferred domain '.*' is not rendered: Koordinator's solver does not read PreferGather",
     }
     pod_scheduler_name: ClassVar[str] = SCHEDULER
+    #: The QoS class prepare_pod writes is a default a template may set otherwise; it does not
+    #: tie the pod to its gang (only the pod-group label does).
+    unbound_fields: ClassVar[frozenset[str]] = frozenset({pointer.encode("metadata", "labels", QOS_LABEL)})
 
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)

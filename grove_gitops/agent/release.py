@@ -6,6 +6,9 @@
 - An ``Initialized`` PodGang (its gang was scheduled before) releases each referenced pod on
   its own, as Grove does for replacements (§2.5 rule 5): rolling updates, failed-pod
   replacements and scale-outs. A scaled gang's pod still waits for its base gang.
+- Either way a pod is released only while it still carries what ties it to its gang as the
+  render wrote it (its scheduler name, its backend's PodGroup label or annotation:
+  :mod:`~grove_gitops.readmodel.binding`); a pod that lost one would be placed alone.
 - Either way a pod is released only when its slot is free: no released old pod is left on
   its hostname (even a terminating one), so two pods never share a hostname.
 - At the moment of release (:class:`ReleaseGuard`) every pod released is re-checked: it
@@ -140,19 +143,23 @@ def decide_gang(
     if not gang.initialized:
         held = holders or {}
         decision = G.decide(gang.raw, _Live(raw_pods, snap), object_exists if not blocking else (lambda _ref: True), gangs_by_name,
-                            lambda base: base_scheduled(base, snap, held))
+                            lambda base: base_scheduled(base, snap, held), gang.binding.mismatch)
         waiting = decision.waiting_for + blocking
         if waiting:
             return GangRelease(False, True, [], waiting, poll=decision.poll and not blocking)
         return GangRelease(True, True, [(n, decision.uids.get(n, "")) for n in decision.to_ungate])
     out = GangRelease(True, False)
     base_ok: dict[str, list[str]] = {}
-    for _group, ns, name in gang.refs:
+    for group, ns, name in gang.refs:
         pod = snap.pods.get((ns, name))
         if pod is None or pod.terminating or pod.podgang != gang.name or not pod.gated:
             continue
         if (ns, name) in blocked:
             out.waiting_for.append(f"slot of pod {ns}/{name} still holds pod {blocked[(ns, name)]}")
+            continue
+        unbound = gang.binding.mismatch(group, pod.raw)
+        if unbound is not None:
+            out.waiting_for.append(f"pod {ns}/{name} to be bound to its gang as rendered: {unbound}")
             continue
         base = G.base_label(pod.raw)
         if base:

@@ -52,6 +52,7 @@ NEW_POD_NOT_READY = "NewPodNotReady"  # the last step's new pod is not Ready yet
 OLD_POD_TERMINATING = "OldPodTerminating"  # the last step's old pod is still going
 REPLACEMENT_MISSING = "ReplacementMissing"  # the next step's new pod does not exist
 UNPROVEN_OLD_POD = "UnprovenOldPod"  # an old pod no render made: never deleted
+NEW_POD_UNBOUND = "NewPodUnbound"  # the next step's new pod lost what binds it to its gang: never released
 REPLICA_NOT_READY = "ReplicaNotReady"  # no old pod left, but the replica is not complete
 _STEP = re.compile(r"step (\d+) of \d+")
 MAX_STEPS = 10**6  # a count read back from a condition is bounded
@@ -393,6 +394,12 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
     absent = [by_host[h] for h in step.hostnames if _missing(by_host[h])]
     if absent:
         return _wait_for_replacements(wl, memory, now, replica, absent, progress)
+    unbound = _unbound(wl, [by_host[h] for h in step.hostnames])
+    if unbound is not None:
+        _wait(progress, NEW_POD_UNBOUND, f"new pod {unbound[0]} is not bound to its gang as rendered ({unbound[1]}), "
+              "so it would never be released: its old pod stays (restore the field, or delete the new pod for the "
+              "GitOps tool to create it again)")
+        return out
     progress.step += 1
     # The step is counted as done now: steps added before the next pass (a scale-out) must not
     # hide the one step fewer left.
@@ -404,6 +411,20 @@ def _retire_step(wl: Workload, memory: Memory, now: float, replica: int, slots: 
                                  f"rolling update of replica {replica}, step {progress.step} of {progress.total}: {step.unit}",
                                  _gang_key(wl, slot)))
     return out
+
+
+def _unbound(wl: Workload, slots: list[Slot]) -> tuple[str, str] | None:
+    """(name, why) of the first new pod of ``slots`` that lost what binds it to its gang
+    (:mod:`~grove_gitops.readmodel.binding`): the release would hold it forever, so a step
+    must not empty its slot (retiring the old pod would only take a Ready pod away)."""
+    for slot in slots:
+        gang = wl.gangs.get(slot.gang) if slot.gang is not None else None
+        if gang is None or slot.new is None or slot.podgroup is None or not slot.new.gated:
+            continue
+        why = gang.binding.mismatch(slot.podgroup, slot.new.raw)
+        if why is not None:
+            return slot.new.name, why
+    return None
 
 
 def _missing(slot: Slot) -> bool:

@@ -34,6 +34,11 @@ GANG_OBJECTS = "gitops.grove.io/gang-objects"
 #: cluster: a compact JSON object (``expand.podgangs.day2_annotation``, docs/day2.md).
 DAY2 = "gitops.grove.io/day2"
 
+#: PodGang annotation with what ties each podgroup's pods to the gang (the scheduler name, the
+#: scheduler's PodGroup label or annotation): a JSON object podgroup -> {JSON pointer: value}
+#: (``SchedulerBackend.pod_binding``). The agent releases no pod that lacks one of them.
+POD_BINDING = "gitops.grove.io/pod-binding"
+
 SCHEDULING_GATE = "grove.io/podgang-pending-creation"
 
 COMPONENT_PCS_PODCLIQUE = "pcs-podclique"

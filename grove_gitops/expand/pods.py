@@ -84,6 +84,11 @@ def _prepend_env(containers: list[dict[str, Any]], make_env: Callable[[], list[d
         container["env"] = env + user
 
 
+def placement_of(pcs: PodCliqueSet, inst: CliqueInstance) -> PodPlacement:
+    """Where the pods of ``inst`` sit in their gang (what ``prepare_pod`` binds them with)."""
+    return PodPlacement(pcs.name, pcs.namespace, inst.podgang, inst.fqn, inst.base_podgang)
+
+
 class CliquePods:
     """The pods of one PodClique instance, stamped one at a time from one prototype.
 
@@ -124,7 +129,7 @@ class CliquePods:
                     _prepend_env(base_spec[key], partial(_pcsg_env, pcsg_num_pods))
         service = names.headless_service_address(pcs.name, inst.pcs_replica, ns)
         grove_env = partial(_grove_env, pcs.name, inst.pcs_replica, inst.fqn, service)
-        placement = PodPlacement(pcs.name, ns, inst.podgang, inst.fqn, inst.base_podgang)
+        placement = placement_of(pcs, inst)
         proto_labels = L.default_labels(pcs.name)
         proto_labels.update(pclq_labels)
         proto_labels[L.PODCLIQUE] = inst.fqn

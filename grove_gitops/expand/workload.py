@@ -24,7 +24,7 @@ from grove_gitops.expand.hpa import unit_warnings
 from grove_gitops.expand.mnnvl import compute_domains
 from grove_gitops.expand.plan import CliqueInstance, Planner
 from grove_gitops.expand.podgangs import build_podgang, day2_annotation, gang_members
-from grove_gitops.expand.pods import CliquePods
+from grove_gitops.expand.pods import CliquePods, placement_of
 from grove_gitops.expand.resourceclaims import ClaimPlanner, ClaimRef
 from grove_gitops.expand.scaling import Counts
 from grove_gitops.expand.topology import Translator
@@ -183,7 +183,10 @@ def expand_pcs(
         for gang_name, members in gang_members(instances).items():
             inputs = (replica, [(inst, pod_names[inst.fqn]) for inst in members])
             build = partial(build_podgang, pcs, replica, gang_name, members, pod_names, scheduler, translator)
-            result.objects.extend(memo.part("gang", gang_name, inputs, partial(_gang_objects, build, pcs, ctx, day2)))
+            binding = partial(pod_binding, pcs, ctx, members)
+            result.objects.extend(
+                memo.part("gang", gang_name, inputs, partial(_gang_objects, build, binding, pcs, ctx, day2))
+            )
     result.objects.extend(claims.objects.values())
     return result
 
@@ -203,8 +206,33 @@ def _replica_objects(pcs: PodCliqueSet, ctx: ExpandContext, replica: int) -> lis
     return objects
 
 
+#: The most a PodGang's pod binding takes: past it (a gang of thousands of podgroups) only the
+#: fields every podgroup shares are written, not each podgroup's own (docs/day2.md).
+MAX_BINDING_BYTES = 64 * 1024
+
+
+def pod_binding(pcs: PodCliqueSet, ctx: ExpandContext, members: list[CliqueInstance]) -> str:
+    """The PodGang's ``gitops.grove.io/pod-binding``: what ties the pods of each podgroup (a
+    member PodClique) to the gang (:meth:`~grove_gitops.backendapi.SchedulerBackend.pod_binding`,
+    from the placement its pods are prepared with), as ``{"all": {pointer: value}, "each":
+    {podgroup: {pointer: value}}}``: the fields every podgroup shares once, then each
+    podgroup's own (KAI's subgroup label names the podgroup)."""
+    found = {inst.fqn: ctx.backend.pod_binding(placement_of(pcs, inst)) for inst in members}
+    first = next(iter(found.values()), {})
+    shared = {p: v for p, v in first.items() if all(p in b and b[p] == v for b in found.values())}
+    each = {g: {p: v for p, v in b.items() if p not in shared} for g, b in found.items()}
+    text = json.dumps({"all": shared, "each": {g: b for g, b in each.items() if b}}, sort_keys=True, separators=(",", ":"))
+    if len(text) > MAX_BINDING_BYTES:
+        text = json.dumps({"all": shared, "each": {}}, sort_keys=True, separators=(",", ":"))
+    return text
+
+
 def _gang_objects(
-    build: Callable[[], dict[str, Any]], pcs: PodCliqueSet, ctx: ExpandContext, day2: str
+    build: Callable[[], dict[str, Any]],
+    binding: Callable[[], str],
+    pcs: PodCliqueSet,
+    ctx: ExpandContext,
+    day2: str,
 ) -> list[dict[str, Any]]:
     """The PodGang ``build`` makes, then the backend's objects for it, which the PodGang names."""
     gang_obj = build()
@@ -213,4 +241,5 @@ def _gang_objects(
     annotations = gang_obj["metadata"].setdefault("annotations", {})
     annotations[L.GANG_OBJECTS] = json.dumps(refs, sort_keys=True, separators=(",", ":"))
     annotations[L.DAY2] = day2
+    annotations[L.POD_BINDING] = binding()
     return [gang_obj, *backend_objects]

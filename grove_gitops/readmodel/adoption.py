@@ -95,7 +95,7 @@ def claim(pod: Mapping[str, Any]) -> Claim | None:
         return None
     try:
         record = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(record, dict) or record.get("v") != VERSION:
         return None

@@ -109,6 +109,21 @@ def brief(value: Any) -> str:
     return json.dumps(value)[:60] if isinstance(value, int | float | bool) or value is None else type(value).__name__
 
 
+def load_annotation(raw: Any, where: str) -> Any:
+    """The JSON value of an annotation the render wrote, read defensively: a string of at most
+    :data:`MAX_ANNOTATION` characters that parses, or :class:`MalformedPodGang`. Nesting too
+    deep for the decoder (``[[[[...`` fits the size limit 100,000 levels deep) is malformed
+    too, never a ``RecursionError`` out of the agent's pass."""
+    if not isinstance(raw, str) or len(raw) > MAX_ANNOTATION:
+        raise MalformedPodGang(f"{where}: expected a JSON string of at most {MAX_ANNOTATION} characters")
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise MalformedPodGang(f"{where}: not JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise MalformedPodGang(f"{where}: not JSON (nested too deep)") from exc
+
+
 def _names(items: Any, what: str, limit: int = MAX_NAME) -> list[dict[str, Any]]:
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise MalformedPodGang(f"{what}: expected a list of objects, got {brief(items)}")
@@ -183,12 +198,7 @@ def gang_objects(podgang: K8s) -> list[ObjectRef]:
     if not raw:
         return []
     where = f"metadata.annotations[{GANG_OBJECTS}]"
-    if not isinstance(raw, str) or len(raw) > MAX_ANNOTATION:
-        raise MalformedPodGang(f"{where}: expected a JSON string of at most {MAX_ANNOTATION} characters")
-    try:
-        items = json.loads(raw)
-    except ValueError as exc:
-        raise MalformedPodGang(f"{where}: not JSON ({exc})") from exc
+    items = load_annotation(raw, where)
     if isinstance(items, list) and len(items) > MAX_GANG_OBJECTS:
         raise MalformedPodGang(f"{where}: {len(items)} objects, more than a render lists ({MAX_GANG_OBJECTS})")
     ns = str(meta.get("namespace", ""))
@@ -249,21 +259,29 @@ def decide(
     object_exists: Callable[[ObjectRef], bool],
     podgang_by_name: Mapping[str, K8s],
     base_check: Callable[[K8s], list[str]] | None = None,
+    unbound: Callable[[str, K8s], str | None] | None = None,
 ) -> Decision:
     """Whether the gang is complete and which of its pods still carry the gate.
 
     ``pods`` is keyed by (namespace, name). Backend objects are checked last, and only when
-    everything else is in place, so a waiting gang costs no API calls.
+    everything else is in place, so a waiting gang costs no API calls. ``unbound(podgroup,
+    pod)``: why a present pod is no longer tied to its gang as rendered
+    (:meth:`~grove_gitops.readmodel.binding.PodBinding.mismatch`); the gang waits for it.
     """
     if podgang is None:
         return Decision(False, ["PodGang"])
     waiting: list[str] = []
     present = []
     unnamed = 0  # missing pods beyond MAX_WAITING_NAMED: counted, not named
-    for _group, ns, name in referenced_pods(podgang):
+    for group, ns, name in referenced_pods(podgang):
         pod = pods.get((ns, name))
         if pod is not None and not is_terminating(pod) and belongs_to(pod, podgang):
             present.append(pod)
+            why = unbound(group, pod) if unbound is not None and has_gate(pod) else None
+            if why is not None and len(waiting) < MAX_WAITING_NAMED:
+                waiting.append(f"pod {ns}/{name} to be bound to its gang as rendered: {why}")
+            elif why is not None:
+                unnamed += 1
         elif len(waiting) >= MAX_WAITING_NAMED:
             unnamed += 1
         elif pod is None or is_terminating(pod):

@@ -27,6 +27,9 @@ from typing import Any
 from grove_gitops.expand import ownership
 from grove_gitops.readmodel import adoption
 from grove_gitops.readmodel import gangs as G
+from grove_gitops.readmodel.binding import NONE as NO_BINDING
+from grove_gitops.readmodel.binding import PodBinding
+from grove_gitops.readmodel.binding import parse as parse_binding
 
 Key = tuple[str, str]  # (namespace, name)
 WorkloadKey = tuple[str, str]  # (namespace, PodCliqueSet)
@@ -120,12 +123,7 @@ def parse_day2(podgang: Raw) -> Day2 | None:
     if raw is None:
         return None
     where = f"metadata.annotations[{DAY2_ANNOTATION}]"
-    if not isinstance(raw, str) or len(raw) > G.MAX_ANNOTATION:
-        raise G.MalformedPodGang(f"{where}: expected a JSON string of at most {G.MAX_ANNOTATION} characters")
-    try:
-        data = json.loads(raw)
-    except (TypeError, ValueError) as exc:
-        raise G.MalformedPodGang(f"{where}: not JSON ({exc})") from exc
+    data = G.load_annotation(raw, where)
     if not isinstance(data, dict):
         raise G.MalformedPodGang(f"{where}: expected a JSON object")
     strategy = data.get("updateStrategy", ROLLING_RECREATE)
@@ -280,6 +278,8 @@ class GangView:
     day2: Day2 | None
     initialized: bool
     refs: list[tuple[str, str, str]]  # (podgroup, namespace, pod name)
+    #: What ties each podgroup's pods to the gang, as rendered (``readmodel.binding``).
+    binding: PodBinding = NO_BINDING
 
     @property
     def key(self) -> Key:
@@ -406,6 +406,10 @@ def hostname_of(pod_name: str) -> str:
     return pod_name.rsplit("-", 1)[0]
 
 
+#: What the spec of one PodGang version says: its day-2 facts, pod references and pod binding.
+_Gang = tuple[Day2 | None, list[tuple[str, str, str]], PodBinding]
+
+
 class Views:
     """Parsed pods and PodGang specs, kept per object version.
 
@@ -418,8 +422,8 @@ class Views:
 
     def __init__(self) -> None:
         self._pods: dict[Key, tuple[tuple[str, str], PodView]] = {}
-        # -> (version, day2, refs, why it is malformed): a malformed version is not read again
-        self._gangs: dict[Key, tuple[tuple[str, str], Day2 | None, list[tuple[str, str, str]], str | None]] = {}
+        # -> (version, parsed, why it is malformed): a malformed version is not read again
+        self._gangs: dict[Key, tuple[tuple[str, str], _Gang | None, str | None]] = {}
 
     @staticmethod
     def _version(obj: Raw) -> tuple[str, str] | None:
@@ -437,23 +441,23 @@ class Views:
             self._pods[key] = (version, view)
         return view
 
-    def gang(self, key: Key, raw: Raw) -> tuple[Day2 | None, list[tuple[str, str, str]]]:
-        """``(day2, refs)`` of a PodGang; raises MalformedPodGang as the parsers do."""
+    def gang(self, key: Key, raw: Raw) -> _Gang:
+        """``(day2, refs, binding)`` of a PodGang; raises MalformedPodGang as the parsers do."""
         version = self._version(raw)
         kept = self._gangs.get(key)
         if version is not None and kept is not None and kept[0] == version:
-            if kept[3] is not None:
-                raise G.MalformedPodGang(kept[3])
-            return kept[1], kept[2]
+            if kept[1] is None:
+                raise G.MalformedPodGang(kept[2] or "malformed")
+            return kept[1]
         try:
-            day2, refs = parse_day2(raw), G.referenced_pods(raw)
+            parsed = (parse_day2(raw), G.referenced_pods(raw), parse_binding(raw))
         except G.MalformedPodGang as exc:
             if version is not None:
-                self._gangs[key] = (version, None, [], str(exc))
+                self._gangs[key] = (version, None, str(exc))
             raise
         if version is not None:
-            self._gangs[key] = (version, day2, refs, None)
-        return day2, refs
+            self._gangs[key] = (version, parsed, None)
+        return parsed
 
     def retain(self, pods: Collection[Key], gangs: Collection[Key]) -> None:
         """Forget objects no longer in the cache (called now and then, not per pass)."""
@@ -486,7 +490,7 @@ def build(
     total = 0  # references of the PodGangs read so far (bounded by MAX_WORKLOAD_PODS)
     for key, raw in sorted(podgangs.items()):
         try:
-            day2, refs = memo.gang(key, raw)
+            day2, refs, binding = memo.gang(key, raw)
         except G.MalformedPodGang as exc:
             malformed[key] = str(exc)
             continue
@@ -497,7 +501,9 @@ def build(
             continue
         labels = (raw.get("metadata") or {}).get("labels") or {}
         pcs = day2.pcs if day2 is not None else labels.get(PART_OF)
-        gangs[key] = GangView(key[0], key[1], raw, pcs if isinstance(pcs, str) else None, day2, _cond(raw, "Initialized"), refs)
+        gangs[key] = GangView(
+            key[0], key[1], raw, pcs if isinstance(pcs, str) else None, day2, _cond(raw, "Initialized"), refs, binding
+        )
 
     workloads: dict[WorkloadKey, Workload] = {}
 

@@ -260,6 +260,7 @@ def _normalise(result: RenderResult) -> dict[tuple[str, str], Any]:
         elif obj["kind"] == "PodGang":
             del obj["metadata"]["labels"]["grove.io/scheduler-name"]
             del obj["metadata"]["annotations"]["gitops.grove.io/gang-objects"]
+            del obj["metadata"]["annotations"]["gitops.grove.io/pod-binding"]  # what binds the pods: below
             for group in obj["spec"]["podgroups"]:
                 group["podReferences"] = [_stem(r["name"]) for r in group["podReferences"]]
         out[(obj["kind"], name)] = obj
@@ -272,3 +273,7 @@ def test_switching_from_default_scheduler_changes_only_scheduling(tmp_path: Path
     assert not objects_by_kind(before, "PodGroup") and len(objects_by_kind(after, "PodGroup")) == 2
     assert _normalise(before) == _normalise(after)
     assert {p["spec"]["schedulerName"] for p in objects_by_kind(before, "Pod").values()} == {"default-scheduler"}
+    for name, gang in objects_by_kind(after, "PodGang").items():  # scheduler name and pod-group label
+        assert json.loads(gang["metadata"]["annotations"]["gitops.grove.io/pod-binding"]) == {"all": {
+            "/metadata/labels/scheduling.x-k8s.io~1pod-group": name,
+            "/spec/schedulerName": "scheduler-plugins-scheduler"}, "each": {}}

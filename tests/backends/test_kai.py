@@ -353,6 +353,14 @@ def test_switching_from_default_scheduler_changes_only_backend_fields(tmp_path: 
             assert old["metadata"]["annotations"].pop("gitops.grove.io/gang-objects") == "[]"
             assert json.loads(new["metadata"]["annotations"].pop("gitops.grove.io/gang-objects"))[0]["kind"] == "PodGroup"
             assert new["metadata"]["annotations"].pop("kai.scheduler/skip-podgrouper") == "true"
+            gang = new["metadata"]["name"]
+            assert json.loads(old["metadata"]["annotations"].pop("gitops.grove.io/pod-binding")) == {
+                "all": {"/spec/schedulerName": "default-scheduler"}, "each": {}}
+            assert json.loads(new["metadata"]["annotations"].pop("gitops.grove.io/pod-binding")) == {
+                "all": {"/metadata/annotations/kai.scheduler~1skip-podgrouper": "true",
+                        "/metadata/annotations/pod-group-name": gang, "/spec/schedulerName": "kai-scheduler"},
+                "each": {g["name"]: {"/metadata/labels/kai.scheduler~1subgroup-name": g["name"]}
+                         for g in new["spec"]["podgroups"]}}
             changed += 1
         assert new == old, key
     assert changed == 9  # 7 pods, 2 PodGangs

@@ -572,6 +572,7 @@ def _normalise(result: RenderResult, scheduler_fields: dict[str, tuple[str, ...]
         elif obj["kind"] == "PodGang":
             del obj["metadata"]["labels"]["grove.io/scheduler-name"]
             del obj["metadata"]["annotations"]["gitops.grove.io/gang-objects"]
+            del obj["metadata"]["annotations"]["gitops.grove.io/pod-binding"]  # what binds the pods: below
             for group in obj["spec"]["podgroups"]:
                 group["podReferences"] = [HASHED_POD.match(r["name"])["stem"] for r in group["podReferences"]]  # type: ignore[index]
         elif obj["kind"] in scheduler_fields.get("backend-kinds", ()):
@@ -589,6 +590,15 @@ def test_switching_from_default_scheduler_changes_only_scheduling(tmp_path: Path
     assert _normalise(before, fields) == _normalise(after, fields)
     assert {p["spec"]["schedulerName"] for p in objects_by_kind(before, "Pod").values()} == {"default-scheduler"}
     assert {p["spec"]["schedulerName"] for p in objects_by_kind(after, "Pod").values()} == {"koord-scheduler"}
+    # The pods are bound by the scheduler name and their pod-group label; the QoS class the
+    # backend defaults is not a binding (a template may set its own).
+    for gang in objects_by_kind(after, "PodGang").values():
+        binding = json.loads(gang["metadata"]["annotations"]["gitops.grove.io/pod-binding"])
+        label = "/metadata/labels/" + POD_GROUP_LABEL.replace("/", "~1")
+        assert binding["all"] == {"/spec/schedulerName": "koord-scheduler"}
+        assert {g: list(f) for g, f in binding["each"].items()} == {
+            g["name"]: [label] for g in gang["spec"]["podgroups"]}
+        assert not any(QOS.replace("/", "~1") in p for f in binding["each"].values() for p in f)
 
 
 def test_gang_objects_never_drop_a_required_constraint() -> None:

@@ -153,6 +153,9 @@ def _normalise(result: RenderResult) -> dict[tuple[str, str], Any]:
         elif obj["kind"] == "PodGang":
             del obj["metadata"]["labels"]["grove.io/scheduler-name"]
             assert json.loads(obj["metadata"]["annotations"].pop("gitops.grove.io/gang-objects")) == []
+            # the pods are bound by their scheduler name alone (compared above, on the pods)
+            binding = json.loads(obj["metadata"]["annotations"].pop("gitops.grove.io/pod-binding"))
+            assert list(binding["all"]) == ["/spec/schedulerName"] and binding["each"] == {}
             for group in obj["spec"]["podgroups"]:
                 group["podReferences"] = [HASHED_POD.match(r["name"])["stem"] for r in group["podReferences"]]  # type: ignore[index]
         out[(obj["kind"], name)] = obj

@@ -431,6 +431,14 @@ def test_switching_from_default_scheduler_changes_only_backend_fields(tmp_path: 
             assert new["metadata"]["labels"].pop("grove.io/scheduler-name") == "volcano"
             assert old["metadata"]["annotations"].pop("gitops.grove.io/gang-objects") == "[]"
             assert json.loads(new["metadata"]["annotations"].pop("gitops.grove.io/gang-objects"))[0]["kind"] == "PodGroup"
+            gang = new["metadata"]["name"]
+            assert json.loads(old["metadata"]["annotations"].pop("gitops.grove.io/pod-binding")) == {
+                "all": {"/spec/schedulerName": "default-scheduler"}, "each": {}}
+            assert json.loads(new["metadata"]["annotations"].pop("gitops.grove.io/pod-binding")) == {
+                "all": {"/metadata/annotations/scheduling.k8s.io~1group-name": gang,
+                        "/metadata/annotations/scheduling.volcano.sh~1group-name": gang,
+                        "/spec/schedulerName": "volcano"},
+                "each": {}}
             changed += 1
         assert new == old, key
     assert changed == 9

@@ -24,6 +24,7 @@ from tests.support import CRDS, plain, without_namespace_warnings, write_source
 
 VERSIONS = ("1.35", "1.36", "1.37")
 GANG_OBJECTS = "gitops.grove.io/gang-objects"
+POD_BINDING = "gitops.grove.io/pod-binding"
 GATE = [{"name": "grove.io/podgang-pending-creation"}]
 LABELS = {
     "app.kubernetes.io/managed-by": "grove-gitops",
@@ -488,8 +489,8 @@ def test_flux_on_1_35_warns_that_flux_drops_the_pods_workload_ref(tmp_path: Path
     assert flux_warnings("1.35", "flux") == [
         "pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: gitops: flux on Kubernetes 1.35: "
         "Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods (its server-side apply passes "
-        "them through client-go's typed PodSpec, which no longer has the field), so kube-scheduler sees no gang "
-        "and places the pods one by one; apply with Argo CD, or use another gang backend on 1.35 "
+        "them through client-go's typed PodSpec, which no longer has the field), so the pods lose their gang "
+        "and the agent releases none of them; apply with Argo CD, or use another gang backend on 1.35 "
         "(docs/backends/default-scheduler.md, GitOps notes)"
     ]
     # ``both`` renders for either engine: the same warning, conditional on Flux (before: none)
@@ -497,7 +498,7 @@ def test_flux_on_1_35_warns_that_flux_drops_the_pods_workload_ref(tmp_path: Path
         "pcs0.yaml: scheduler.profiles[default-scheduler].config.gangScheduling: gitops: both on Kubernetes 1.35: "
         "if Flux applies this output, Flux (2.9 and later) drops pod spec.workloadRef when it applies the pods "
         "(its server-side apply passes them through client-go's typed PodSpec, which no longer has the field), so "
-        "kube-scheduler sees no gang and places the pods one by one; apply with Argo CD, or use another gang backend "
+        "the pods lose their gang and the agent releases none of them; apply with Argo CD, or use another gang backend "
         "on 1.35 (docs/backends/default-scheduler.md, GitOps notes)"
     ]
     assert flux_warnings("1.35", "argocd") == []
@@ -757,8 +758,13 @@ def test_switching_gang_scheduling_on_changes_only_gang_objects_and_pod_fields(t
             refs = json.loads(new["metadata"]["annotations"][GANG_OBJECTS])
             assert {r["name"] for r in refs} and all(r["apiVersion"].startswith("scheduling.k8s.io/") for r in refs)
             assert json.loads(old["metadata"]["annotations"][GANG_OBJECTS]) == []
+            # ... and its pods are bound by the pod field too (readmodel/binding.py)
+            binding = json.loads(new["metadata"]["annotations"][POD_BINDING])
+            bound = {p for fields in [binding["all"], *binding["each"].values()] for p in fields}
+            assert f"/spec/{pod_field}" in bound and f"/spec/{pod_field}" not in old["metadata"]["annotations"][POD_BINDING]
             new, old = copy.deepcopy(new), copy.deepcopy(old)
-            del new["metadata"]["annotations"][GANG_OBJECTS], old["metadata"]["annotations"][GANG_OBJECTS]
+            for name in (GANG_OBJECTS, POD_BINDING):
+                del new["metadata"]["annotations"][name], old["metadata"]["annotations"][name]
         if new != old:
             changed.append(key)
     assert changed == []

@@ -20,9 +20,10 @@ pods. Then, on the same loop:
   collected, the agent retires the rendered pods (Flux never prunes a pod: prune protection).
 
 At every observed moment the agent releases a pod only while its whole gang exists, and no pod
-is bound gated (PodWatch). That the real scheduler then places the gang whole cannot hold here:
-Flux drops the pods' ``spec.workloadRef`` on 1.35, which
-:func:`test_flux_drops_the_pods_workload_ref_so_the_scheduler_sees_no_gang` pins.
+is bound gated (PodWatch). The loop renders the default scheduler without its Workload API
+gangs: Flux drops the pods' ``spec.workloadRef`` on 1.35, so with them the agent would release
+none of the pods (:func:`test_flux_drops_the_pods_workload_ref_and_the_agent_holds_them` pins
+both, by turning ``gangScheduling`` on for one push and back off).
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ class PodWatch(GangInvariant):
     (at least the PodGang's Σ minReplicas pods) and no pod is ever bound gated. Also kept: the
     order in which pods began to go (a deletion timestamp or their removal, whichever the watch
     saw first) and the pods the scheduler bound before their gang's minimum was released
-    (``placed_early``: with Flux on 1.35 the scheduler has no gang to hold them, see
-    :func:`test_flux_drops_the_pods_workload_ref_so_the_scheduler_sees_no_gang`)."""
+    (``placed_early``: without the Workload API's gangs, or with Flux on 1.35, the scheduler has
+    no gang to hold them, see :func:`test_flux_drops_the_pods_workload_ref_and_the_agent_holds_them`)."""
 
     def __init__(self, plane: Plane, namespace: str) -> None:
         self.retired: list[str] = []
@@ -199,6 +200,15 @@ class Loop:
         self.wait(what, done, timeout)
 
 
+def set_gang_scheduling(source: Path, on: bool) -> None:
+    """The default-scheduler profile's ``gangScheduling`` in the source's OperatorConfiguration."""
+    config = source / "config" / "operator-configuration.yaml"
+    text = config.read_text()
+    before, after = (("false", "true") if on else ("true", "false"))
+    assert f"gangScheduling: {before}\n" in text
+    config.write_text(text.replace(f"gangScheduling: {before}\n", f"gangScheduling: {after}\n"))
+
+
 def wiring(forge: GitForge) -> str:
     """The RenderConfiguration's ``wiring:`` (docs/gitops-wiring.md) for this loop: Flux only;
     grove-gitops' CRDs are installed with the agent (the session's ``installed``), so no
@@ -252,6 +262,7 @@ def loop(installed: Plane, agent_kubeconfig: Path, tmp_path_factory: pytest.Temp
         # The developer's clone holds the source without the workload: its first push renders
         # the cluster-wide objects only.
         source = default_scheduler_source(tmp, NS, (WORKLOAD,))
+        set_gang_scheduling(source, False)
         config = source / "config" / "render-configuration.yaml"
         text = config.read_text()
         assert "gitops: both\n" in text
@@ -342,21 +353,45 @@ def test_a_pushed_podcliqueset_runs_through_the_controller_flux_and_the_agent(ch
     assert not any(i.endswith("_PodCliqueScalingGroup") for i in inventory), inventory
 
 
-def test_flux_drops_the_pods_workload_ref_so_the_scheduler_sees_no_gang(checked: Loop) -> None:
+def test_flux_drops_the_pods_workload_ref_and_the_agent_holds_them(checked: Loop) -> None:
     """A finding of this tier (docs/gitops-wiring.md, "Verified against real Flux"): Flux's
     server-side apply normalises every Pod through client-go's typed PodSpec, which in
     k8s.io/api v0.36 (Flux 2.9) no longer has ``spec.workloadRef`` (1.36 replaced it with
     ``spec.schedulingGroup``). On a 1.35 cluster the default-scheduler backend's pods lose
-    their link to the Workload's gang, so the real scheduler places a released gang pod by pod.
-    The agent still releases only whole gangs (PodWatch); this test fails once a Flux release
-    keeps the field, and the scheduler-side check (``placed_early``) can then be asserted."""
+    their link to the Workload's gang, and the real scheduler would place them pod by pod. The
+    agent sees it (the PodGang's ``gitops.grove.io/pod-binding`` names the field): turning
+    ``gangScheduling`` on renames every pod, and the rollout takes no step, since no new pod
+    could be released; every old pod stays Ready. Turning it off again brings the old pods'
+    PodGangs back, and the unreleased new pods are removed. This test fails once a Flux release
+    keeps the field."""
     loop = checked
+    old = loop.desired_pods()
+    mark = len(loop.watch.retired)
+    set_gang_scheduling(loop.work, True)
     git = [o for o in render(loop.work) if o["kind"] == "Pod"]
     assert git and all(o["spec"]["workloadRef"]["name"] for o in git)  # what Git holds
-    live = loop.pods()
-    assert live and all("workloadRef" not in p["spec"] for p in live)  # what Flux applied
+    assert not set(loop.desired_pods()) & set(old)
+    loop.push("gang scheduling on")
+    base = f"/apis/scheduler.grove.io/v1alpha1/namespaces/{NS}/podgangs/{WORKLOAD}-0"
+
+    def held() -> bool:
+        conditions = (loop.kube.raw("GET", base).get("status") or {}).get("conditions") or []
+        return any(c["type"] == "RolloutBlocked" and c["status"] == "True" and c["reason"] == "NewPodUnbound"
+                   and "/spec/workloadRef is missing" in c["message"] for c in conditions)
+
+    loop.wait("the rollout held: its new pods lack spec.workloadRef", held, timeout=120)
+    live = {p["metadata"]["name"]: p for p in loop.pods()}
+    new = [live[o["metadata"]["name"]] for o in git if o["metadata"]["name"] in live]
+    assert new and all("workloadRef" not in p["spec"] for p in new)  # what Flux applied
+    assert all(p["spec"].get("schedulingGates") for p in new)  # none released
     workloads = loop.kube.raw("GET", f"/apis/scheduling.k8s.io/v1alpha1/namespaces/{NS}/workloads")["items"]
     assert {w["metadata"]["name"] for w in workloads} == {o["spec"]["workloadRef"]["name"] for o in git}
+    assert set(old) <= loop.ready_pods() and loop.watch.retired[mark:] == []  # no old pod went
+    set_gang_scheduling(loop.work, False)
+    assert loop.desired_pods() == old
+    loop.push("gang scheduling off")
+    loop.wait_deployed("the old pods alone again, the unreleased new ones removed", timeout=120)
+    assert set(loop.watch.retired[mark:]) == {p["metadata"]["name"] for p in new}
 
 
 def test_an_image_bump_rolls_the_pods_in_the_plans_order(checked: Loop) -> None:

@@ -33,6 +33,8 @@ def hand_made_gang(objs: list[Obj], name: str, refs: list[tuple[str, str]], anno
     gang = copy.deepcopy(find(objs, "PodGang", "inf-0"))
     gang["metadata"]["name"] = name
     gang["metadata"].get("annotations", {}).pop(GANG_OBJECTS, None)
+    # Written by hand: no pod binding (its pods are copies bound to inf-0's PodGroup, binding.py).
+    gang["metadata"].get("annotations", {}).pop("gitops.grove.io/pod-binding", None)
     if annotation is not None:
         gang["metadata"].setdefault("annotations", {})[GANG_OBJECTS] = annotation
     group = copy.deepcopy(gang["spec"]["podgroups"][0])

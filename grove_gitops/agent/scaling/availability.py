@@ -60,7 +60,7 @@ def _count(value: Any) -> int | None:
 def _layout(raw: str) -> Layout | None:
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(value, dict) or _count(value.get("replicaIndex")) is None:
         return None

@@ -89,7 +89,7 @@ def gang_object_keys(podgang: Raw, namespace: str) -> list[ObjectKey]:
     raw = ((podgang.get("metadata") or {}).get("annotations") or {}).get(L.GANG_OBJECTS)
     try:
         refs = json.loads(raw) if isinstance(raw, str) else []
-    except ValueError:
+    except (ValueError, RecursionError):  # hand-edited: lists nothing the agent deletes
         return []
     return [
         (str(r.get("apiVersion")), str(r.get("kind")), namespace, str(r.get("name")))

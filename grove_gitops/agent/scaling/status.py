@@ -162,7 +162,7 @@ def _clique_floors(raw: str) -> tuple[tuple[str, int], ...]:
     annotation (parsed once per distinct value, as :func:`_replica_of`)."""
     try:
         cliques = json.loads(raw).get("cliques")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return ()
     out: list[tuple[str, int]] = []
     for c in cliques if isinstance(cliques, list) else []:
@@ -180,7 +180,7 @@ def _replica_of(raw: str) -> int | None:
     every PodGang's, and a workload's share a handful of values)."""
     try:
         value = json.loads(raw).get("replicaIndex")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
