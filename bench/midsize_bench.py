@@ -52,11 +52,16 @@ def log(message: str) -> None:
 def timed_cli(*args: str, project: Path = PROJECT) -> dict[str, float]:
     """Wall and CPU seconds (the process and every worker it waited for) of one
     ``python -m grove_gitops.cli ARGS`` from spawn to exit (which must be 0). ``project``: the
-    checkout whose ``grove_gitops`` runs (``-m`` puts the working directory first on the path)."""
+    checkout whose ``grove_gitops`` runs (``-m`` puts the working directory first on the path),
+    with its own scheduler backends (its ``backends/`` ahead of the installed ones)."""
+    env = dict(os.environ)
+    if project != PROJECT:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project / "backends"), env.get("PYTHONPATH")]))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "grove_gitops.cli", *args], cwd=project, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "grove_gitops.cli", *args], cwd=project, capture_output=True, text=True, check=False,
+        env=env,
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -19,6 +19,7 @@ presence.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ class CliqueSpec:
     name: str  # PodClique FQN
     min_available: int
     replicas: int
+    #: Autoscaled (docs/autoscaling.md): ``replicas`` is the floor Git renders.
+    scale_target: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ def parse_day2(podgang: Raw) -> Day2 | None:
         if not isinstance(c, dict):
             raise G.MalformedPodGang(f"{w}: expected an object")
         cliques.append(CliqueSpec(_str(c.get("name"), f"{w}.name"), _int(c.get("minAvailable"), f"{w}.minAvailable"),
-                                  _int(c.get("replicas"), f"{w}.replicas")))
+                                  _int(c.get("replicas"), f"{w}.replicas"), c.get("scaleTarget") is True))
     groups = []
     for n, g in enumerate(data.get("scalingGroups") or []):
         w = f"{where}.scalingGroups[{n}]"
@@ -168,6 +171,30 @@ def parse_day2(podgang: Raw) -> Day2 | None:
         tuple(cliques),
         tuple(groups),
     )
+
+
+#: Day-2 annotations longer than this are parsed each time by :func:`day2_or_none`, not
+#: memoised (a hostile one must not fill the memo): the render's own are a few hundred bytes.
+_MEMO_MAX = 4096
+
+
+@functools.lru_cache(maxsize=1024)
+def _day2_text(raw: str) -> Day2 | None:
+    try:
+        return parse_day2({"metadata": {"annotations": {DAY2_ANNOTATION: raw}}})
+    except G.MalformedPodGang:
+        return None
+
+
+def day2_or_none(podgang: Raw) -> Day2 | None:
+    """:func:`parse_day2`, None for a malformed annotation too: for readers that judge a
+    workload's status, where an unreadable replica counts as unavailable rather than failing the
+    pass (the day-2 loop reads the same annotation strictly). Memoised by the annotation's text:
+    every status pass reads every PodGang's, and a workload's share a handful of values."""
+    raw = ((podgang.get("metadata") or {}).get("annotations") or {}).get(DAY2_ANNOTATION)
+    if not isinstance(raw, str):
+        return None
+    return _day2_text(raw) if len(raw) <= _MEMO_MAX else _day2_text.__wrapped__(raw)
 
 
 def _cond(obj: Raw, kind: str) -> bool:

@@ -13,7 +13,7 @@ from grove_gitops.agent.scaling import status as S
 
 
 def _gang(name: str, replica: int, pods: list[str]) -> dict[str, Any]:
-    return {"metadata": {"name": name, "annotations": {S.DAY2: json.dumps({"replicaIndex": replica})}},
+    return {"metadata": {"name": name, "annotations": {S.DAY2: json.dumps({"replicaIndex": replica, "podCliqueSet": "w"})}},
             "spec": {"podgroups": [{"podReferences": [{"name": p} for p in pods]}]}}
 
 
@@ -45,33 +45,44 @@ def test_scaled_pods_starting_leave_the_replicas_available_and_a_base_pod_does_n
     assert _ready_replicas({**every, "w-1-g-0-a-0": False}) == 1  # replica 1's base pod is not Ready
 
 
-def test_an_autoscaled_cliques_pods_above_its_floor_are_left_out_and_hostile_values_ignored() -> None:
-    day2 = json.dumps({"replicaIndex": 0, "cliques": [
+def test_an_autoscaled_cliques_pods_above_its_floor_are_left_out_and_an_unreadable_replica_counts_none() -> None:
+    cliques: list[object] = [
         {"name": "w-0-router", "minAvailable": 2, "replicas": 2, "scaleTarget": True},
         {"name": "w-0-fixed", "minAvailable": 1, "replicas": 3},  # not autoscaled: every pod counts
-        {"name": "w-0-odd", "minAvailable": True, "scaleTarget": True}, "junk"]})
+    ]
     members = ["w-0-router-0", "w-0-router-1", "w-0-router-2", "w-0-router-17", "w-0-fixed-0", "w-0-fixed-2",
                "w-0-router-x", "w-0-router-²"]
-    gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: day2}},
-            "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
-    units = S.base_units([gang], "w", {p: p for p in members})
-    assert [slot for _, slot in units[0]] == ["w-0-router-0", "w-0-router-1", "w-0-fixed-0", "w-0-fixed-2",
+
+    def units(day2: dict[str, object]) -> dict[int, list[tuple[str, str]]]:
+        gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: json.dumps(day2)}},
+                "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
+        return S.base_units([gang], "w", {p: p for p in members})
+
+    found = units({"replicaIndex": 0, "podCliqueSet": "w", "cliques": cliques})
+    assert [slot for _, slot in found[0]] == ["w-0-router-0", "w-0-router-1", "w-0-fixed-0", "w-0-fixed-2",
                                               "w-0-router-x", "w-0-router-²"]
+    # An annotation no render writes (the day-2 loop's parser refuses it: the PodGang is
+    # malformed there) is read by no one: its replica has no units, so it is not available.
+    for junk in ({"name": "w-0-odd", "minAvailable": True, "scaleTarget": True}, "junk"):
+        assert units({"replicaIndex": 0, "podCliqueSet": "w", "cliques": [*cliques, junk]}) == {}
 
 
-def test_hostile_floors_and_indexes_neither_raise_nor_leave_pods_out() -> None:
+def test_hostile_floors_and_indexes_neither_raise_nor_count() -> None:
     """A 5,000-digit ``minAvailable`` (beyond Python's int-from-text limit), an annotation that is
-    not JSON, a list where the object belongs, and a 300-digit pod index: no traceback, and no
-    floor is read from any of them (every pod counts)."""
+    not JSON, a list where the object belongs, and a 300-digit pod index: no traceback, and
+    nothing is read from any of them."""
     members = ["w-0-r-0", "w-0-r-" + "9" * 300]
     for raw in ('{"replicaIndex": 0, "cliques": [{"name": "w-0-r", "scaleTarget": true, "minAvailable": '
                 + "9" * 5000 + "}]}", "nul\x00", "[1, 2]", '{"replicaIndex": 0, "cliques": "w-0-r"}'):
         gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: raw}},
                 "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
         units = S.base_units([gang], "w", {p: p for p in members})
-        assert all(slot in members for unit in units.values() for _, slot in unit)
-        assert sum(len(u) for u in units.values()) in (0, 2)  # no replica index read, or every pod
-    big = json.dumps({"replicaIndex": 0, "cliques": [{"name": "w-0-r", "scaleTarget": True, "minAvailable": 10**9}]})
-    gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: big}},
-            "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
-    assert [slot for _, slot in S.base_units([gang], "w", {p: p for p in members})[0]] == ["w-0-r-0"]
+        assert units == {}  # not a render's annotation: no replica read from it
+    # A floor beyond what a render writes (20,000) is refused the same way; one within it is read.
+    for floor, kept in ((10**9, None), (20_000, ["w-0-r-0"])):
+        big = json.dumps({"replicaIndex": 0, "podCliqueSet": "w",
+                          "cliques": [{"name": "w-0-r", "scaleTarget": True, "minAvailable": floor, "replicas": 1}]})
+        gang = {"metadata": {"name": "w-0", "annotations": {S.DAY2: big}},
+                "spec": {"podgroups": [{"podReferences": [{"name": p} for p in members]}]}}
+        units = S.base_units([gang], "w", {p: p for p in members})
+        assert (None if not units else [slot for _, slot in units[0]]) == kept

@@ -15,76 +15,32 @@ Where the agent reads it, with no PodClique objects in the cluster (Git holds no
 - a PodClique's ``minAvailable`` is its podgroup's ``minReplicas`` in the rendered PodGangs
   (Grove's PodGang sets it so), which every gang, base or scaled, carries;
 - a replica's standalone PodCliques and scaling groups, with the groups' ``minAvailable`` and
-  member cliques, come from the day-2 annotation of its base PodGang (``podgangs.day2_annotation``).
+  member cliques, come from the day-2 annotation of its base PodGang (``podgangs.day2_annotation``),
+  read by the day-2 loop's own parser (``readmodel.snapshot.day2_or_none``).
 
 Everything read here comes from objects the render produced, but a hand-edited one is read
-defensively: values that are not plain non-negative ints are ignored (the clique then counts as
-unavailable, the cautious side), and a long annotation is parsed without being memoised.
+defensively: a day-2 annotation the parser refuses leaves its replica unavailable (the cautious
+side), and a ``minReplicas`` that is not a plain non-negative int is ignored.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from grove_gitops.agent.scaling.status import DAY2, SlotIndex, base_gangs
+from grove_gitops.agent.scaling.status import SlotIndex, base_gangs
+from grove_gitops.readmodel.snapshot import Day2, day2_or_none
 
 Raw = Mapping[str, Any]
 
-#: Annotations longer than this are parsed each time instead of memoised (a hostile one must
-#: not fill the memo): the render's own are a few hundred bytes.
-_MEMO_MAX = 4096
 #: A PodClique's name is an object name: no longer than this. A longer podgroup name in a
 #: (hand-edited) PodGang is no PodClique of ours, and is skipped before :func:`group_replicas`
 #: cuts it at each ``-`` (a 1 MB name of dashes would otherwise cost a pass minutes).
 _MAX_NAME = 253
 
 
-@dataclass(frozen=True)
-class Layout:
-    """What one PodCliqueSet replica's availability rests on (its day-2 annotation)."""
-
-    replica: int
-    cliques: tuple[tuple[str, int], ...]  # standalone PodClique name, minAvailable
-    groups: tuple[tuple[str, int, tuple[str, ...]], ...]  # group name, minAvailable, member clique names
-
-
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-@functools.lru_cache(maxsize=1024)
-def _layout(raw: str) -> Layout | None:
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict) or _count(value.get("replicaIndex")) is None:
-        return None
-    raw_cliques, raw_groups = value.get("cliques"), value.get("scalingGroups")
-    cliques: list[tuple[str, int]] = []
-    for c in raw_cliques if isinstance(raw_cliques, list) else []:
-        if isinstance(c, dict) and isinstance(c.get("name"), str) and _count(c.get("minAvailable")) is not None:
-            cliques.append((c["name"], c["minAvailable"]))
-    groups: list[tuple[str, int, tuple[str, ...]]] = []
-    for g in raw_groups if isinstance(raw_groups, list) else []:
-        if not (isinstance(g, dict) and isinstance(g.get("name"), str) and _count(g.get("minAvailable")) is not None):
-            continue
-        members = g.get("cliques")
-        if isinstance(members, list) and members and all(isinstance(m, str) for m in members):
-            groups.append((g["name"], g["minAvailable"], tuple(members)))
-    return Layout(value["replicaIndex"], tuple(cliques), tuple(groups))
-
-
-def layout_of(gang: Raw) -> Layout | None:
-    """The replica layout a PodGang's day-2 annotation gives, or None."""
-    raw = ((gang.get("metadata") or {}).get("annotations") or {}).get(DAY2)
-    if not isinstance(raw, str):
-        return None
-    return _layout(raw) if len(raw) <= _MEMO_MAX else _layout.__wrapped__(raw)
 
 
 def clique_minimums(podgangs: Iterable[Raw]) -> dict[str, int]:
@@ -144,24 +100,24 @@ def group_available(group: str, members: tuple[str, ...], ready: Mapping[str, in
     return sum(all(_clique_available(f"{prefix}{j}-{c}", ready, minimums) for c in members) for j in indexes)
 
 
-def replica_available(layout: Layout, ready: Mapping[str, int], minimums: Mapping[str, int],
+def replica_available(layout: Day2, ready: Mapping[str, int], minimums: Mapping[str, int],
                       indexes: Mapping[str, set[str]] | None = None) -> bool:
     """Grove's PodCliqueSet replica availability (module docstring)."""
-    return all(_clique_available(name, ready, minimums, floor) for name, floor in layout.cliques) and all(
-        group_available(name, members, ready, minimums, None if indexes is None else indexes.get(name, set()))
-        >= floor for name, floor, members in layout.groups)
+    return all(_clique_available(c.name, ready, minimums, c.min_available) for c in layout.cliques) and all(
+        group_available(g.name, g.cliques, ready, minimums, None if indexes is None else indexes.get(g.name, set()))
+        >= g.min_available for g in layout.scaling_groups)
 
 
 def available_replicas(podgangs: Sequence[Raw], pcs: str, index: SlotIndex, replicas: int) -> int:
     """How many of the PodCliqueSet's replicas ``0..replicas-1`` are available. A replica whose
     base PodGang is missing, or carries no readable layout, is not."""
-    layouts: dict[int, Layout] = {}
+    layouts: dict[int, Day2] = {}
     for gang in base_gangs(podgangs, pcs):
-        layout = layout_of(gang)
+        layout = day2_or_none(gang)
         if layout is not None:
             layouts.setdefault(layout.replica, layout)
     ready, minimums = ready_by_clique(index), clique_minimums(podgangs)
-    groups = {name: members for layout in layouts.values() for name, _, members in layout.groups}
+    groups = {g.name: g.cliques for layout in layouts.values() for g in layout.scaling_groups}
     indexes = group_replicas(minimums, groups)
     return sum(replica_available(layouts[i], ready, minimums, indexes) for i in range(replicas) if i in layouts)
 

@@ -21,17 +21,15 @@ makes it scale again.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from grove_gitops.agent.scaling.plan import gang_members
-from grove_gitops.readmodel.snapshot import hostname_of
+from grove_gitops.readmodel.snapshot import DAY2_ANNOTATION, day2_or_none, hostname_of
 
 Raw = Mapping[str, Any]
-DAY2 = "gitops.grove.io/day2"
+DAY2 = DAY2_ANNOTATION
 
 
 @dataclass(frozen=True)
@@ -104,15 +102,11 @@ def replica_units(podgangs: Iterable[Raw], pods: Mapping[str, str]) -> dict[int,
     list as (name, slot); ``pods`` maps a pod name to its slot where the pod is known."""
     out: dict[int, list[tuple[str, str]]] = {}
     for gang in podgangs:
-        raw = ((gang.get("metadata") or {}).get("annotations") or {}).get(DAY2)
-        if not isinstance(raw, str):
-            continue
-        # (only short values are memoised: 4,096 of them stay a few MiB; a long one is hostile)
-        replica = _replica_of(raw) if len(raw) <= 4096 else _replica_of.__wrapped__(raw)
-        if replica is None:
+        day2 = day2_or_none(gang)
+        if day2 is None:
             continue
         for name in gang_members(gang):
-            out.setdefault(replica, []).append((name, pods.get(name, hostname_of(name))))
+            out.setdefault(day2.replica, []).append((name, pods.get(name, hostname_of(name))))
     return out
 
 
@@ -138,13 +132,10 @@ def base_units(podgangs: Iterable[Raw], pcs: str, pods: Mapping[str, str]) -> di
     gangs = base_gangs(podgangs, pcs)
     out = replica_units(gangs, pods)
     for gang in gangs:
-        raw = ((gang.get("metadata") or {}).get("annotations") or {}).get(DAY2)
-        if not isinstance(raw, str):
-            continue
-        replica = _replica_of(raw) if len(raw) <= 4096 else _replica_of.__wrapped__(raw)
-        floors = _clique_floors(raw) if len(raw) <= 4096 else _clique_floors.__wrapped__(raw)
-        if replica in out and floors:
-            out[replica] = [(name, slot) for name, slot in out[replica] if not _above_floor(slot, floors)]
+        day2 = day2_or_none(gang)
+        floors = tuple((c.name, c.min_available) for c in day2.cliques if c.scale_target) if day2 is not None else ()
+        if day2 is not None and day2.replica in out and floors:
+            out[day2.replica] = [(name, slot) for name, slot in out[day2.replica] if not _above_floor(slot, floors)]
     return out
 
 
@@ -154,35 +145,6 @@ def _above_floor(slot: str, floors: tuple[tuple[str, int], ...]) -> bool:
         if index.isascii() and index.isdigit() and int(index) >= floor:
             return True
     return False
-
-
-@functools.lru_cache(maxsize=4096)
-def _clique_floors(raw: str) -> tuple[tuple[str, int], ...]:
-    """(PodClique name, minAvailable) of each autoscaled standalone clique of a day-2
-    annotation (parsed once per distinct value, as :func:`_replica_of`)."""
-    try:
-        cliques = json.loads(raw).get("cliques")
-    except (ValueError, AttributeError, RecursionError):
-        return ()
-    out: list[tuple[str, int]] = []
-    for c in cliques if isinstance(cliques, list) else []:
-        if not isinstance(c, dict) or c.get("scaleTarget") is not True:
-            continue
-        name, floor = c.get("name"), c.get("minAvailable")
-        if isinstance(name, str) and isinstance(floor, int) and not isinstance(floor, bool):
-            out.append((name, floor))
-    return tuple(out)
-
-
-@functools.lru_cache(maxsize=4096)
-def _replica_of(raw: str) -> int | None:
-    """``replicaIndex`` of a day-2 annotation (parsed once per distinct value: every pass reads
-    every PodGang's, and a workload's share a handful of values)."""
-    try:
-        value = json.loads(raw).get("replicaIndex")
-    except (ValueError, AttributeError, RecursionError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def condition(kind: str, status: bool, reason: str, message: str, now: str, generation: int,
