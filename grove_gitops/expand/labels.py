@@ -35,8 +35,9 @@ GANG_OBJECTS = "gitops.grove.io/gang-objects"
 DAY2 = "gitops.grove.io/day2"
 
 #: PodGang annotation with what ties each podgroup's pods to the gang (the scheduler name, the
-#: scheduler's PodGroup label or annotation): a JSON object podgroup -> {JSON pointer: value}
-#: (``SchedulerBackend.pod_binding``). The agent releases no pod that lacks one of them.
+#: scheduler's PodGroup label or annotation), as JSON pointers to values: ``{"all": {...},
+#: "each": {podgroup: {...}}}`` (``expand.workload.pod_binding``, ``readmodel.binding``). The
+#: agent releases no pod that lacks one of them.
 POD_BINDING = "gitops.grove.io/pod-binding"
 
 SCHEDULING_GATE = "grove.io/podgang-pending-creation"

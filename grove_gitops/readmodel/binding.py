@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grove_gitops.expand.labels import POD_BINDING
 from grove_gitops.fields import pointer
 from grove_gitops.readmodel.gangs import MalformedPodGang, brief, load_annotation
 
-POD_BINDING = "gitops.grove.io/pod-binding"
+__all__ = ["NONE", "POD_BINDING", "PodBinding", "parse"]
 #: Fields one podgroup's pods are bound by: a render writes a handful (KAI four, the others
 #: two or three); more is not a render's.
 MAX_FIELDS = 32
