@@ -29,14 +29,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from grove_gitops.agent.scaling.status import SlotIndex, base_gangs
+from grove_gitops.readmodel.gangs import MAX_NAME
 from grove_gitops.readmodel.snapshot import Day2, day2_or_none
 
 Raw = Mapping[str, Any]
 
-#: A PodClique's name is an object name: no longer than this. A longer podgroup name in a
+#: A PodClique's name is an object name (the read models' bound): a longer podgroup name in a
 #: (hand-edited) PodGang is no PodClique of ours, and is skipped before :func:`group_replicas`
 #: cuts it at each ``-`` (a 1 MB name of dashes would otherwise cost a pass minutes).
-_MAX_NAME = 253
+_MAX_NAME = MAX_NAME
 
 
 def _count(value: Any) -> int | None:
